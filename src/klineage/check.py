@@ -1,0 +1,139 @@
+"""`check`: run the gates on one program against one workload, in order, with the verdict cache in front.
+compile -> correctness -> profile; the profile gate runs only on a GPU and only for a correct program."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from klineage.cache import Cache, verdict_key
+from klineage.config import Settings, cuda_available, device_name, versions
+from klineage.gates import GATES, GateRequest, Verdict, run_gate, verdict_from_result
+from klineage.program import Program
+from klineage.sandbox import Job, Sandbox
+from klineage.workload import UserError, Workload
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    workload: str
+    program: str
+    program_hash: str
+    device: str
+    device_name: str
+    target: str
+    verdicts: tuple[Verdict, ...]
+    cached: tuple[bool, ...] = ()
+    versions: dict = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return all(v.status in ("pass", "skip") for v in self.verdicts) and any(v.passed for v in self.verdicts)
+
+    def verdict(self, gate: str) -> Verdict | None:
+        return next((v for v in self.verdicts if v.gate == gate), None)
+
+    def as_dict(self) -> dict:
+        return {
+            "workload": self.workload,
+            "program": self.program,
+            "program_hash": self.program_hash,
+            "device": self.device,
+            "device_name": self.device_name,
+            "target": self.target,
+            "passed": self.passed,
+            "versions": self.versions,
+            "verdicts": [{**v.as_dict(), "cached": c} for v, c in zip(self.verdicts, self.cached)],
+        }
+
+
+def resolve_device(device: str | None) -> str:
+    if device in (None, "auto"):
+        return "cuda" if cuda_available() else "cpu"
+    if device == "cuda" and not cuda_available():
+        raise UserError("--device cuda: no CUDA GPU is visible on this machine (use --device cpu)")
+    if device not in ("cpu", "cuda"):
+        raise UserError(f"--device {device}: expected cpu or cuda")
+    return device
+
+
+def ceilings_for(device: str, settings: Settings, sandbox: Sandbox, cache: Cache | None) -> dict | None:
+    """Copy bandwidth and matmul rates of this GPU, measured once and cached per device and versions."""
+    if device != "cuda":
+        return None
+    name = device_name(device)
+    if cache is not None and (found := cache.get_ceilings(name, versions())):
+        return found
+    result = sandbox.run(Job("klineage.gates:ceilings_job", None, env={"KLINEAGE_DEVICE": "cuda"}, timeout_s=600))
+    if not result.ok:
+        return None
+    if cache is not None:
+        cache.put_ceilings(name, versions(), result.value)
+    return result.value
+
+
+def check(
+    workload: Workload,
+    program: Program,
+    settings: Settings,
+    device: str = "cpu",
+    gates: tuple[str, ...] = GATES,
+    sandbox: Sandbox | None = None,
+    on_gate: Callable[[str], None] | None = None,
+) -> CheckReport:
+    """Run `gates` in order. Never raises for a bad program: every problem is a verdict."""
+    own_sandbox = sandbox is None
+    sandbox = sandbox or Sandbox(warm=settings.warm)
+    cache = Cache(settings.cache_path) if settings.use_cache else None
+    name = device_name(device)
+    target = settings.target if device == "cpu" else name
+    request = GateRequest(str(workload.path), program, device, settings, settings.target)
+    verdicts, cached = [], []
+    try:
+        for gate in GATES:
+            if gate not in gates:
+                continue
+            if on_gate:
+                on_gate(gate)
+            if gate == "profile" and device == "cuda":
+                correct = next((v for v in verdicts if v.gate == "correctness"), None)
+                if correct is not None and not correct.passed:
+                    verdicts.append(Verdict("profile", "skip", "not_correct", "not timed: the correctness gate failed"))
+                    cached.append(False)
+                    continue
+                request = GateRequest(
+                    **{**request.__dict__, "ceilings": ceilings_for(device, settings, sandbox, cache)}
+                )
+            extra = {"seeds": settings.seeds, "target": target, "guard": settings.guard_bytes}
+            if gate == "profile":
+                extra.update(rep=settings.profile_rep_ms, sets=settings.rotate_sets)
+            key = verdict_key(program.hash, workload.hash, gate, name, versions(), extra)
+            hit = cache.get_verdict(key) if cache is not None and gate != "profile" else None
+            if hit is not None:
+                verdicts.append(Verdict.from_dict(hit))
+                cached.append(True)
+                continue
+            verdict = run_gate(gate, request, sandbox)
+            verdicts.append(verdict)
+            cached.append(False)
+            if cache is not None and verdict.status in ("pass", "fail"):
+                cache.put_verdict(key, program.hash, workload.hash, gate, name, versions(), verdict.as_dict())
+    finally:
+        if own_sandbox:
+            sandbox.close()
+        if cache is not None:
+            cache.close()
+    return CheckReport(
+        workload=workload.name,
+        program=program.name,
+        program_hash=program.hash,
+        device=device,
+        device_name=name,
+        target=target,
+        verdicts=tuple(verdicts),
+        cached=tuple(cached),
+        versions=versions(),
+    )
+
+
+__all__ = ["CheckReport", "check", "resolve_device", "verdict_from_result"]

@@ -1,0 +1,111 @@
+"""Settings and environment facts that every later stage reads: where data lives, how hard the gates check, and
+which versions a result was produced with. Stages take a `Settings` argument; only `Settings.from_env` reads the
+environment, so tests and the CLI can override anything in one place."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__version__ = "0.1.0"
+
+DEFAULT_TARGET = "sm_90"
+TARGETS = ("sm_80", "sm_89", "sm_90", "sm_100")
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Per-dtype tolerance. Elementwise: |out - ref| <= rtol * |ref| + atol * rms(ref) (the absolute term is a floor
+    relative to the reference's scale, so an all-zero output never passes on small-valued data). Whole tensor:
+    ||out - ref|| / ||ref|| <= norm."""
+
+    rtol: float
+    atol: float
+    norm: float
+
+
+DEFAULT_TOLERANCES: dict[str, Tolerance] = {
+    # float32 arithmetic lands far under 1e-5 relative error on these sizes; tf32 lands near 3e-4, so a fp32
+    # workload computed in tf32 or fp16 fails here unless the workload loosens its own tolerance.
+    "float64": Tolerance(rtol=1e-7, atol=1e-9, norm=1e-9),
+    "float32": Tolerance(rtol=1e-4, atol=1e-5, norm=1e-5),
+    "float16": Tolerance(rtol=1e-2, atol=1e-3, norm=2e-3),
+    "bfloat16": Tolerance(rtol=2e-2, atol=1e-2, norm=1e-2),
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a gate needs besides the workload and the program."""
+
+    data_dir: Path = field(default_factory=lambda: Path.home() / ".local" / "share" / "klineage")
+    seeds: int = 5  # fresh seeds per correctness check, on top of the workload's named cases
+    timeout_s: float = 300.0  # per sandboxed evaluation
+    target: str = DEFAULT_TARGET
+    warm: bool = True  # reuse a warm worker that paid the torch/Triton import once
+    use_cache: bool = True
+    guard_bytes: int = 64 * 1024  # poisoned guard region on each side of every allocation made in forward
+    profile_warmup_ms: float = 25.0
+    profile_rep_ms: float = 200.0
+    profile_min_reps: int = 30
+    rotate_sets: int = 4  # distinct input sets cycled while timing, so the cache is not what is measured
+
+    @property
+    def cache_path(self) -> Path:
+        return self.data_dir / "cache.sqlite"
+
+    def replace(self, **changes) -> Settings:
+        return dataclasses.replace(self, **changes)
+
+    @staticmethod
+    def from_env(**overrides) -> Settings:
+        env = os.environ
+        base = Settings()
+        if "KLINEAGE_HOME" in env:
+            base = base.replace(data_dir=Path(env["KLINEAGE_HOME"]))
+        elif "XDG_DATA_HOME" in env:
+            base = base.replace(data_dir=Path(env["XDG_DATA_HOME"]) / "klineage")
+        if "KLINEAGE_SEEDS" in env:
+            base = base.replace(seeds=int(env["KLINEAGE_SEEDS"]))
+        if "KLINEAGE_TIMEOUT" in env:
+            base = base.replace(timeout_s=float(env["KLINEAGE_TIMEOUT"]))
+        if env.get("KLINEAGE_COLD") == "1":
+            base = base.replace(warm=False)
+        return base.replace(**{k: v for k, v in overrides.items() if v is not None})
+
+
+@functools.cache
+def versions() -> dict[str, str]:
+    """Versions that decide whether a cached verdict still holds."""
+    import torch
+    import triton
+
+    return {
+        "klineage": __version__,
+        "torch": torch.__version__.split("+")[0],
+        "triton": triton.__version__,
+        "python": platform.python_version(),
+    }
+
+
+@functools.cache
+def cuda_available() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:  # a broken driver install is the same as no GPU for us
+        return False
+
+
+def device_name(device: str) -> str:
+    """A stable name for the machine a verdict was produced on."""
+    if device == "cuda":
+        import torch
+
+        return torch.cuda.get_device_name(0)
+    return f"cpu-interpreter-{platform.machine()}"

@@ -1,0 +1,550 @@
+"""The three gates: compile, correctness, profile. Each returns a `Verdict` value and never raises.
+
+The `*_job` functions run inside a sandbox child (see sandbox.py) and do the work; `run_gate` is the caller's side:
+it builds the job, runs it in the sandbox and turns a crash, hang or out-of-memory into a failing verdict."""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from klineage.compare import Finding, bitwise_equal, compare_output, flatten_outputs, relative_error
+from klineage.config import Settings
+from klineage.program import Program
+from klineage.sandbox import Job, Sandbox, SandboxResult
+
+GATES = ("compile", "correctness", "profile")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A gate's result. status: pass | fail | error | skip. `code` is a stable slug for the first reason
+    (empty on pass); `metrics` are numbers worth tabulating; `evidence` is what a reader needs to believe it."""
+
+    gate: str
+    status: str
+    code: str = ""
+    reason: str = ""
+    metrics: dict = field(default_factory=dict)
+    evidence: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @staticmethod
+    def from_dict(d: dict) -> Verdict:
+        return Verdict(**d)
+
+
+def _fail(gate: str, finding: Finding, **extra) -> Verdict:
+    return Verdict(gate, "fail", finding.code, finding.detail, **extra)
+
+
+# --- shared child-side setup --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GateRequest:
+    """What a sandboxed gate job receives."""
+
+    workload_path: str
+    program: Program
+    device: str  # "cpu" or "cuda"
+    settings: Settings
+    target: str = "sm_90"
+    ceilings: dict | None = None
+
+
+def _prepare(request: GateRequest, interpret: bool):
+    """Import the workload and program in this (child) process, with the interpreter fixes and launch tracer."""
+    if interpret:
+        os.environ["TRITON_INTERPRET"] = "1"
+        from klineage.interp import patch_interpreter
+
+        patch_interpreter()
+    else:
+        os.environ.pop("TRITON_INTERPRET", None)
+    from klineage.guards import install_tracer
+    from klineage.program import install
+    from klineage.workload import import_file, workload_from_module
+
+    install_tracer()
+    path = Path(request.workload_path)
+    source = path.read_text()
+    wl_module = import_file(path, "klineage_workload")
+    workload = workload_from_module(path, source, wl_module)
+    program_module = install(request.program)
+    if not isinstance(getattr(program_module, "ModelNew", None), type):
+        raise ImportError("program defines no class ModelNew")
+    return workload, wl_module, program_module
+
+
+def _build(cls, init_inputs):
+    import torch
+
+    torch.manual_seed(42)  # same weights for Model and ModelNew, as KernelBench does
+    return cls(*copy.deepcopy(init_inputs))
+
+
+def _to_device(x, device: str, guard_bytes: int, log: list):
+    """Place a harness-made input on the device inside a guarded buffer (so writes past inputs are seen too)."""
+    import torch
+
+    from klineage.guards import guarded_empty
+
+    if not isinstance(x, torch.Tensor):
+        return x
+    y = guarded_empty(x.shape, x.stride(), x.dtype, device, guard_bytes, "input", log)
+    y.copy_(x)
+    return y
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
+
+
+# --- correctness --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Trial:
+    case: str
+    seed: int
+    distribution: str
+
+    def label(self) -> str:
+        return f"case {self.case}, seed {self.seed}, {self.distribution} inputs"
+
+
+def plan_trials(workload, device: str, seeds: int) -> list[Trial]:
+    """Named cases (seed 0, the workload's own inputs), then fresh seeds cycling through the distributions."""
+    trials = [Trial(name, 0, "normal") for name in workload.check_cases(device)]
+    seed_case = workload.seed_case(device)
+    dists = workload.distributions
+    for i in range(seeds):
+        trials.append(Trial(seed_case, 1000 + i, dists[(i + 1) % len(dists)]))
+    return trials
+
+
+def correctness_job(request: GateRequest) -> Verdict:
+    started = time.perf_counter()
+    try:
+        return _correctness(request, started)
+    except ImportError as e:
+        return Verdict("correctness", "fail", "import_error", f"program failed to import: {e}",
+                       seconds=time.perf_counter() - started)  # fmt: skip
+
+
+def _correctness(request: GateRequest, started: float) -> Verdict:
+    import torch
+
+    from klineage.guards import (
+        BackgroundThreadError,
+        SideStreamError,
+        TorchComputeError,
+        check_guards,
+        guarded_forward,
+        launch_findings,
+        static_findings,
+    )
+    from klineage.workload import make_case_init_inputs, make_case_inputs
+
+    device = request.device
+    sources = {"program": request.program.source, **{f"module {k}": v for k, v in request.program.modules.items()}}
+    static = static_findings(sources)
+    if static:
+        return _fail("correctness", static[0], evidence={"findings": [f.detail for f in static]})
+    try:
+        workload, wl_module, program_module = _prepare(request, interpret=device == "cpu")
+    except Exception as e:
+        return Verdict("correctness", "fail", "import_error", f"{type(e).__name__}: {e}")
+    guard_bytes = request.settings.guard_bytes
+    main_stream = torch.cuda.current_stream().cuda_stream if device == "cuda" else None
+    models: dict[str, tuple] = {}  # one ModelNew per case: reused across seeds, so caching cheats are seen
+    previous_outputs: list = []
+    worst_error = 0.0
+    deterministic = True
+    kernels: set[str] = set()
+    trials = plan_trials(workload, device, request.settings.seeds)
+    for index, trial in enumerate(trials):
+        case = workload.cases[trial.case]
+        if trial.case not in models:
+            init = make_case_init_inputs(wl_module, case)
+            ref_model = _build(wl_module.Model, init).to(device)
+            new_model = _build(program_module.ModelNew, init).to(device)
+            models[trial.case] = (ref_model, copy.deepcopy(ref_model).double(), new_model, True)
+        ref_model, ref64_model, new_model, first = models[trial.case]
+        models[trial.case] = (ref_model, ref64_model, new_model, False)
+        cpu_inputs = make_case_inputs(wl_module, case, trial.seed, trial.distribution)
+        input_log: list = []
+        inputs = [_to_device(x, device, guard_bytes, input_log) for x in cpu_inputs]
+        originals = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        with torch.no_grad():
+            ref_inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+            expected = flatten_outputs(ref_model(*ref_inputs))
+            ref64_inputs = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+            ref64 = flatten_outputs(ref64_model(*ref64_inputs))
+        runs = 2 if first else 1  # run twice on each case's first trial: both runs must agree
+        outputs_per_run = []
+        for run in range(runs):
+            for i in workload.mutated_inputs:  # an in-place op starts each run from the same inputs
+                if run and isinstance(inputs[i], torch.Tensor):
+                    inputs[i].copy_(originals[i])
+            try:
+                with torch.no_grad(), guarded_forward(guard_bytes) as record:
+                    outputs = flatten_outputs(new_model(*inputs))
+                    _sync(device)
+            except TorchComputeError as e:
+                return _fail("correctness", Finding("torch_compute", str(e)), evidence={"trial": trial.label()})
+            except BackgroundThreadError as e:
+                return _fail("correctness", Finding("background_thread", str(e)), evidence={"trial": trial.label()})
+            except SideStreamError as e:
+                return _fail("correctness", Finding("side_stream", str(e)), evidence={"trial": trial.label()})
+            except torch.OutOfMemoryError as e:
+                return _fail("correctness", Finding("oom", f"out of device memory: {str(e)[:200]}"))
+            except Exception as e:
+                detail = f"forward raised {type(e).__name__}: {str(e)[:500]}"
+                return _fail("correctness", Finding("forward_error", detail), evidence={"trial": trial.label()})
+            kernels.update(launch.kernel for launch in record.launches)
+            finding = (
+                launch_findings(record, outputs, main_stream)
+                or check_guards(record.allocations + input_log)
+                or _mutation_finding(workload, inputs, originals, ref64_inputs)
+                or _outputs_finding(workload, outputs, ref64, expected, previous_outputs)
+            )
+            if finding is not None:
+                return _fail(
+                    "correctness",
+                    finding,
+                    metrics={"trials_passed": index, "trials": len(trials)},
+                    evidence={"trial": trial.label(), "run": run + 1, "kernels": sorted(kernels)},
+                    seconds=time.perf_counter() - started,
+                )
+            outputs_per_run.append([o.detach().clone() for o in outputs])
+            for out, ref in zip(outputs, ref64):
+                worst_error = max(worst_error, relative_error(out, ref))
+        if runs == 2:
+            first_run, second_run = outputs_per_run
+            if not all(bitwise_equal(a, b) for a, b in zip(first_run, second_run)):
+                deterministic = False
+                for i, (a, b) in enumerate(zip(first_run, second_run)):
+                    tol = workload.tolerance(str(a.dtype).removeprefix("torch."))
+                    disagreement = compare_output(b, a.double(), a, tol, f"output {i}")
+                    if disagreement is not None:
+                        detail = f"two runs on the same inputs disagree: {disagreement.detail}"
+                        elapsed = time.perf_counter() - started
+                        finding = Finding("nondeterministic", detail)
+                        return _fail("correctness", finding, evidence={"trial": trial.label()}, seconds=elapsed)
+        previous_outputs.append((trial, [o.detach().clone() for o in outputs_per_run[-1]]))
+    return Verdict(
+        "correctness",
+        "pass",
+        metrics={
+            "trials": len(trials),
+            "max_rel_error": worst_error,
+            "deterministic": deterministic,
+            "kernels": len(kernels),
+        },
+        evidence={"trials": [t.label() for t in trials], "kernels": sorted(kernels)},
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _mutation_finding(workload, inputs, originals, ref64_inputs) -> Finding | None:
+    import torch
+
+    for i, (now, before) in enumerate(zip(inputs, originals)):
+        if not isinstance(now, torch.Tensor):
+            continue
+        if i in workload.mutated_inputs:
+            tol = workload.tolerance(str(now.dtype).removeprefix("torch."))
+            finding = compare_output(now, ref64_inputs[i], ref64_inputs[i].to(now.dtype), tol, f"mutated input {i}")
+            if finding is not None:
+                return finding
+        elif not bitwise_equal(now, before):
+            return Finding("input_mutated", f"input {i} was modified by the program (not declared in MUTATED_INPUTS)")
+    return None
+
+
+def _outputs_finding(workload, outputs, ref64, expected, previous_outputs) -> Finding | None:
+    if len(outputs) != len(expected):
+        return Finding("shape_mismatch", f"program returned {len(outputs)} outputs, expected {len(expected)}")
+    for i, (out, ref, exp) in enumerate(zip(outputs, ref64, expected)):
+        tol = workload.tolerance(str(exp.dtype).removeprefix("torch."))
+        finding = compare_output(out, ref, exp, tol, f"output {i}")
+        if finding is None:
+            continue
+        if finding.code == "mismatch":
+            for trial, old in previous_outputs:  # a wrong answer equal to an earlier answer is a cached one
+                if i < len(old) and bitwise_equal(out, old[i]):
+                    return Finding("stale_output", f"output {i} is bit-identical to the output for {trial.label()}")
+        return finding
+    return None
+
+
+# --- compile ------------------------------------------------------------------------------------------------------
+
+
+def compile_job(request: GateRequest) -> Verdict:
+    started = time.perf_counter()
+    try:
+        if request.device == "cuda":
+            verdict = _compile_on_gpu(request)
+        else:
+            verdict = _compile_for_target(request)
+    except ImportError as e:
+        verdict = Verdict("compile", "fail", "import_error", f"program failed to import: {e}")
+    return Verdict(**{**asdict(verdict), "seconds": time.perf_counter() - started})
+
+
+def _arch_number(target: str) -> int:
+    return int(target.removeprefix("sm_"))
+
+
+def _compile_for_target(request: GateRequest) -> Verdict:
+    """No GPU: drive the program's forward on CPU tensors with every launch replaced by a compile for the target.
+    This compiles exactly the specializations the launcher asks for (autotune configs included), on every case."""
+    import torch
+    import triton
+    import triton.runtime.autotuner as autotuner
+    from triton import knobs
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource, make_backend
+    from triton.runtime.jit import JITFunction, create_function_from_signature
+
+    from klineage.sass import kernel_metrics
+    from klineage.workload import make_case_init_inputs, make_case_inputs
+
+    workload, wl_module, program_module = _prepare(request, interpret=False)
+    target = GPUTarget("cuda", _arch_number(request.target), 32)
+    backend = make_backend(target)
+    compiled: dict[str, dict] = {}
+    errors: list[str] = []
+    binders = {}
+
+    def compile_instead(self, *args, grid, warmup, **kwargs):
+        kwargs["debug"] = kwargs.get("debug", self.debug) or knobs.runtime.debug
+        kwargs["instrumentation_mode"] = knobs.compilation.instrumentation_mode
+        binder = binders.get(id(self)) or create_function_from_signature(self.signature, self.params, backend)
+        binders[id(self)] = binder
+        bound, specialization, options = binder(*args, **kwargs)
+        options, signature, constexprs, attrs = self._pack_args(backend, kwargs, bound, specialization, options)
+        key = f"{self.__name__}|{signature}|{sorted(constexprs.items())}|{sorted(attrs.items())}|{options.num_warps}"
+        key += f"|{options.num_stages}"
+        if key in compiled:
+            return None
+        try:
+            kernel = triton.compile(ASTSource(self, signature, constexprs, attrs), target=target,
+                                    options=options.__dict__)  # fmt: skip
+        except Exception as e:
+            errors.append(f"{self.__name__} {_spec_label(constexprs, options)}: {type(e).__name__}: {str(e)[-600:]}")
+            compiled[key] = {"name": self.__name__, "error": True}
+            return None
+        metrics = kernel_metrics(kernel, request.target)
+        metrics["specialization"] = _spec_label(constexprs, options)
+        compiled[key] = metrics
+        return None
+
+    def one_call_bench(kernel_call, quantiles=None):
+        kernel_call()  # compiles this config through compile_instead
+        return [float(len(compiled))] * 3
+
+    JITFunction.run = compile_instead
+    autotuner.Autotuner.do_bench = property(lambda self: one_call_bench)
+    forward_errors = []
+    for name, case in workload.cases.items():
+        init = make_case_init_inputs(wl_module, case)
+        model = _build(program_module.ModelNew, init)
+        inputs = make_case_inputs(wl_module, case, 0)
+        before = len(compiled)
+        try:
+            with torch.no_grad():
+                model(*inputs)
+        except Exception as e:  # outputs are garbage without launches; only a failure before any launch counts
+            if len(compiled) == before:
+                forward_errors.append(f"case {name}: {type(e).__name__}: {str(e)[:300]}")
+    kernels = [m for m in compiled.values() if not m.get("error")]
+    evidence = {"specializations": kernels, "target": request.target}
+    if errors:
+        return Verdict("compile", "fail", "compile_error", errors[0], evidence={**evidence, "errors": errors})
+    if not kernels:
+        why = forward_errors[0] if forward_errors else "forward launched no Triton kernel"
+        return Verdict("compile", "fail", "no_kernel_launch", why, evidence=evidence)
+    return Verdict("compile", "pass", metrics=_summarize(kernels), evidence={**evidence, "warnings": forward_errors})
+
+
+def _spec_label(constexprs: dict, options) -> str:
+    values = ", ".join(f"{v}" for v in constexprs.values())
+    return f"[{values}] warps={options.num_warps} stages={options.num_stages}"
+
+
+def _summarize(kernels: list[dict]) -> dict:
+    """The worst case over specializations: what a reader checks first."""
+    return {
+        "specializations": len(kernels),
+        "max_registers": max((k.get("registers", 0) for k in kernels), default=0),
+        "spill_bytes": sum(k.get("spill_store_bytes", 0) + k.get("spill_load_bytes", 0) for k in kernels),
+        "max_shared_bytes": max((k.get("shared_bytes", 0) for k in kernels), default=0),
+        "max_load_bits": max((k.get("max_load_bits", 0) for k in kernels), default=0),
+        "max_store_bits": max((k.get("max_store_bits", 0) for k in kernels), default=0),
+        "tensor_core_instructions": sum(k.get("tensor_core_instructions", 0) for k in kernels),
+        "tma_instructions": sum(k.get("tma_instructions", 0) for k in kernels),
+    }
+
+
+def _compile_on_gpu(request: GateRequest) -> Verdict:
+    """On a GPU: launch for real on every case and read what the launches compiled out of Triton's caches."""
+    import torch
+    from triton.runtime.jit import JITFunction
+
+    from klineage.sass import kernel_metrics
+    from klineage.workload import make_case_init_inputs, make_case_inputs
+
+    workload, wl_module, program_module = _prepare(request, interpret=False)
+    seen: dict[int, JITFunction] = {}
+    original = JITFunction.run
+
+    def run(self, *args, **kwargs):
+        seen[id(self)] = self
+        return original(self, *args, **kwargs)
+
+    JITFunction.run = run
+    arch = "sm_{}{}".format(*torch.cuda.get_device_capability())
+    for name, case in workload.cases.items():
+        model = _build(program_module.ModelNew, make_case_init_inputs(wl_module, case)).cuda()
+        inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in make_case_inputs(wl_module, case, 0)]
+        try:
+            with torch.no_grad():
+                model(*inputs)
+            torch.cuda.synchronize()
+        except Exception as e:
+            return Verdict("compile", "fail", "compile_error", f"case {name}: {type(e).__name__}: {str(e)[-600:]}")
+    kernels = []
+    for fn in seen.values():
+        for cache in fn.device_caches.values():
+            for kernel in cache[0].values():
+                metrics = kernel_metrics(kernel, arch)
+                metrics["registers"] = int(getattr(kernel, "n_regs", metrics.get("registers", 0)) or 0)
+                metrics["spill_store_bytes"] = int(getattr(kernel, "n_spills", 0) or 0)
+                kernels.append(metrics)
+    if not kernels:
+        return Verdict("compile", "fail", "no_kernel_launch", "forward launched no Triton kernel")
+    return Verdict("compile", "pass", metrics=_summarize(kernels), evidence={"specializations": kernels,
+                                                                          "target": arch})  # fmt: skip
+
+
+# --- profile ------------------------------------------------------------------------------------------------------
+
+
+def ceilings_job(_: Any = None) -> dict:
+    from klineage.timing import measure_ceilings
+
+    return measure_ceilings()
+
+
+def profile_job(request: GateRequest) -> Verdict:
+    """Time the program on the workload's bench case against PyTorch eager, interleaved."""
+    import torch
+
+    from klineage.timing import roofline, time_calls
+    from klineage.workload import case_roofline, make_case_init_inputs, make_case_inputs
+
+    started = time.perf_counter()
+    workload, wl_module, program_module = _prepare(request, interpret=False)
+    case_name = workload.bench_case()
+    case = workload.cases[case_name]
+    init = make_case_init_inputs(wl_module, case)
+    model = _build(program_module.ModelNew, init).cuda()
+    reference = _build(wl_module.Model, init).cuda()
+    settings = request.settings
+    sets = [
+        [x.cuda() if isinstance(x, torch.Tensor) else x for x in make_case_inputs(wl_module, case, seed)]
+        for seed in range(settings.rotate_sets)
+    ]
+
+    def rotating(fn):
+        state = {"i": 0}
+
+        def call():
+            state["i"] += 1
+            with torch.no_grad():
+                return fn(*sets[state["i"] % len(sets)])
+
+        return call
+
+    program_t, eager_t = time_calls(
+        [rotating(model), rotating(reference)], settings.profile_warmup_ms, settings.profile_rep_ms,
+        settings.profile_min_reps,
+    )  # fmt: skip
+    metrics = {
+        "case": case_name,
+        "median_ms": program_t.median_ms,
+        "spread": program_t.spread,
+        "p20_ms": program_t.p20_ms,
+        "p80_ms": program_t.p80_ms,
+        "reps": program_t.reps,
+        "wall_median_ms": program_t.wall_median_ms,
+        "eager_median_ms": eager_t.median_ms,
+        "speedup_vs_eager": eager_t.median_ms / program_t.median_ms,
+    }
+    dtype = case.get("dtype", "float32")
+    work = case_roofline(wl_module, case)
+    ceilings = request.ceilings or {}
+    if work and ceilings:
+        flops, nbytes = work
+        seconds = program_t.median_ms * 1e-3
+        metrics["achieved_tflops"] = flops / seconds / 1e12
+        metrics["achieved_tbps"] = nbytes / seconds / 1e12
+        floor = roofline(flops, nbytes, dtype, ceilings)
+        metrics["roofline_fraction"] = floor["floor_ms"] / program_t.median_ms
+        metrics["bound"] = floor["bound"]
+    evidence = {"ceilings": ceilings, "eager": eager_t.as_dict(), "program": program_t.as_dict()}
+    return Verdict("profile", "pass", metrics=metrics, evidence=evidence, seconds=time.perf_counter() - started)
+
+
+# --- the caller's side --------------------------------------------------------------------------------------------
+
+JOBS = {"compile": "klineage.gates:compile_job", "correctness": "klineage.gates:correctness_job",
+        "profile": "klineage.gates:profile_job"}  # fmt: skip
+
+
+def run_gate(gate: str, request: GateRequest, sandbox: Sandbox) -> Verdict:
+    """Run one gate in the sandbox; a crash, timeout or OOM of the child is a failing verdict, never an exception."""
+    if gate == "profile" and request.device != "cuda":
+        return Verdict(
+            "profile",
+            "skip",
+            "no_gpu",
+            "no GPU: no time was taken; the compile gate's static metrics are all there is",
+        )
+    job = Job(JOBS[gate], request, env={"KLINEAGE_DEVICE": request.device}, timeout_s=request.settings.timeout_s)
+    result = sandbox.run(job)
+    return verdict_from_result(gate, result)
+
+
+def verdict_from_result(gate: str, result: SandboxResult) -> Verdict:
+    if result.ok and isinstance(result.value, Verdict):
+        value = result.value
+        evidence = dict(value.evidence)
+        if value.status != "pass" and result.log:
+            evidence["log"] = result.log[-2000:]
+        return Verdict(value.gate, value.status, value.code, value.reason, value.metrics, evidence,
+                       value.seconds or result.seconds)  # fmt: skip
+    code = {"timeout": "timeout", "oom": "oom", "crash": "crash"}.get(result.kind, "error")
+    status = "fail" if code in ("timeout", "oom", "crash") else "error"
+    reason = result.error
+    if "illegal memory access" in result.log or "misaligned address" in result.log:
+        code, reason = "crash", f"{reason}: illegal memory access"
+    return Verdict(gate, status, code, reason, evidence={"log": result.log[-2000:]}, seconds=result.seconds)

@@ -1,0 +1,315 @@
+"""Run-time and static guards used inside the sandbox while a program's forward runs.
+
+- `Tracer` records every Triton launch (kernel, tensor storages passed, stream, thread): the proof that the program's
+  kernels ran and that each output was written by one of them.
+- `ForwardGuard` is a TorchDispatchMode active during forward: PyTorch compute ops fail (allocation, views, copies
+  and casts are allowed) and every allocation is placed between two poisoned guard regions, its interior poisoned
+  too, so unwritten outputs read as NaN and writes outside any buffer are found afterwards, on a CPU or a GPU
+  (compute-sanitizer's memcheck misses such writes when they land inside the caching allocator's rounding).
+- Thread and stream watches catch work hidden on a background thread or a side stream.
+- `static_findings` rejects what no run-time guard sees: numpy compute, frame and environment inspection, ctypes,
+  global precision switches.
+"""
+
+from __future__ import annotations
+
+import ast
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from klineage.compare import POISON_BYTE, Finding
+
+ALLOCATION_OPS = {
+    "empty", "empty_strided", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
+    "new_empty", "new_empty_strided", "new_zeros", "new_ones", "new_full", "scalar_tensor",
+}  # fmt: skip
+ALLOWED_OPS = ALLOCATION_OPS | {
+    # views and metadata
+    "view", "_unsafe_view", "reshape", "_reshape_alias", "as_strided", "transpose", "t", "permute", "expand",
+    "slice", "select", "unsqueeze", "squeeze", "unbind", "split", "split_with_sizes", "chunk", "narrow", "flatten",
+    "unflatten", "alias", "detach", "diagonal", "movedim", "view_as_real", "view_as_complex", "lift_fresh",
+    "_local_scalar_dense", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "is_same_size",
+    "is_contiguous", "stride", "size", "dim", "numel", "resize_", "set_",
+    # copies, casts and initialization
+    "copy_", "clone", "_to_copy", "contiguous", "lift_fresh_copy", "fill_", "zero_", "arange",
+}  # fmt: skip
+
+
+@dataclass
+class Launch:
+    kernel: str
+    storages: frozenset[int]
+    stream: int | None
+    thread: int
+
+
+@dataclass
+class GuardedAllocation:
+    buffer: object  # the uint8 tensor holding guard + interior + guard
+    start: int  # interior byte range
+    stop: int
+    op: str
+
+
+@dataclass
+class Tracer:
+    """Records Triton launches while `active`; patched into JITFunction.run and the interpreter once per process."""
+
+    active: bool = False
+    launches: list[Launch] = field(default_factory=list)
+    depth: int = 0  # > 0 while Triton itself runs a launch (its own threads are not the program's)
+
+    def record(self, fn, args, kwargs) -> None:
+        import torch
+
+        storages = set()
+        for value in [*args, *kwargs.values()]:
+            base = getattr(value, "base", value)  # TensorDescriptor / TensorWrapper keep the tensor in .base
+            if isinstance(base, torch.Tensor) and base.numel():
+                storages.add(base.untyped_storage().data_ptr())
+        stream = None
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            stream = torch.cuda.current_stream().cuda_stream
+        name = getattr(fn, "__qualname__", None) or getattr(getattr(fn, "fn", None), "__qualname__", repr(fn))
+        self.launches.append(Launch(name, frozenset(storages), stream, threading.get_ident()))
+
+
+TRACER = Tracer()
+_installed = False
+
+
+def install_tracer() -> None:
+    """Wrap the launch entry points so every launch is recorded and runs outside the compute ban."""
+    global _installed
+    if _installed:
+        return
+    from torch.utils._python_dispatch import _disable_current_modes
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    def wrap(original):
+        def run(self, *args, grid, warmup, **kwargs):
+            if TRACER.active and not warmup:
+                TRACER.record(self.fn, args, kwargs)
+            TRACER.depth += 1
+            try:
+                with _disable_current_modes():  # the launcher's own tensor ops (interpreter copies) are not forward's
+                    return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            finally:
+                TRACER.depth -= 1
+
+        return run
+
+    JITFunction.run = wrap(JITFunction.run)
+    InterpretedFunction.run = wrap(InterpretedFunction.run)
+    _installed = True
+
+
+def guarded_empty(shape, stride, dtype, device, guard_bytes: int, op: str, log: list) -> object:
+    """A tensor of `shape`/`stride` inside a poisoned buffer with `guard_bytes` of poison on each side."""
+    import torch
+
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    numel_span = 1 + sum((s - 1) * st for s, st in zip(shape, stride)) if all(s > 0 for s in shape) else 0
+    nbytes = numel_span * itemsize
+    padded = -(-nbytes // 256) * 256  # keep the interior end on a 256-byte boundary, as the caching allocator does
+    buffer = torch.empty(2 * guard_bytes + padded, dtype=torch.uint8, device=device)
+    buffer.fill_(POISON_BYTE)
+    typed = buffer.view(dtype)  # guard_bytes is a multiple of 256, so the interior starts aligned
+    log.append(GuardedAllocation(buffer, guard_bytes, guard_bytes + nbytes, op))
+    return typed.as_strided(tuple(shape), tuple(stride), guard_bytes // itemsize)
+
+
+def check_guards(log: list[GuardedAllocation]) -> Finding | None:
+    for i, alloc in enumerate(log):
+        buf = alloc.buffer
+        before = buf[: alloc.start]
+        after = buf[alloc.stop :]
+        bad_before = int((before != POISON_BYTE).sum())
+        bad_after = int((after != POISON_BYTE).sum())
+        if bad_before or bad_after:
+            where = f"{bad_before} before its start" if bad_before else f"{bad_after} after its end"
+            return Finding(
+                "out_of_bounds_write",
+                f"bytes written outside allocation #{i} ({alloc.op}, {alloc.stop - alloc.start} bytes): {where}",
+            )
+    return None
+
+
+def _make_forward_guard(guard_bytes: int):
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class ForwardGuard(TorchDispatchMode):
+        """Bans compute, guards allocations. Findings are collected, not raised, so one run reports all of them;
+        the first banned op still raises so the forward stops before computing anything with PyTorch."""
+
+        def __init__(self):
+            super().__init__()
+            self.allocations: list[GuardedAllocation] = []
+            self.banned: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            name = func.overloadpacket.__name__
+            if name not in ALLOWED_OPS:
+                self.banned.append(name)
+                raise TorchComputeError(f"PyTorch compute op aten.{name} inside forward")
+            out = func(*args, **kwargs)
+            if name in ALLOCATION_OPS and isinstance(out, torch.Tensor) and out.numel():
+                guarded = guarded_empty(
+                    out.shape, out.stride(), out.dtype, out.device, guard_bytes, name, self.allocations
+                )
+                if name not in ("empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided"):
+                    guarded.copy_(out)  # zeros/ones/full keep their values; only the guards are poison
+                return guarded
+            return out
+
+    return ForwardGuard()
+
+
+class TorchComputeError(RuntimeError):
+    pass
+
+
+class BackgroundThreadError(RuntimeError):
+    pass
+
+
+class SideStreamError(RuntimeError):
+    pass
+
+
+@contextmanager
+def watch_threads(found: list):
+    """Fail a thread started inside forward: work there escapes both timing and the launch order."""
+    original = threading.Thread.start
+
+    def start(self, *a, **k):
+        if TRACER.depth:
+            return original(self, *a, **k)
+        found.append(self.name)
+        raise BackgroundThreadError(f"forward started a background thread ({self.name})")
+
+    threading.Thread.start = start
+    try:
+        yield
+    finally:
+        threading.Thread.start = original
+
+
+@contextmanager
+def watch_streams(found: list):
+    """Fail a CUDA stream created or entered inside forward: events on the caller's stream would not time it."""
+    import torch
+
+    if not torch.cuda.is_available():
+        yield
+        return
+    original_init = torch.cuda.Stream.__new__
+    original_set = torch.cuda.set_stream
+
+    def new(cls, *a, **k):
+        found.append("torch.cuda.Stream()")
+        raise SideStreamError("forward created a CUDA stream")
+
+    def set_stream(stream):
+        found.append("torch.cuda.set_stream")
+        raise SideStreamError("forward switched the current CUDA stream")
+
+    torch.cuda.Stream.__new__ = new
+    torch.cuda.set_stream = set_stream
+    try:
+        yield
+    finally:
+        torch.cuda.Stream.__new__ = original_init
+        torch.cuda.set_stream = original_set
+
+
+@dataclass
+class ForwardRecord:
+    launches: list[Launch]
+    allocations: list[GuardedAllocation]
+    banned: list[str]
+    threads: list[str]
+    streams: list[str]
+
+
+@contextmanager
+def guarded_forward(guard_bytes: int):
+    """Everything a forward call runs under; yields the record filled in when the block exits."""
+    record = ForwardRecord([], [], [], [], [])
+    mode = _make_forward_guard(guard_bytes)
+    TRACER.launches = []
+    TRACER.active = True
+    try:
+        with watch_threads(record.threads), watch_streams(record.streams), mode:
+            yield record
+    finally:
+        TRACER.active = False
+        record.launches = list(TRACER.launches)
+        record.allocations = mode.allocations
+        record.banned = mode.banned
+
+
+def launch_findings(record: ForwardRecord, outputs: list, main_stream: int | None) -> Finding | None:
+    """A forward with no Triton launch, with launches off the caller's stream or thread, or with an output that no
+    kernel was handed, did not compute its answer with its kernels."""
+    import torch
+
+    if not record.launches:
+        return Finding("no_kernel_launch", "forward launched no Triton kernel")
+    main_thread = threading.get_ident()
+    for launch in record.launches:
+        if launch.thread != main_thread:
+            return Finding("background_thread", f"kernel {launch.kernel} launched from another thread")
+        if main_stream is not None and launch.stream is not None and launch.stream != main_stream:
+            return Finding("side_stream", f"kernel {launch.kernel} launched on a side stream")
+    written = set().union(*(launch.storages for launch in record.launches))
+    for i, out in enumerate(outputs):
+        if isinstance(out, torch.Tensor) and out.numel() and out.untyped_storage().data_ptr() not in written:
+            return Finding("output_not_from_kernel", f"output {i} was never passed to a Triton kernel")
+    return None
+
+
+# --- static scan ------------------------------------------------------------------------------------------------
+
+BANNED_CALLS = {
+    "numpy": "moves data to numpy (compute outside Triton)",
+    "from_numpy": "builds a tensor from numpy data",
+    "_getframe": "inspects the caller's frames",
+    "currentframe": "inspects the caller's frames",
+    "_make_subclass": "builds a Tensor subclass",
+    "set_float32_matmul_precision": "changes global matmul precision",
+    "get_objects": "walks the garbage collector's objects",
+}
+BANNED_MODULES = {"ctypes": "raw memory access", "inspect": "frame inspection", "gc": "object graph access"}
+BANNED_ATTRIBUTES = {"allow_tf32": "changes global matmul precision", "environ": "reads the environment"}
+
+
+def static_findings(sources: dict[str, str]) -> list[Finding]:
+    """Scan program sources (label -> source) for constructs no run-time guard can see."""
+    findings = []
+    for label, source in sources.items():
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            what = None
+            if isinstance(node, ast.Call):
+                callee = node.func
+                name = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", None)
+                what = BANNED_CALLS.get(name) and f"{name}(): {BANNED_CALLS[name]}"
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                for n in names:
+                    root = n.split(".")[0]
+                    if root in BANNED_MODULES:
+                        what = f"import {n}: {BANNED_MODULES[root]}"
+            elif isinstance(node, ast.Attribute) and node.attr in BANNED_ATTRIBUTES:
+                what = f".{node.attr}: {BANNED_ATTRIBUTES[node.attr]}"
+            if what:
+                findings.append(Finding("static_ban", f"{label} line {node.lineno}: {what}"))
+    return findings

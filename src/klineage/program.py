@@ -1,0 +1,107 @@
+"""Programs: candidate implementations. A program is a KernelBench candidate file (`class ModelNew`) whose forward
+launches Triton kernels, optionally with rewritten copies of other modules (an installed package's kernels, say).
+
+On disk a program is either one `.py` file or a directory holding `program.py` and `modules/<dotted.name>.py`; each
+module file replaces the module of that name while the program runs in the sandbox. The installed files are never
+touched: `ModuleOverrides` is a meta-path finder placed in front of site-packages for that one process."""
+
+from __future__ import annotations
+
+import ast
+import importlib.abc
+import importlib.util
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from klineage.workload import UserError, source_hash
+
+
+class ProgramError(UserError):
+    pass
+
+
+@dataclass(frozen=True)
+class Program:
+    """Source of a candidate: the main file plus module overrides (dotted name -> source)."""
+
+    name: str
+    source: str
+    modules: dict[str, str] = field(default_factory=dict, hash=False)
+    path: Path | None = None
+
+    @property
+    def hash(self) -> str:
+        return source_hash(self.source, *(f"{k}\n{v}" for k, v in sorted(self.modules.items())))
+
+    def with_module(self, dotted: str, source: str) -> Program:
+        return Program(self.name, self.source, {**self.modules, dotted: source}, self.path)
+
+    def write(self, directory: Path) -> Path:
+        """Materialize as a directory program; returns the main file. Files must exist on disk because Triton reads
+        kernel source through `inspect`."""
+        directory.mkdir(parents=True, exist_ok=True)
+        main = directory / "program.py"
+        main.write_text(self.source)
+        if self.modules:
+            (directory / "modules").mkdir(exist_ok=True)
+            for dotted, source in self.modules.items():
+                (directory / "modules" / f"{dotted}.py").write_text(source)
+        return main
+
+
+def load_program(path: str | Path) -> Program:
+    """Read a program file or directory; raise `ProgramError` with one line naming the problem."""
+    path = Path(path)
+    if path.is_dir():
+        main = path / "program.py"
+        if not main.is_file():
+            raise ProgramError(f"program {path}: a program directory needs program.py")
+        modules = {p.stem: p.read_text() for p in sorted((path / "modules").glob("*.py"))}
+    elif path.is_file():
+        main, modules = path, {}
+    else:
+        raise ProgramError(f"program {path}: no such file or directory")
+    program = Program(name=path.stem, source=main.read_text(), modules=modules, path=path.resolve())
+    for label, source in [(str(main), program.source), *((f"module {k}", v) for k, v in modules.items())]:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError as e:
+            raise ProgramError(f"program {label} does not parse: line {e.lineno}: {e.msg}") from None
+        if label == str(main) and not any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body):
+            raise ProgramError(f"program {main}: defines no class ModelNew")
+    return program
+
+
+class ModuleOverrides(importlib.abc.MetaPathFinder):
+    """Serve rewritten copies of modules from files instead of the installed ones."""
+
+    def __init__(self, files: dict[str, Path]):
+        self.files = files
+
+    def find_spec(self, fullname, path=None, target=None):
+        file = self.files.get(fullname)
+        if file is None:
+            return None
+        spec = importlib.util.spec_from_file_location(fullname, file)
+        # a rewritten package module keeps its package so relative imports resolve against the installed package
+        return spec
+
+
+def install(program: Program, workdir: Path | None = None):
+    """Import the program in this process (the sandbox child) and return its main module. Overridden modules that
+    were already imported are evicted first, so the rewritten copy is what the program's imports bind to."""
+    workdir = workdir or Path(tempfile.mkdtemp(prefix="klineage-program-"))
+    main = program.write(workdir)
+    files = {dotted: workdir / "modules" / f"{dotted}.py" for dotted in program.modules}
+    if files:
+        sys.meta_path.insert(0, ModuleOverrides(files))
+        for dotted in files:
+            sys.modules.pop(dotted, None)
+    module_name = f"klineage_program_{program.hash}"
+    spec = importlib.util.spec_from_file_location(module_name, main)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # Triton and dataclasses look kernels' modules up by name
+    spec.loader.exec_module(module)
+    return module

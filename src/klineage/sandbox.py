@@ -1,0 +1,297 @@
+"""Every evaluation in its own process, with a time limit. A crash (segfault, heap corruption, illegal memory access),
+a hang or an out-of-memory comes back as a `SandboxResult` value, and the caller goes on.
+
+Two ways to get a process:
+- cold: a fresh `python -m klineage.sandbox` per job (pays the torch and Triton import, about 2-4 s, every time);
+- warm: one long-lived server per Sandbox that imported torch and Triton once and forks a child per job. The
+  child is still a fresh process for the program (nothing of one candidate survives into the next, no kernel ran
+  before it: a first call is a real first call) and its crash only kills itself. If the server itself dies it is
+  replaced on the next job. The server never initializes CUDA, so forked children may.
+
+A job is a dotted function name plus a picklable payload; the function runs in the child with `env` applied first.
+Program output goes to a log whose tail is kept as evidence."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MEMORY_LIMIT_CPU = 16 * 2**30  # address-space cap for CPU jobs: a runaway allocation becomes MemoryError, not OOM-kill
+
+
+@dataclass(frozen=True)
+class Job:
+    function: str  # "module:function"
+    payload: Any
+    env: dict[str, str] = field(default_factory=dict)
+    timeout_s: float = 300.0
+
+
+@dataclass(frozen=True)
+class SandboxResult:
+    ok: bool  # the function returned a value
+    value: Any = None
+    error: str = ""  # why there is no value: timeout, crash with signal, exception text
+    kind: str = ""  # "", "timeout", "crash", "exception", "oom"
+    log: str = ""  # tail of the child's stdout and stderr
+    seconds: float = 0.0
+
+
+def _log_tail(path: str, limit: int = 4000) -> str:
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return ""
+    return data[-limit:].decode(errors="replace")
+
+
+def _describe_exit(status: int) -> tuple[str, str]:
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        if sig == signal.SIGKILL:
+            return "crash", f"killed by {name} (out of host memory?)"
+        return "crash", f"crashed with {name}"
+    return "crash", f"exited with code {os.WEXITSTATUS(status)} before returning a result"
+
+
+def _run_in_child(job: Job, result_path: str, log_path: str) -> None:
+    """Body of the child process: run the job, write the pickled outcome, exit without cleanup."""
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    os.environ.update(job.env)
+    if job.env.get("KLINEAGE_DEVICE", "cpu") == "cpu":
+        try:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_CPU, MEMORY_LIMIT_CPU))
+        except (ValueError, OSError):
+            pass
+    try:
+        module_name, function_name = job.function.split(":")
+        module = __import__(module_name, fromlist=[function_name])
+        value = getattr(module, function_name)(job.payload)
+        outcome = ("ok", value)
+    except MemoryError as e:
+        outcome = ("oom", f"out of memory: {e}")
+    except BaseException as e:  # the child reports everything; the caller decides
+        import traceback
+
+        traceback.print_exc()
+        outcome = ("exception", f"{type(e).__name__}: {e}")
+    try:
+        with open(result_path, "wb") as f:
+            pickle.dump(outcome, f)
+    except Exception as e:  # an unpicklable value is the job's bug, reported as such
+        with open(result_path, "wb") as f:
+            pickle.dump(("exception", f"result not picklable: {e}"), f)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _collect(result_path: str, log_path: str, status: int | None, started: float, timed_out: bool) -> SandboxResult:
+    seconds = time.perf_counter() - started
+    log = _log_tail(log_path)
+    if timed_out:
+        return SandboxResult(False, error="timed out", kind="timeout", log=log, seconds=seconds)
+    try:
+        with open(result_path, "rb") as f:
+            kind, value = pickle.load(f)
+    except (OSError, EOFError, pickle.UnpicklingError):
+        kind_, why = _describe_exit(status if status is not None else 0)
+        return SandboxResult(False, error=why, kind=kind_, log=log, seconds=seconds)
+    if kind == "ok":
+        return SandboxResult(True, value=value, log=log, seconds=seconds)
+    return SandboxResult(False, error=value, kind=kind, log=log, seconds=seconds)
+
+
+def _wait(pid: int, timeout_s: float) -> tuple[int | None, bool]:
+    """waitpid with a deadline; on timeout kill the child's whole process group."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.002
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status, False
+        if time.monotonic() > deadline:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.waitpid(pid, 0)
+            return None, True
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+
+
+# --- the warm server ----------------------------------------------------------------------------------------------
+
+
+def _serve() -> None:
+    """Warm server loop: read length-prefixed pickled (job, result_path, log_path), fork a child per job, reply."""
+    proto_out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # anything printed by imports goes to stderr, never into the protocol
+    proto_in = sys.stdin.buffer
+    import importlib
+
+    for name in sys.argv[2].split(",") if len(sys.argv) > 2 else ("torch", "triton"):
+        importlib.import_module(name)  # paid once: the point of a warm server
+
+    _send(proto_out, "ready")
+    while True:
+        request = _recv(proto_in)
+        if request is None:
+            return
+        job, result_path, log_path = request
+        started = time.perf_counter()
+        pid = os.fork()
+        if pid == 0:
+            os.setpgid(0, 0)
+            _run_in_child(job, result_path, log_path)
+        status, timed_out = _wait(pid, job.timeout_s)
+        _send(proto_out, _collect(result_path, log_path, status, started, timed_out))
+
+
+def _send(stream, obj) -> None:
+    data = pickle.dumps(obj)
+    stream.write(struct.pack("<Q", len(data)) + data)
+    stream.flush()
+
+
+def _recv(stream):
+    header = stream.read(8)
+    if len(header) < 8:
+        return None
+    (size,) = struct.unpack("<Q", header)
+    return pickle.loads(stream.read(size))
+
+
+class Sandbox:
+    """Runs jobs in isolated processes. Use as a context manager so a warm server is shut down."""
+
+    def __init__(self, warm: bool = True, preload: tuple[str, ...] = ("torch", "triton", "klineage.gates")):
+        self.warm = warm
+        self.preload = preload
+        self._server: subprocess.Popen | None = None
+        self._tmp = tempfile.TemporaryDirectory(prefix="klineage-sandbox-")
+        self._count = 0
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._server is not None:
+            try:
+                self._server.stdin.close()
+                self._server.wait(timeout=5)
+            except Exception:
+                self._server.kill()
+            self._server = None
+        self._tmp.cleanup()
+
+    def _paths(self) -> tuple[str, str]:
+        self._count += 1
+        base = Path(self._tmp.name) / f"job{self._count}"
+        return f"{base}.result", f"{base}.log"
+
+    def run(self, job: Job) -> SandboxResult:
+        result_path, log_path = self._paths()
+        if not self.warm:
+            return self._run_cold(job, result_path, log_path)
+        try:
+            server = self._ensure_server()
+            _send(server.stdin, (job, result_path, log_path))
+            reply = self._read_reply(server, job.timeout_s + 60)
+        except (BrokenPipeError, OSError, EOFError) as e:
+            reply = None
+            why = str(e)
+        else:
+            why = "warm server stopped answering"
+        if reply is None:  # the server died or hung: replace it and report this job as failed
+            self._kill_server()
+            return SandboxResult(False, error=why, kind="crash", log=_log_tail(log_path))
+        return reply
+
+    def _read_reply(self, server: subprocess.Popen, timeout_s: float):
+        import selectors
+
+        with selectors.DefaultSelector() as sel:
+            sel.register(server.stdout, selectors.EVENT_READ)
+            if not sel.select(timeout_s):
+                return None
+        return _recv(server.stdout)
+
+    def _ensure_server(self) -> subprocess.Popen:
+        if self._server is not None and self._server.poll() is None:
+            return self._server
+        self._server = subprocess.Popen(
+            [sys.executable, "-m", "klineage.sandbox", "--serve", ",".join(self.preload)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=open(Path(self._tmp.name) / "server.log", "ab"),
+            start_new_session=True,
+        )
+        ready = self._read_reply(self._server, 300)
+        if ready != "ready":
+            log = _log_tail(str(Path(self._tmp.name) / "server.log"))
+            self._kill_server()
+            raise OSError(f"warm sandbox server failed to start: {log[-500:]}")
+        return self._server
+
+    def _kill_server(self) -> None:
+        if self._server is not None:
+            try:
+                os.killpg(self._server.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self._server.wait()
+            self._server = None
+
+    def _run_cold(self, job: Job, result_path: str, log_path: str) -> SandboxResult:
+        started = time.perf_counter()
+        request = Path(result_path).with_suffix(".job")
+        request.write_bytes(pickle.dumps(job))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "klineage.sandbox", "--once", str(request), result_path, log_path],
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            proc.wait(timeout=job.timeout_s)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            timed_out = True
+        status = None if timed_out else _returncode_to_status(proc.returncode)
+        return _collect(result_path, log_path, status, started, timed_out)
+
+
+def _returncode_to_status(rc: int) -> int:
+    """Turn a Popen return code into a waitpid status for `_describe_exit`."""
+    return (-rc) & 0x7F if rc < 0 else (rc & 0xFF) << 8
+
+
+if __name__ == "__main__":
+    # run through the importable module so pickled results name klineage.sandbox classes, not __main__ ones
+    from klineage import sandbox as _module
+
+    if sys.argv[1] == "--serve":
+        _module._serve()
+    elif sys.argv[1] == "--once":
+        _module._run_in_child(pickle.loads(Path(sys.argv[2]).read_bytes()), sys.argv[3], sys.argv[4])

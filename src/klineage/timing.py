@@ -1,0 +1,129 @@
+"""GPU timing, used inside the sandbox: device events around each call, device-wide synchronization, the L2 flushed
+before every repetition, warm-up, many repetitions, rotated inputs, median with spread. Also the ceilings (copy
+bandwidth, matmul rate) that achieved throughput is compared with, measured on the device itself.
+
+Nothing here runs without a GPU; the gates say so instead of inventing a figure."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+FLUSH_BYTES = 512 * 2**20  # well over the H200's 60 MB L2 (and any current GPU's)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Milliseconds per call over `reps` repetitions."""
+
+    median_ms: float
+    p20_ms: float
+    p80_ms: float
+    min_ms: float
+    max_ms: float
+    reps: int
+    wall_median_ms: float  # host clock around call + device sync: catches work the events cannot see
+
+    @property
+    def spread(self) -> float:
+        """Relative half-width of the p20-p80 band: the noise a difference must exceed."""
+        return (self.p80_ms - self.p20_ms) / (2 * self.median_ms) if self.median_ms else 0.0
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "spread": self.spread}
+
+
+def _quantile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    pos = q * (len(ordered) - 1)
+    lo, hi = int(pos), min(int(pos) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def time_calls(
+    calls: Sequence[Callable[[], object]], warmup_ms: float = 25.0, rep_ms: float = 200.0, min_reps: int = 30
+) -> list[Timing]:
+    """Time several callables interleaved (A B A B ...) so slow drifts of the machine hit all of them alike.
+    Each callable cycles through its own input sets internally; each repetition flushes L2 first."""
+    import torch
+
+    flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    for call in calls:  # first calls compile and autotune; keep them out of the numbers
+        call()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    n = 0
+    while (time.perf_counter() - start) * 1e3 < warmup_ms or n < 3:
+        for call in calls:
+            call()
+        torch.cuda.synchronize()
+        n += 1
+    per_round_ms = (time.perf_counter() - start) * 1e3 / n
+    reps = max(min_reps, int(rep_ms / max(per_round_ms, 1e-3)))
+    reps = min(reps, 10_000)
+    events = [[] for _ in calls]
+    walls = [[] for _ in calls]
+    for _ in range(reps):
+        for i, call in enumerate(calls):
+            flush.zero_()
+            begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            begin.record()
+            call()
+            end.record()
+            torch.cuda.synchronize()  # device-wide: work on any stream has finished before we read the clock
+            walls[i].append((time.perf_counter() - t0) * 1e3)
+            events[i].append((begin, end))
+    out = []
+    for i in range(len(calls)):
+        ms = [b.elapsed_time(e) for b, e in events[i]]
+        out.append(
+            Timing(
+                median_ms=statistics.median(ms),
+                p20_ms=_quantile(ms, 0.2),
+                p80_ms=_quantile(ms, 0.8),
+                min_ms=min(ms),
+                max_ms=max(ms),
+                reps=reps,
+                wall_median_ms=statistics.median(walls[i]),
+            )
+        )
+    return out
+
+
+def measure_ceilings() -> dict:
+    """Copy bandwidth (bytes read + written per second) and dense matmul rates, measured here and now."""
+    import torch
+
+    results = {"device": torch.cuda.get_device_name(0)}
+    n = 2**30
+    src = torch.empty(n, dtype=torch.uint8, device="cuda").random_(0, 255)
+    dst = torch.empty_like(src)
+    (copy,) = time_calls([lambda: dst.copy_(src)], warmup_ms=50, rep_ms=300, min_reps=20)
+    results["copy_bytes_per_s"] = 2 * n / (copy.median_ms * 1e-3)
+    src = dst = None  # free 2 GB before the matmuls
+    size = 8192
+    for dtype, key in ((torch.bfloat16, "bf16"), (torch.float16, "fp16"), (torch.float32, "fp32")):
+        a = torch.randn(size, size, device="cuda", dtype=dtype)
+        b = torch.randn(size, size, device="cuda", dtype=dtype)
+        previous = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = False  # the fp32 ceiling is true fp32, not tf32
+        try:
+            (mm,) = time_calls([lambda a=a, b=b: torch.mm(a, b)], warmup_ms=100, rep_ms=500, min_reps=10)
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = previous
+        results[f"matmul_{key}_flops_per_s"] = 2 * size**3 / (mm.median_ms * 1e-3)
+    torch.cuda.empty_cache()
+    return results
+
+
+def roofline(flops: float, nbytes: float, dtype: str, ceilings: dict) -> dict:
+    """The time floor of a case and which resource sets it."""
+    key = {"bfloat16": "bf16", "float16": "fp16"}.get(dtype, "fp32")
+    peak = ceilings.get(f"matmul_{key}_flops_per_s") or ceilings.get("matmul_bf16_flops_per_s")
+    bw = ceilings["copy_bytes_per_s"]
+    t_flops, t_bytes = flops / peak, nbytes / bw
+    return {"floor_ms": max(t_flops, t_bytes) * 1e3, "bound": "compute" if t_flops > t_bytes else "memory"}

@@ -1,0 +1,229 @@
+"""Workloads: what must be computed. A workload file is a KernelBench problem file (`Model`, `get_inputs`,
+`get_init_inputs`), optionally with KLineage's extensions: named cases, `make_inputs(case, seed)`, the input domain,
+tolerances per dtype, flops and bytes per case, inputs the op mutates in place, and allowed input distributions.
+
+Loading runs the file, so it happens in the caller for validation (a malformed file becomes one `WorkloadError`
+line) and again inside every sandboxed evaluation."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+import math
+import sys
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from klineage.config import DEFAULT_TOLERANCES, Tolerance
+
+DISTRIBUTIONS = ("normal", "heavy_tailed", "uniform_signed", "scaled")
+DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+
+class UserError(Exception):
+    """A mistake in what the user gave us; the CLI prints it as one line and exits non-zero."""
+
+
+class WorkloadError(UserError):
+    pass
+
+
+def normalized_source(source: str) -> str:
+    """Source with comments and formatting removed, so cosmetic edits keep the same identity."""
+    try:
+        return ast.unparse(ast.parse(source))
+    except SyntaxError:
+        return source
+
+
+def source_hash(*sources: str) -> str:
+    digest = hashlib.sha256()
+    for source in sources:
+        digest.update(normalized_source(source).encode())
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A loaded, validated workload file. `cases` maps a case name to its parameter dict; a plain KernelBench file
+    has the single case "default" made by `get_inputs()`."""
+
+    path: Path
+    name: str
+    source: str
+    hash: str
+    cases: dict[str, dict] = field(hash=False)
+    domain: dict = field(hash=False)
+    tolerances: dict[str, Tolerance] = field(hash=False)
+    mutated_inputs: tuple[int, ...] = ()
+    distributions: tuple[str, ...] = DISTRIBUTIONS
+    has_extensions: bool = False
+    has_roofline: bool = False
+
+    def tolerance(self, dtype: str) -> Tolerance:
+        return self.tolerances.get(dtype, DEFAULT_TOLERANCES.get(dtype, DEFAULT_TOLERANCES["float32"]))
+
+    def check_cases(self, device: str) -> list[str]:
+        """Named cases a correctness check runs on this device: on the CPU every case but "bench" and those marked
+        for the GPU (the interpreter runs the tiny ones in seconds); on a GPU every case."""
+        if device == "cuda":
+            return list(self.cases)
+        return [n for n, c in self.cases.items() if n != "bench" and c.get("device", "any") != "cuda"]
+
+    def seed_case(self, device: str) -> str:
+        """The case that fresh seeds are drawn on."""
+        for name in ("bench", "tiny") if device == "cuda" else ("tiny",):
+            if name in self.cases:
+                return name
+        return next(iter(self.cases))
+
+    def bench_case(self) -> str:
+        return "bench" if "bench" in self.cases else next(iter(self.cases))
+
+
+def import_file(path: Path, module_name: str) -> types.ModuleType:
+    """Execute a Python file as a fresh module (not cached under its name, so two loads never share state)."""
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.modules.pop(module_name, None)
+    return module
+
+
+def load_workload(path: str | Path) -> Workload:
+    """Load and validate a workload file; raise `WorkloadError` with one line naming the problem."""
+    path = Path(path)
+    if not path.is_file():
+        raise WorkloadError(f"workload {path}: no such file")
+    source = path.read_text()
+    try:
+        ast.parse(source)
+    except SyntaxError as e:
+        raise WorkloadError(f"workload {path}: syntax error at line {e.lineno}: {e.msg}") from None
+    try:
+        module = import_file(path, f"klineage_workload_{source_hash(source)}")
+    except Exception as e:
+        raise WorkloadError(f"workload {path}: failed to import: {type(e).__name__}: {e}") from None
+    return workload_from_module(path, source, module)
+
+
+def workload_from_module(path: Path, source: str, module: types.ModuleType) -> Workload:
+    def fail(why: str) -> WorkloadError:
+        return WorkloadError(f"workload {path}: {why}")
+
+    model = getattr(module, "Model", None)
+    if not isinstance(model, type):
+        raise fail("defines no class Model (the PyTorch reference)")
+    for name in ("get_inputs", "get_init_inputs"):
+        if not callable(getattr(module, name, None)) and not (name == "get_inputs" and hasattr(module, "make_inputs")):
+            raise fail(f"defines no function {name}()")
+    cases = getattr(module, "CASES", None)
+    has_extensions = cases is not None
+    if cases is None:
+        cases = {"default": {}}
+    if not isinstance(cases, dict) or not cases or not all(isinstance(v, dict) for v in cases.values()):
+        raise fail("CASES must be a non-empty dict of case name -> dict of parameters")
+    if has_extensions and not callable(getattr(module, "make_inputs", None)):
+        raise fail("declares CASES but no make_inputs(case, seed)")
+    for name, case in cases.items():
+        if "dtype" in case and case["dtype"] not in DTYPES:
+            raise fail(f"case {name!r} has dtype {case['dtype']!r}; expected one of {', '.join(DTYPES)}")
+    tolerances = dict(DEFAULT_TOLERANCES)
+    for dtype, tol in (getattr(module, "TOLERANCES", None) or {}).items():
+        if dtype not in DTYPES or not isinstance(tol, dict):
+            raise fail(f"TOLERANCES[{dtype!r}] must be a dict for one of {', '.join(DTYPES)}")
+        base = DEFAULT_TOLERANCES.get(dtype, DEFAULT_TOLERANCES["float32"])
+        try:
+            tolerances[dtype] = Tolerance(**{**base.__dict__, **tol})
+        except TypeError as e:
+            raise fail(f"TOLERANCES[{dtype!r}]: {e}") from None
+    distributions = tuple(getattr(module, "DISTRIBUTIONS", DISTRIBUTIONS))
+    unknown = [d for d in distributions if d not in DISTRIBUTIONS]
+    if unknown or not distributions:
+        raise fail(f"DISTRIBUTIONS has {unknown or 'nothing'}; known: {', '.join(DISTRIBUTIONS)}")
+    mutated = tuple(getattr(module, "MUTATED_INPUTS", ()))
+    if not all(isinstance(i, int) for i in mutated):
+        raise fail("MUTATED_INPUTS must be a tuple of input indices")
+    return Workload(
+        path=path.resolve(),
+        name=path.stem if path.stem != "workload" else path.parent.name,
+        source=source,
+        hash=source_hash(source),
+        cases=cases,
+        domain=dict(getattr(module, "DOMAIN", None) or {}),
+        tolerances=tolerances,
+        mutated_inputs=mutated,
+        distributions=distributions,
+        has_extensions=has_extensions,
+        has_roofline=callable(getattr(module, "flops", None)) and callable(getattr(module, "bytes_moved", None)),
+    )
+
+
+# --- inputs (used inside the sandbox) -------------------------------------------------------------------------
+
+
+def make_case_inputs(module: types.ModuleType, case: dict, seed: int, distribution: str = "normal") -> list:
+    """Inputs for one case and seed, on the CPU. Floating tensors are redrawn from `distribution` (same shape, dtype
+    and seed) so that a check sees heavy-tailed and signed data, not only what the workload's maker draws."""
+    import torch
+
+    if callable(getattr(module, "make_inputs", None)):
+        inputs = list(module.make_inputs(case, seed))
+    else:
+        torch.manual_seed(seed)
+        inputs = list(module.get_inputs())
+    if distribution == "normal":
+        return inputs
+    gen = torch.Generator().manual_seed(seed * 7919 + 17)
+    return [redraw(x, distribution, gen) if _is_float_tensor(x) else x for x in inputs]
+
+
+def make_case_init_inputs(module: types.ModuleType, case: dict) -> list:
+    if callable(getattr(module, "make_init_inputs", None)):
+        return list(module.make_init_inputs(case))
+    return list(module.get_init_inputs())
+
+
+def _is_float_tensor(x: Any) -> bool:
+    import torch
+
+    return isinstance(x, torch.Tensor) and x.is_floating_point()
+
+
+def redraw(x, distribution: str, gen):
+    """Same shape and dtype, values from another distribution: heavy-tailed (Student t, 3 degrees of freedom,
+    defeats closed-form and subsample cheats), uniform signed, or normal scaled up (finds fp16 overflow)."""
+    import torch
+
+    shape = x.shape
+    if distribution == "heavy_tailed":
+        z = torch.randn(shape, generator=gen, dtype=torch.float64)
+        chi = torch.randn((3, *shape), generator=gen, dtype=torch.float64).pow(2).sum(0) / 3
+        values = z / chi.sqrt()
+        values = values.clamp(-1e3, 1e3)
+    elif distribution == "uniform_signed":
+        values = torch.rand(shape, generator=gen, dtype=torch.float64) * 2 - 1
+    elif distribution == "scaled":
+        values = torch.randn(shape, generator=gen, dtype=torch.float64) * 50.0
+    else:
+        raise ValueError(f"unknown distribution {distribution}")
+    out = values.to(x.dtype)
+    if x.stride() != out.stride():  # keep a non-contiguous layout non-contiguous
+        out = torch.empty_strided(shape, x.stride(), dtype=x.dtype).copy_(out)
+    return out
+
+
+def case_roofline(module: types.ModuleType, case: dict) -> tuple[float, float] | None:
+    """(flops, bytes) of one case, when the workload declares them."""
+    if callable(getattr(module, "flops", None)) and callable(getattr(module, "bytes_moved", None)):
+        flops, nbytes = float(module.flops(case)), float(module.bytes_moved(case))
+        if math.isfinite(flops) and math.isfinite(nbytes):
+            return flops, nbytes
+    return None
