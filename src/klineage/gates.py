@@ -529,7 +529,10 @@ def run_gate(gate: str, request: GateRequest, sandbox: Sandbox) -> Verdict:
             "no_gpu",
             "no GPU: no time was taken; the compile gate's static metrics are all there is",
         )
-    job = Job(JOBS[gate], request, env={"KLINEAGE_DEVICE": request.device}, timeout_s=request.settings.timeout_s)
+    env = {"KLINEAGE_DEVICE": request.device}
+    if gate == "correctness" and request.device == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+    job = Job(JOBS[gate], request, env=env, timeout_s=request.settings.timeout_s)
     result = sandbox.run(job)
     return verdict_from_result(gate, result)
 

@@ -6,7 +6,11 @@
    kernel call twice (pre- and post-hooks included, exactly as `Autotuner._bench` does) and picking the first.
    Running the configs matters: an accumulating kernel tuned without `reset_to_zero` returns garbage on its first
    call on a real GPU (seen on the H200), and the emulation reproduces that on the CPU.
-3. numpy >= 2.3 breaks `range(tl.cdiv(K, BK))`; the package pins numpy < 2.3 instead of patching.
+3. `tl.dot` on bf16 operands multiplies their raw uint16 bits (the interpreter stores bf16 as uint16): widen them
+   to fp32 first, which is what the tensor cores compute with.
+4. `triton.language.extra.libdevice` functions (Liger's `rsqrt`) are stubs that return None outside the compiler:
+   bind them to `tl.math` (patched by the interpreter inside a kernel) or to numpy.
+5. numpy >= 2.3 breaks `range(tl.cdiv(K, BK))`; the package pins numpy < 2.3 instead of patching.
 
 Apply in the sandbox process, after setting TRITON_INTERPRET=1 and before any kernel is defined."""
 
@@ -46,4 +50,68 @@ def patch_interpreter() -> None:
         return [rank, rank, rank]
 
     autotuner.Autotuner.do_bench = property(lambda self: emulated_bench)
+
+    original_dot = interpreter.InterpreterBuilder.create_dot
+
+    def widen(handle):
+        if handle.dtype.scalar == tl.bfloat16:
+            data = (handle.data.astype(np.uint32) << 16).view(np.float32)
+            return interpreter.TensorHandle(data, tl.float32)
+        return handle
+
+    def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+        return original_dot(self, widen(a), widen(b), d, input_precision, max_num_imprecise_acc)
+
+    interpreter.InterpreterBuilder.create_dot = create_dot
+    _patch_libdevice()
     _patched = True
+
+
+# libdevice name -> numpy function, for names tl.math does not have
+_NUMPY_LIBDEVICE = {
+    "tanh": "tanh", "pow": "power", "fast_expf": "exp", "fast_logf": "log", "fast_powf": "power", "exp10": None,
+    "sinh": "sinh", "cosh": "cosh", "atan": "arctan", "asin": "arcsin", "acos": "arccos", "log1p": "log1p",
+    "expm1": "expm1", "round": "round", "trunc": "trunc", "isnan": "isnan", "isinf": "isinf", "signbit": "signbit",
+    "fmax": "fmax", "fmin": "fmin", "atan2": "arctan2", "hypot": "hypot", "tan": "tan", "erf": None,
+}  # fmt: skip
+
+
+def _patch_libdevice() -> None:
+    import math
+
+    import numpy as np
+    import triton.language as tl
+    import triton.language.extra.libdevice as libdevice
+    import triton.runtime.interpreter as interpreter
+
+    def via_math(name):
+        def fn(*args, **kwargs):
+            return getattr(tl.math, name)(*args)
+
+        return fn
+
+    def via_numpy(np_fn):
+        def fn(*args, **kwargs):
+            first = next(a for a in args if isinstance(a, tl.tensor))
+            arrays = [a.handle.data if isinstance(a, tl.tensor) else np.asarray(a) for a in args]
+            out = np.asarray(np_fn(*arrays))
+            if out.dtype != np.bool_:
+                out = out.astype(first.handle.data.dtype)
+            scalar = tl.int1 if out.dtype == np.bool_ else first.dtype.scalar
+            ty = tl.block_type(scalar, first.type.shape) if first.type.is_block() else scalar
+            return tl.tensor(interpreter.TensorHandle(out, scalar), ty)
+
+        return fn
+
+    numpy_fns = {k: getattr(np, v) for k, v in _NUMPY_LIBDEVICE.items() if v}
+    numpy_fns["exp10"] = lambda x: np.power(10.0, x)
+    numpy_fns["erf"] = np.vectorize(math.erf, otypes=[np.float64])
+    for name in dir(libdevice):
+        stub = getattr(libdevice, name)
+        if name.startswith("_") or not callable(stub) or getattr(stub, "__module__", "") != libdevice.__name__:
+            continue
+        base = name.removesuffix("_rn")
+        if hasattr(tl.math, base) and callable(getattr(tl.math, base)):
+            setattr(libdevice, name, via_math(base))
+        elif base in numpy_fns:
+            setattr(libdevice, name, via_numpy(numpy_fns[base]))

@@ -183,7 +183,9 @@ class Sandbox:
     def __init__(self, warm: bool = True, preload: tuple[str, ...] = ("torch", "triton", "klineage.gates")):
         self.warm = warm
         self.preload = preload
-        self._server: subprocess.Popen | None = None
+        # one server per interpreter mode: TRITON_INTERPRET must be set before `import triton`, or the standard
+        # library's @triton.jit helpers (tl.max, tl.sum...) stay compiled functions the interpreter cannot call
+        self._servers: dict[str, subprocess.Popen] = {}
         self._tmp = tempfile.TemporaryDirectory(prefix="klineage-sandbox-")
         self._count = 0
 
@@ -194,13 +196,13 @@ class Sandbox:
         self.close()
 
     def close(self) -> None:
-        if self._server is not None:
+        for server in self._servers.values():
             try:
-                self._server.stdin.close()
-                self._server.wait(timeout=5)
+                server.stdin.close()
+                server.wait(timeout=5)
             except Exception:
-                self._server.kill()
-            self._server = None
+                server.kill()
+        self._servers.clear()
         self._tmp.cleanup()
 
     def _paths(self) -> tuple[str, str]:
@@ -212,8 +214,9 @@ class Sandbox:
         result_path, log_path = self._paths()
         if not self.warm:
             return self._run_cold(job, result_path, log_path)
+        mode = job.env.get("TRITON_INTERPRET", "")
         try:
-            server = self._ensure_server()
+            server = self._ensure_server(mode)
             _send(server.stdin, (job, result_path, log_path))
             reply = self._read_reply(server, job.timeout_s + 60)
         except (BrokenPipeError, OSError, EOFError) as e:
@@ -222,7 +225,7 @@ class Sandbox:
         else:
             why = "warm server stopped answering"
         if reply is None:  # the server died or hung: replace it and report this job as failed
-            self._kill_server()
+            self._kill_server(mode)
             return SandboxResult(False, error=why, kind="crash", log=_log_tail(log_path))
         return reply
 
@@ -235,31 +238,38 @@ class Sandbox:
                 return None
         return _recv(server.stdout)
 
-    def _ensure_server(self) -> subprocess.Popen:
-        if self._server is not None and self._server.poll() is None:
-            return self._server
-        self._server = subprocess.Popen(
+    def _ensure_server(self, mode: str) -> subprocess.Popen:
+        server = self._servers.get(mode)
+        if server is not None and server.poll() is None:
+            return server
+        env = (
+            {**os.environ, "TRITON_INTERPRET": mode}
+            if mode
+            else {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        )
+        log = Path(self._tmp.name) / f"server{mode}.log"
+        server = subprocess.Popen(
             [sys.executable, "-m", "klineage.sandbox", "--serve", ",".join(self.preload)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=open(Path(self._tmp.name) / "server.log", "ab"),
+            stderr=open(log, "ab"),
             start_new_session=True,
+            env=env,
         )
-        ready = self._read_reply(self._server, 300)
-        if ready != "ready":
-            log = _log_tail(str(Path(self._tmp.name) / "server.log"))
-            self._kill_server()
-            raise OSError(f"warm sandbox server failed to start: {log[-500:]}")
-        return self._server
+        self._servers[mode] = server
+        if self._read_reply(server, 300) != "ready":
+            self._kill_server(mode)
+            raise OSError(f"warm sandbox server failed to start: {_log_tail(str(log))[-500:]}")
+        return server
 
-    def _kill_server(self) -> None:
-        if self._server is not None:
+    def _kill_server(self, mode: str) -> None:
+        server = self._servers.pop(mode, None)
+        if server is not None:
             try:
-                os.killpg(self._server.pid, signal.SIGKILL)
+                os.killpg(server.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-            self._server.wait()
-            self._server = None
+            server.wait()
 
     def _run_cold(self, job: Job, result_path: str, log_path: str) -> SandboxResult:
         started = time.perf_counter()
@@ -267,6 +277,7 @@ class Sandbox:
         request.write_bytes(pickle.dumps(job))
         proc = subprocess.Popen(
             [sys.executable, "-m", "klineage.sandbox", "--once", str(request), result_path, log_path],
+            env={**os.environ, **job.env},
             start_new_session=True,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -1,0 +1,45 @@
+"""Every test gets its own data directory (verdict cache, ceilings), so no test sees another's cache."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from klineage.config import Settings, cuda_available
+from klineage.sandbox import Sandbox
+
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+EXAMPLES = ROOT / "src" / "klineage" / "examples"
+# sandbox children import test-only job functions (tests.fixtures.crashers) by module name
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+
+
+@pytest.fixture(autouse=True)
+def data_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("KLINEAGE_HOME", str(tmp_path / "klineage-home"))
+    return tmp_path / "klineage-home"
+
+
+@pytest.fixture(scope="session")
+def sandbox():
+    """One warm server for the whole session: what a user's long run gets too."""
+    with Sandbox(warm=True) as sb:
+        yield sb
+
+
+@pytest.fixture
+def settings(data_dir) -> Settings:
+    return Settings.from_env(data_dir=data_dir, seeds=3)
+
+
+def pytest_collection_modifyitems(config, items):
+    if cuda_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (run through the device tool)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

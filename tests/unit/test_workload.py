@@ -1,0 +1,109 @@
+import pytest
+
+from klineage.workload import DISTRIBUTIONS, WorkloadError, load_workload, make_case_inputs, redraw, source_hash
+from tests.conftest import EXAMPLES, FIXTURES
+
+
+def write(tmp_path, text, name="w.py"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+KB_CORE = """
+import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+def get_inputs():
+    return [torch.randn(16, 16)]
+def get_init_inputs():
+    return []
+"""
+
+
+def test_kernelbench_file_loads_unchanged(tmp_path):
+    wl = load_workload(write(tmp_path, KB_CORE))
+    assert wl.cases == {"default": {}}
+    assert not wl.has_extensions
+    assert wl.check_cases("cpu") == ["default"]
+
+
+def test_extensions_are_read():
+    wl = load_workload(FIXTURES / "scale_add.py")
+    assert set(wl.cases) == {"tiny", "odd", "bench"}
+    assert wl.check_cases("cpu") == ["tiny", "odd"]  # bench is too big for the interpreter
+    assert wl.check_cases("cuda") == ["tiny", "odd", "bench"]
+    assert wl.seed_case("cpu") == "tiny" and wl.seed_case("cuda") == "bench"
+    assert wl.has_roofline and wl.distributions == DISTRIBUTIONS
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("import torch\ndef get_inputs(): return []\ndef get_init_inputs(): return []\n", "no class Model"),
+        (KB_CORE.replace("def get_init_inputs", "def other"), "no function get_init_inputs"),
+        (KB_CORE + "CASES = {'tiny': {'n': 1}}\n", "no make_inputs"),
+        (KB_CORE + "CASES = []\n", "CASES must be"),
+        (KB_CORE + "CASES = {'t': {'dtype': 'float8'}}\ndef make_inputs(c, s): return []\n", "dtype 'float8'"),
+        (KB_CORE + "TOLERANCES = {'float32': {'bogus': 1}}\n", "TOLERANCES['float32']"),
+        (KB_CORE + "DISTRIBUTIONS = ('cauchy',)\n", "DISTRIBUTIONS"),
+        ("def broken(:\n", "syntax error at line 1"),
+        ("import torch\nraise RuntimeError('boom')\n", "failed to import: RuntimeError: boom"),
+    ],
+)
+def test_malformed_workload_is_one_line(tmp_path, text, message):
+    with pytest.raises(WorkloadError) as err:
+        load_workload(write(tmp_path, text))
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)
+    assert "w.py" in str(err.value)
+
+
+def test_missing_workload(tmp_path):
+    with pytest.raises(WorkloadError, match="no such file"):
+        load_workload(tmp_path / "nope.py")
+
+
+def test_hash_ignores_comments_and_formatting():
+    assert source_hash("x = 1  # a\n") == source_hash("x=1\n")
+    assert source_hash("x = 1\n") != source_hash("x = 2\n")
+
+
+def test_tolerance_override_merges_with_defaults(tmp_path):
+    wl = load_workload(write(tmp_path, KB_CORE + "TOLERANCES = {'float32': {'norm': 1e-3}}\n"))
+    tol = wl.tolerance("float32")
+    assert tol.norm == 1e-3 and tol.rtol == 1e-4
+
+
+def test_inputs_are_seeded_and_redrawn():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sa", FIXTURES / "scale_add.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    case = {"n": 500, "dtype": "float32"}
+    a = make_case_inputs(mod, case, 3)
+    b = make_case_inputs(mod, case, 3)
+    c = make_case_inputs(mod, case, 4)
+    assert all((x == y).all() for x, y in zip(a, b))
+    assert not (a[0] == c[0]).all()
+    heavy = make_case_inputs(mod, case, 3, "heavy_tailed")[0]
+    assert heavy.dtype == a[0].dtype and heavy.shape == a[0].shape
+    assert heavy.abs().max() > 5 * a[0].abs().max() / 2  # heavy tails reach far beyond a normal's range
+    assert (make_case_inputs(mod, case, 3, "uniform_signed")[0].abs() <= 1).all()
+
+
+def test_redraw_keeps_strides():
+    import torch
+
+    x = torch.randn(8, 6).t()
+    y = redraw(x, "scaled", torch.Generator().manual_seed(0))
+    assert y.stride() == x.stride() and y.shape == x.shape
+
+
+def test_bundled_example_workloads_load():
+    for folder in ("softmax", "rmsnorm", "matmul"):
+        wl = load_workload(EXAMPLES / folder / "workload.py")
+        assert {"tiny", "bench"} <= set(wl.cases)
+        assert wl.has_roofline
