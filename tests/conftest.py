@@ -10,7 +10,6 @@ import pytest
 from klineage.config import Settings, cuda_available
 from klineage.sandbox import Sandbox
 
-
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 EXAMPLES = ROOT / "src" / "klineage" / "examples"

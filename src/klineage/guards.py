@@ -114,11 +114,11 @@ def guarded_empty(shape, stride, dtype, device, guard_bytes: int, op: str, log: 
     numel_span = 1 + sum((s - 1) * st for s, st in zip(shape, stride)) if all(s > 0 for s in shape) else 0
     nbytes = numel_span * itemsize
     padded = -(-nbytes // 256) * 256  # keep the interior end on a 256-byte boundary, as the caching allocator does
-    buffer = torch.empty(2 * guard_bytes + padded, dtype=torch.uint8, device=device)
+    buffer = torch.empty(2 * guard_bytes + padded + 256, dtype=torch.uint8, device=device)
     buffer.fill_(POISON_BYTE)
-    typed = buffer.view(dtype)  # guard_bytes is a multiple of 256, so the interior starts aligned
-    log.append(GuardedAllocation(buffer, guard_bytes, guard_bytes + nbytes, op))
-    return typed.as_strided(tuple(shape), tuple(stride), guard_bytes // itemsize)
+    start = (-buffer.data_ptr()) % 256 + guard_bytes  # interior 256-byte aligned, like a caching-allocator block
+    log.append(GuardedAllocation(buffer, start, start + nbytes, op))
+    return buffer.view(dtype).as_strided(tuple(shape), tuple(stride), start // itemsize)
 
 
 def check_guards(log: list[GuardedAllocation]) -> Finding | None:

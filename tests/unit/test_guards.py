@@ -11,16 +11,18 @@ def test_guarded_allocation_is_poisoned_aligned_and_checked():
     assert torch.isnan(t).all()  # interior poisoned: unwritten elements read as NaN
     t.fill_(1.0)
     assert check_guards(log) is None
-    log[0].buffer[1024 + 120] = 0  # one byte past the end, inside the 256-byte rounding
+    end = log[0].stop
+    log[0].buffer[end] = 0  # one byte past the end, inside the 256-byte rounding
     finding = check_guards(log)
     assert finding.code == "out_of_bounds_write" and "after its end" in finding.detail
-    log[0].buffer[1024 + 120] = POISON_BYTE
-    log[0].buffer[1023] = 7
+    log[0].buffer[end] = POISON_BYTE
+    log[0].buffer[log[0].start - 1] = 7
     assert "before its start" in check_guards(log).detail
 
 
 def test_static_scan_flags_what_runtime_cannot_see():
-    src = "import ctypes\nimport os\ny = x.numpy()\nv = os.environ['SEED']\ntorch.backends.cuda.matmul.allow_tf32 = True\n"
+    src = "import ctypes\nimport os\ny = x.numpy()\nv = os.environ['SEED']\n"
+    src += "torch.backends.cuda.matmul.allow_tf32 = True\n"
     details = [f.detail for f in static_findings({"program": src})]
     assert any("ctypes" in d for d in details)
     assert any("numpy()" in d for d in details)
