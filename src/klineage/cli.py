@@ -60,7 +60,7 @@ class Group(click.Group):
         try:
             return super().invoke(ctx)
         except UserError as e:
-            err_console.print(f"[red]error:[/] {e}", highlight=False)
+            click.echo(f"error: {e}", err=True)  # one line, never wrapped
             sys.exit(2)
 
 

@@ -148,118 +148,185 @@ def correctness_job(request: GateRequest) -> Verdict:
 
 
 def _correctness(request: GateRequest, started: float) -> Verdict:
-    import torch
 
-    from klineage.guards import (
-        BackgroundThreadError,
-        SideStreamError,
-        TorchComputeError,
-        check_guards,
-        guarded_forward,
-        launch_findings,
-        static_findings,
-    )
-    from klineage.workload import make_case_init_inputs, make_case_inputs
+    from klineage.guards import static_findings
+    from klineage.workload import make_case_init_inputs
 
     device = request.device
-    sources = {"program": request.program.source, **{f"module {k}": v for k, v in request.program.modules.items()}}
-    static = static_findings(sources)
-    if static:
-        return _fail("correctness", static[0], evidence={"findings": [f.detail for f in static]})
     try:
         workload, wl_module, program_module = _prepare(request, interpret=device == "cpu")
     except Exception as e:
         return Verdict("correctness", "fail", "import_error", f"{type(e).__name__}: {e}")
-    guard_bytes = request.settings.guard_bytes
-    main_stream = torch.cuda.current_stream().cuda_stream if device == "cuda" else None
-    models: dict[str, tuple] = {}  # one ModelNew per case: reused across seeds, so caching cheats are seen
-    previous_outputs: list = []
-    worst_error = 0.0
-    deterministic = True
-    kernels: set[str] = set()
+    state = _TrialState(device, request.settings.guard_bytes)
     trials = plan_trials(workload, device, request.settings.seeds)
     for index, trial in enumerate(trials):
         case = workload.cases[trial.case]
-        if trial.case not in models:
+        if trial.case not in state.models:
             init = make_case_init_inputs(wl_module, case)
             ref_model = _build(wl_module.Model, init).to(device)
             new_model = _build(program_module.ModelNew, init).to(device)
-            models[trial.case] = (ref_model, copy.deepcopy(ref_model).double(), new_model, True)
-        ref_model, ref64_model, new_model, first = models[trial.case]
-        models[trial.case] = (ref_model, ref64_model, new_model, False)
-        cpu_inputs = make_case_inputs(wl_module, case, trial.seed, trial.distribution)
-        input_log: list = []
-        inputs = [_to_device(x, device, guard_bytes, input_log) for x in cpu_inputs]
-        originals = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-        with torch.no_grad():
-            ref_inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-            expected = flatten_outputs(ref_model(*ref_inputs))
-            ref64_inputs = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
-            ref64 = flatten_outputs(ref64_model(*ref64_inputs))
-        runs = 2 if first else 1  # run twice on each case's first trial: both runs must agree
-        outputs_per_run = []
-        for run in range(runs):
-            for i in workload.mutated_inputs:  # an in-place op starts each run from the same inputs
-                if run and isinstance(inputs[i], torch.Tensor):
-                    inputs[i].copy_(originals[i])
-            try:
-                with torch.no_grad(), guarded_forward(guard_bytes) as record:
-                    outputs = flatten_outputs(new_model(*inputs))
-                    _sync(device)
-            except TorchComputeError as e:
-                return _fail("correctness", Finding("torch_compute", str(e)), evidence={"trial": trial.label()})
-            except BackgroundThreadError as e:
-                return _fail("correctness", Finding("background_thread", str(e)), evidence={"trial": trial.label()})
-            except SideStreamError as e:
-                return _fail("correctness", Finding("side_stream", str(e)), evidence={"trial": trial.label()})
-            except torch.OutOfMemoryError as e:
-                return _fail("correctness", Finding("oom", f"out of device memory: {str(e)[:200]}"))
-            except Exception as e:
-                detail = f"forward raised {type(e).__name__}: {str(e)[:500]}"
-                return _fail("correctness", Finding("forward_error", detail), evidence={"trial": trial.label()})
-            kernels.update(launch.kernel for launch in record.launches)
-            finding = (
-                launch_findings(record, outputs, main_stream)
-                or check_guards(record.allocations + input_log)
-                or _mutation_finding(workload, inputs, originals, ref64_inputs)
-                or _outputs_finding(workload, outputs, ref64, expected, previous_outputs)
+            state.models[trial.case] = (ref_model, copy.deepcopy(ref_model).double(), new_model)
+            runs = 2  # run twice on each case's first trial: both runs must agree
+        else:
+            runs = 1
+        finding = _run_trial(workload, wl_module, trial, runs, state)
+        if finding is not None:
+            return _fail(
+                "correctness",
+                finding,
+                metrics={"trials_passed": index, "trials": len(trials)},
+                evidence={"trial": trial.label(), "kernels": sorted(state.kernels)},
+                seconds=time.perf_counter() - started,
             )
-            if finding is not None:
-                return _fail(
-                    "correctness",
-                    finding,
-                    metrics={"trials_passed": index, "trials": len(trials)},
-                    evidence={"trial": trial.label(), "run": run + 1, "kernels": sorted(kernels)},
-                    seconds=time.perf_counter() - started,
-                )
-            outputs_per_run.append([o.detach().clone() for o in outputs])
-            for out, ref in zip(outputs, ref64):
-                worst_error = max(worst_error, relative_error(out, ref))
-        if runs == 2:
-            first_run, second_run = outputs_per_run
-            if not all(bitwise_equal(a, b) for a, b in zip(first_run, second_run)):
-                deterministic = False
-                for i, (a, b) in enumerate(zip(first_run, second_run)):
-                    tol = workload.tolerance(str(a.dtype).removeprefix("torch."))
-                    disagreement = compare_output(b, a.double(), a, tol, f"output {i}")
-                    if disagreement is not None:
-                        detail = f"two runs on the same inputs disagree: {disagreement.detail}"
-                        elapsed = time.perf_counter() - started
-                        finding = Finding("nondeterministic", detail)
-                        return _fail("correctness", finding, evidence={"trial": trial.label()}, seconds=elapsed)
-        previous_outputs.append((trial, [o.detach().clone() for o in outputs_per_run[-1]]))
+    # last, what no run-time guard can see; run-time findings first because they say more
+    sources = {"program": request.program.source, **{f"module {k}": v for k, v in request.program.modules.items()}}
+    static = static_findings(sources)
+    if static:
+        return _fail("correctness", static[0], evidence={"findings": [f.detail for f in static]},
+                     seconds=time.perf_counter() - started)  # fmt: skip
     return Verdict(
         "correctness",
         "pass",
         metrics={
             "trials": len(trials),
-            "max_rel_error": worst_error,
-            "deterministic": deterministic,
-            "kernels": len(kernels),
+            "max_rel_error": state.worst_error,
+            "deterministic": state.deterministic,
+            "kernels": len(state.kernels),
         },
-        evidence={"trials": [t.label() for t in trials], "kernels": sorted(kernels)},
+        evidence={"trials": [t.label() for t in trials], "kernels": sorted(state.kernels)},
         seconds=time.perf_counter() - started,
     )
+
+
+@dataclass
+class _TrialState:
+    """What persists across a correctness check's trials."""
+
+    device: str
+    guard_bytes: int
+    models: dict = field(default_factory=dict)  # one ModelNew per case, reused across seeds: caching is seen
+    buffers: dict = field(default_factory=dict)  # per case: input buffers refilled in place (same pointers)
+    previous_outputs: list = field(default_factory=list)
+    output_storages: set = field(default_factory=set)  # storages returned by earlier calls
+    kernels: set = field(default_factory=set)
+    worst_error: float = 0.0
+    deterministic: bool = True
+
+
+def _inputs_for(trial: Trial, cpu_inputs: list, state: _TrialState) -> tuple[list, list]:
+    """Device inputs in guarded buffers. A case's buffers are reused when the layout matches, refilled in place
+    with the new seed's values: a program that caches by pointer then returns a stale answer."""
+    import torch
+
+    def layout(xs):
+        return [(tuple(x.shape), x.stride(), x.dtype) if isinstance(x, torch.Tensor) else repr(x) for x in xs]
+
+    held = state.buffers.get(trial.case)
+    if held is not None and layout(held[0]) == layout(cpu_inputs):
+        inputs, log = held
+        for buffer, value in zip(inputs, cpu_inputs):
+            if isinstance(buffer, torch.Tensor):
+                buffer.copy_(value)
+        inputs = [b if isinstance(b, torch.Tensor) else v for b, v in zip(inputs, cpu_inputs)]
+    else:
+        log = []
+        inputs = [_to_device(x, state.device, state.guard_bytes, log) for x in cpu_inputs]
+    state.buffers[trial.case] = (inputs, log)
+    return inputs, log
+
+
+def _run_trial(workload, wl_module, trial: Trial, runs: int, state: _TrialState) -> Finding | None:
+    """Run the program `runs` times on one trial's inputs, then compute the reference (only then, so nothing of
+    it is alive while the program runs) and judge each run."""
+    import torch
+
+    from klineage.guards import check_guards, launch_findings
+    from klineage.workload import make_case_inputs
+
+    device = state.device
+    ref_model, ref64_model, new_model = state.models[trial.case]
+    inputs, input_log = _inputs_for(trial, make_case_inputs(wl_module, workload.cases[trial.case], trial.seed,
+                                                            trial.distribution), state)  # fmt: skip
+    originals = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+    main_stream = torch.cuda.current_stream().cuda_stream if device == "cuda" else None
+    done = []  # (record, outputs, clones of outputs)
+    for run in range(runs):
+        for i in workload.mutated_inputs:  # an in-place op starts each run from the same inputs
+            if run and isinstance(inputs[i], torch.Tensor):
+                inputs[i].copy_(originals[i])
+        outputs, failure = _guarded_call(new_model, inputs, state)
+        if failure is not None:
+            return failure
+        record, outputs = outputs
+        state.kernels.update(launch.kernel for launch in record.launches)
+        clones = [o.detach().clone() if isinstance(o, torch.Tensor) else o for o in outputs]
+        done.append((record, outputs, clones))
+    with torch.no_grad():
+        expected = flatten_outputs(ref_model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in originals]))
+        ref64_inputs = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in originals]
+        ref64_inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in ref64_inputs]
+        ref64 = flatten_outputs(ref64_model(*ref64_inputs))
+    for record, outputs, clones in done:
+        finding = (
+            _outputs_finding(workload, clones, ref64, expected, state.previous_outputs, outputs)
+            or check_guards(record.allocations + input_log)
+            or _mutation_finding(workload, inputs, originals, ref64_inputs)
+            or _replay_finding(record, outputs, state)
+            or launch_findings(record, outputs, main_stream)
+        )
+        if finding is not None:
+            return finding
+        state.output_storages.update(_storages(outputs))
+    for out, ref in zip(done[-1][2], ref64):
+        if isinstance(out, torch.Tensor):
+            state.worst_error = max(state.worst_error, relative_error(out, ref))
+    if runs == 2:
+        first_run, second_run = done[0][2], done[1][2]
+        if not all(bitwise_equal(a, b) for a, b in zip(first_run, second_run)):
+            state.deterministic = False
+            for i, (a, b) in enumerate(zip(first_run, second_run)):
+                tol = workload.tolerance(str(a.dtype).removeprefix("torch."))
+                disagreement = compare_output(b, a.double(), a, tol, f"output {i}")
+                if disagreement is not None:
+                    return Finding("nondeterministic", f"two runs on the same inputs disagree: {disagreement.detail}")
+    state.previous_outputs.append((trial, done[-1][2]))
+    return None
+
+
+def _storages(outputs) -> set[int]:
+    import torch
+
+    return {o.untyped_storage().data_ptr() for o in outputs if isinstance(o, torch.Tensor) and o.numel()}
+
+
+def _replay_finding(record, outputs, state: _TrialState) -> Finding | None:
+    """A call that launched nothing and handed back a tensor an earlier call returned is serving a cache."""
+    if not record.launches and _storages(outputs) & state.output_storages:
+        return Finding("stale_output", "returned an earlier call's output tensor without launching a kernel")
+    return None
+
+
+def _guarded_call(model, inputs, state: _TrialState):
+    """One forward under every run-time guard; ((record, outputs), None) or (None, finding)."""
+    import torch
+
+    from klineage.guards import BackgroundThreadError, SideStreamError, TorchComputeError, guarded_forward
+
+    try:
+        with torch.no_grad(), guarded_forward(state.guard_bytes) as record:
+            outputs = flatten_outputs(model(*inputs))
+            _sync(state.device)
+    except TorchComputeError as e:
+        return None, Finding("torch_compute", str(e))
+    except BackgroundThreadError as e:
+        return None, Finding("background_thread", str(e))
+    except SideStreamError as e:
+        return None, Finding("side_stream", str(e))
+    except torch.OutOfMemoryError as e:
+        return None, Finding("oom", f"out of device memory: {str(e)[:200]}")
+    except Exception as e:
+        return None, Finding("forward_error", f"forward raised {type(e).__name__}: {str(e)[:500]}")
+    return (record, outputs), None
 
 
 def _mutation_finding(workload, inputs, originals, ref64_inputs) -> Finding | None:
@@ -278,7 +345,14 @@ def _mutation_finding(workload, inputs, originals, ref64_inputs) -> Finding | No
     return None
 
 
-def _outputs_finding(workload, outputs, ref64, expected, previous_outputs) -> Finding | None:
+def _outputs_finding(workload, outputs, ref64, expected, previous_outputs, originals=None) -> Finding | None:
+    """Judge output values (clones taken right after the call); `originals` are the returned objects, whose exact
+    type is checked (a subclass can hide behind a plain clone)."""
+    import torch
+
+    for i, out in enumerate(originals or []):
+        if isinstance(out, torch.Tensor) and type(out) is not torch.Tensor:
+            return Finding("tensor_subclass", f"output {i} is a {type(out).__name__}, a Tensor subclass")
     if len(outputs) != len(expected):
         return Finding("shape_mismatch", f"program returned {len(outputs)} outputs, expected {len(expected)}")
     for i, (out, ref, exp) in enumerate(zip(outputs, ref64, expected)):

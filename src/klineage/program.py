@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import importlib.abc
+import importlib.machinery
 import importlib.util
 import sys
 import tempfile
@@ -82,11 +83,15 @@ class ModuleOverrides(importlib.abc.MetaPathFinder):
 
     def find_spec(self, fullname, path=None, target=None):
         file = self.files.get(fullname)
-        if file is None:
-            return None
-        spec = importlib.util.spec_from_file_location(fullname, file)
-        # a rewritten package module keeps its package so relative imports resolve against the installed package
-        return spec
+        if file is not None:
+            return importlib.util.spec_from_file_location(fullname, file)
+        if any(name.startswith(fullname + ".") for name in self.files):
+            # a parent package of an override: the installed one if there is one, else an empty namespace package
+            if importlib.machinery.PathFinder.find_spec(fullname, path) is None:
+                spec = importlib.machinery.ModuleSpec(fullname, None, is_package=True)
+                spec.submodule_search_locations = []
+                return spec
+        return None
 
 
 def install(program: Program, workdir: Path | None = None):

@@ -1,0 +1,39 @@
+"""The gates are the product's conscience: every cheating program in tests/adversarial fails for its expected
+reason, and every honest control passes. GPU-only cheats (side stream, split-reduction race) run in tests/gpu."""
+
+import pytest
+
+from klineage.check import check
+from klineage.program import load_program
+from klineage.workload import load_workload
+from tests.adversarial.manifest import CASES, CONTROLS, ROOT
+
+pytestmark = pytest.mark.interpreter
+
+CPU_CASES = [c for c in CASES if not c.gpu_only]
+
+
+def test_corpus_is_large_enough():
+    assert len(CASES) >= 14
+    assert {c.expected[0] for c in CASES} >= {
+        "torch_compute", "output_not_from_kernel", "unwritten_output", "stale_output", "input_mutated",
+        "out_of_bounds_write", "background_thread", "tensor_subclass", "mismatch", "nan_mismatch",
+        "shape_mismatch", "dtype_mismatch", "side_stream",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("case", CPU_CASES, ids=[c.program.removeprefix("programs/") for c in CPU_CASES])
+def test_cheat_fails_for_the_right_reason(case, settings, sandbox):
+    report = check(
+        load_workload(ROOT / case.workload), load_program(ROOT / case.program), settings, "cpu", ("correctness",),
+        sandbox,
+    )  # fmt: skip
+    verdict = report.verdicts[0]
+    assert verdict.status == "fail", f"{case.program} passed: {case.why}"
+    assert verdict.code in case.expected, f"{case.program}: got {verdict.code} ({verdict.reason}); {case.why}"
+
+
+@pytest.mark.parametrize("program, workload", CONTROLS, ids=[p for p, _ in CONTROLS])
+def test_honest_control_passes(program, workload, settings, sandbox):
+    report = check(load_workload(ROOT / workload), load_program(ROOT / program), settings, "cpu", sandbox=sandbox)
+    assert report.passed, [(v.gate, v.code, v.reason) for v in report.verdicts]

@@ -1,0 +1,87 @@
+"""`klineage audit` and the CLI's contract: tables, --json, one-line errors with exit code 2, exit 1 on a failing
+gate."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from klineage.audit import audit
+from klineage.cli import main
+from klineage.workload import load_workload
+from tests.conftest import EXAMPLES, FIXTURES
+
+pytestmark = pytest.mark.interpreter
+
+
+def test_weak_workload_is_flagged(settings):
+    report = audit(load_workload(FIXTURES / "weak.py"), settings)
+    assert report.weak
+    assert "output 0: zeros" in report.passing_fakes
+
+
+@pytest.mark.parametrize("folder", ["softmax", "rmsnorm", "matmul"])
+def test_bundled_workloads_are_strong(folder, settings):
+    report = audit(load_workload(EXAMPLES / folder / "workload.py"), settings)
+    assert not report.weak, report.passing_fakes
+    assert report.trials >= 4 and len(report.tried) >= 3
+
+
+def test_audit_cli_exit_codes():
+    runner = CliRunner()
+    weak = runner.invoke(main, ["audit", str(FIXTURES / "weak.py")])
+    assert weak.exit_code == 1 and "weak check" in weak.output
+    strong = runner.invoke(main, ["audit", str(FIXTURES / "scale_add.py"), "--json"])
+    assert strong.exit_code == 0 and json.loads(strong.output)["weak"] is False
+
+
+def test_check_cli_json_and_table():
+    runner = CliRunner()
+    args = ["check", str(FIXTURES / "scale_add.py"), str(FIXTURES / "scale_add_ok.py"), "--device", "cpu"]
+    result = runner.invoke(main, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["passed"] and [v["gate"] for v in report["verdicts"]] == ["compile", "correctness", "profile"]
+    table = runner.invoke(main, args)
+    assert table.exit_code == 0 and "correctness" in table.output and "no time was taken" in table.output
+
+
+def test_check_cli_fails_with_exit_1(tmp_path):
+    bad = tmp_path / "torchy.py"
+    bad.write_text("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x, y):\n"
+                   "        return 2 * x + y\n")  # fmt: skip
+    result = CliRunner().invoke(main, ["check", str(FIXTURES / "scale_add.py"), str(bad), "--device", "cpu"])
+    assert result.exit_code == 1 and "torch_compute" in result.output
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["check", "missing.py", "x.py"], "workload missing.py: no such file"),
+        (["check", "{scale_add}", "missing.py"], "program missing.py: no such file"),
+        (["check", "{scale_add}", "{bad_program}"], "does not parse"),
+        (["check", "{bad_workload}", "{ok}"], "defines no class Model"),
+        (["check", "{scale_add}", "{ok}", "--gates", "speed"], "unknown gate 'speed'"),
+        (["audit", "{bad_workload}"], "defines no class Model"),
+    ],
+)
+def test_user_mistakes_are_one_line_and_exit_2(tmp_path, args, message):
+    (tmp_path / "bad_program.py").write_text("class ModelNew(:\n")
+    (tmp_path / "bad_workload.py").write_text("def get_inputs():\n    return []\n")
+    paths = {"scale_add": FIXTURES / "scale_add.py", "ok": FIXTURES / "scale_add_ok.py",
+             "bad_program": tmp_path / "bad_program.py", "bad_workload": tmp_path / "bad_workload.py"}  # fmt: skip
+    result = CliRunner().invoke(main, [a.format(**paths) for a in args])
+    assert result.exit_code == 2
+    assert message in result.output
+    assert "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_cuda_device_without_gpu_is_a_user_error():
+    from klineage.config import cuda_available
+
+    if cuda_available():
+        pytest.skip("this machine has a GPU")
+    result = CliRunner().invoke(main, ["check", str(FIXTURES / "scale_add.py"), str(FIXTURES / "scale_add_ok.py"),
+                                       "--device", "cuda"])  # fmt: skip
+    assert result.exit_code == 2 and "no CUDA GPU" in result.output

@@ -1,0 +1,74 @@
+"""Every bundled program passes the compile and correctness gates on the CPU, and an installed package's kernels
+can be replaced by rewritten copies without touching site-packages (proved on Liger-Kernel's RMSNorm)."""
+
+import hashlib
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from klineage.check import check
+from klineage.cli import bundled_examples
+from klineage.program import Program, load_program
+from klineage.workload import load_workload
+from tests.conftest import EXAMPLES
+
+pytestmark = pytest.mark.interpreter
+
+HAS_LIGER = importlib.util.find_spec("liger_kernel") is not None
+PAIRS = [(wl, prog) for wl, prog in bundled_examples() if HAS_LIGER or prog.stem != "liger"]
+
+
+@pytest.mark.parametrize("workload, program", PAIRS, ids=[f"{w.parent.name}-{p.stem}" for w, p in PAIRS])
+def test_bundled_program_passes(workload, program, settings, sandbox):
+    report = check(load_workload(workload), load_program(program), settings, "cpu", sandbox=sandbox)
+    compile_v, correct_v, profile_v = report.verdicts
+    assert compile_v.passed, compile_v.reason
+    assert correct_v.passed, f"{correct_v.code}: {correct_v.reason}"
+    assert profile_v.status == "skip" and profile_v.code == "no_gpu"  # no time invented without a GPU
+    assert compile_v.metrics["specializations"] >= 1 and compile_v.metrics["max_registers"] > 0
+    assert correct_v.metrics["trials"] >= 3 + len(load_workload(workload).check_cases("cpu"))
+
+
+def test_tuned_matmul_compiles_every_autotune_config_with_tensor_cores(settings, sandbox):
+    wl = load_workload(EXAMPLES / "matmul" / "workload.py")
+    report = check(wl, load_program(EXAMPLES / "matmul" / "tuned.py"), settings, "cpu", ("compile",), sandbox)
+    verdict = report.verdicts[0]
+    assert verdict.passed
+    assert verdict.metrics["specializations"] >= 6  # all pruned configs, for each case's specialization
+    assert verdict.metrics["tensor_core_instructions"] > 0  # wgmma/mma on sm_90
+
+
+def test_verdicts_are_cached(settings, sandbox):
+    wl = load_workload(EXAMPLES / "softmax" / "workload.py")
+    prog = load_program(EXAMPLES / "softmax" / "naive.py")
+    first = check(wl, prog, settings, "cpu", ("correctness",), sandbox)
+    second = check(wl, prog, settings, "cpu", ("correctness",), sandbox)
+    assert first.cached == (False,) and second.cached == (True,)
+    assert second.verdicts[0] == first.verdicts[0]
+    other_target = check(wl, prog, settings.replace(target="sm_80"), "cpu", ("compile",), sandbox)
+    assert other_target.cached == (False,) and other_target.verdicts[0].passed
+
+
+def _liger_rms_norm_source() -> tuple[Path, str]:
+    path = Path(importlib.util.find_spec("liger_kernel.ops.rms_norm").origin)
+    return path, path.read_text()
+
+
+@pytest.mark.skipif(not HAS_LIGER, reason="needs the experts extra (liger-kernel)")
+def test_rewritten_liger_module_replaces_the_installed_one(settings, sandbox):
+    installed, source = _liger_rms_norm_source()
+    before = hashlib.sha256(installed.read_bytes()).hexdigest()
+    wl = load_workload(EXAMPLES / "rmsnorm" / "workload.py")
+    base = load_program(EXAMPLES / "rmsnorm" / "liger.py")
+    # an unchanged copy behaves like the original
+    same = Program("liger-copy", base.source, {"liger_kernel.ops.rms_norm": source})
+    assert check(wl, same, settings, "cpu", ("correctness",), sandbox).passed
+    # a rewritten copy is what runs: break the forward kernel's store and the gate must see it
+    marker = "    tl.store(y_base + col_offsets, Y_row, mask=mask)"
+    assert marker in source
+    broken = source.replace(marker, "    tl.store(y_base + col_offsets, Y_row * 2, mask=mask)", 1)
+    rewritten = Program("liger-rewritten", base.source, {"liger_kernel.ops.rms_norm": broken})
+    verdict = check(wl, rewritten, settings, "cpu", ("correctness",), sandbox).verdicts[0]
+    assert verdict.code == "mismatch"
+    assert hashlib.sha256(installed.read_bytes()).hexdigest() == before  # site-packages untouched
