@@ -42,3 +42,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def gpu_home(tmp_path_factory):
+    """GPU tests share one data directory so the device's ceilings are measured once per session."""
+    return tmp_path_factory.mktemp("klineage-gpu-home")

@@ -84,7 +84,7 @@ def check(
     """Run `gates` in order. Never raises for a bad program: every problem is a verdict."""
     own_sandbox = sandbox is None
     sandbox = sandbox or Sandbox(warm=settings.warm)
-    cache = Cache(settings.cache_path) if settings.use_cache else None
+    cache = Cache(settings.cache_path)  # ceilings are always cached; verdicts only with settings.use_cache
     name = device_name(device)
     target = settings.target if device == "cpu" else name
     request = GateRequest(str(workload.path), program, device, settings, settings.target)
@@ -108,7 +108,7 @@ def check(
             if gate == "profile":
                 extra.update(rep=settings.profile_rep_ms, sets=settings.rotate_sets)
             key = verdict_key(program.hash, workload.hash, gate, name, versions(), extra)
-            hit = cache.get_verdict(key) if cache is not None and gate != "profile" else None
+            hit = cache.get_verdict(key) if settings.use_cache and gate != "profile" else None
             if hit is not None:
                 verdicts.append(Verdict.from_dict(hit))
                 cached.append(True)
@@ -116,13 +116,12 @@ def check(
             verdict = run_gate(gate, request, sandbox)
             verdicts.append(verdict)
             cached.append(False)
-            if cache is not None and verdict.status in ("pass", "fail"):
+            if settings.use_cache and verdict.status in ("pass", "fail"):
                 cache.put_verdict(key, program.hash, workload.hash, gate, name, versions(), verdict.as_dict())
     finally:
         if own_sandbox:
             sandbox.close()
-        if cache is not None:
-            cache.close()
+        cache.close()
     return CheckReport(
         workload=workload.name,
         program=program.name,

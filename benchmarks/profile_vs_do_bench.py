@@ -1,0 +1,87 @@
+"""Does the profile gate agree with `triton.testing.do_bench`? Times the bundled naive and tuned matmul (bf16
+8192^3) both ways in one process and prints the ceilings the gate measured.
+
+    python benchmarks/profile_vs_do_bench.py [--json OUT]
+
+Agreement: the two medians differ by no more than the larger of the two measured spreads (p20-p80 half-width)
+plus 2%. GPU only."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from klineage.check import ceilings_for
+from klineage.config import Settings, device_name, versions
+from klineage.gates import GateRequest, run_gate
+from klineage.program import install, load_program
+from klineage.sandbox import Sandbox
+from klineage.workload import import_file, load_workload, make_case_inputs
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "src" / "klineage" / "examples"
+
+
+def do_bench_ms(workload_path: Path, program_path: Path) -> tuple[float, float, float]:
+    import torch
+    import triton
+
+    module = import_file(workload_path, "wl")
+    case = module.CASES["bench"]
+    inputs = [x.cuda() for x in make_case_inputs(module, case, 0)]
+    model = install(load_program(program_path)).ModelNew()
+    with torch.no_grad():
+        p50, p20, p80 = triton.testing.do_bench(lambda: model(*inputs), warmup=100, rep=1000,
+                                                quantiles=(0.5, 0.2, 0.8))  # fmt: skip
+    return p50, p20, p80
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    wl_path = EXAMPLES / "matmul" / "workload.py"
+    load_workload(wl_path)  # a malformed workload fails here, before any GPU time is spent
+    rows = []
+    with tempfile.TemporaryDirectory() as home, Sandbox(warm=True) as sandbox:
+        settings = Settings(data_dir=Path(home), use_cache=False, profile_rep_ms=1000)
+        ceilings = ceilings_for("cuda", settings, sandbox, None)
+        for name in ("naive", "tuned"):
+            program = load_program(EXAMPLES / "matmul" / f"{name}.py")
+            request = GateRequest(str(wl_path), program, "cuda", settings, ceilings=ceilings)
+            verdict = run_gate("profile", request, sandbox)
+            if not verdict.passed:
+                print(f"{name}: profile gate {verdict.status}: {verdict.reason}")
+                continue
+            gate = verdict.metrics
+            p50, p20, p80 = do_bench_ms(wl_path, EXAMPLES / "matmul" / f"{name}.py")
+            db_spread = (p80 - p20) / (2 * p50)
+            allowed = max(gate["spread"], db_spread) + 0.02
+            diff = abs(gate["median_ms"] - p50) / p50
+            rows.append({"program": name, "gate_ms": gate["median_ms"], "gate_spread": gate["spread"],
+                         "do_bench_ms": p50, "do_bench_spread": db_spread, "rel_diff": diff,
+                         "agree": diff <= allowed, "tflops": gate.get("achieved_tflops"),
+                         "roofline_fraction": gate.get("roofline_fraction"),
+                         "eager_ms": gate["eager_median_ms"]})  # fmt: skip
+    stamp = {"command": "python " + " ".join(sys.argv), "device": device_name("cuda"), "versions": versions(),
+             "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")}  # fmt: skip
+    print(f"command: `{stamp['command']}`  \ndevice: {stamp['device']}  \nversions: {stamp['versions']}  \n"
+          f"date: {stamp['date']}\n")  # fmt: skip
+    print("ceilings measured by the gate: " + ", ".join(
+        f"{k}={v / 1e12:.3g}T" for k, v in ceilings.items() if isinstance(v, float)))  # fmt: skip
+    print("\n| matmul bf16 8192^3 | profile gate ms (spread) | do_bench ms (spread) | diff | agree | TFLOP/s | "
+          "roofline | torch.mm ms |")  # fmt: skip
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        print(f"| {r['program']} | {r['gate_ms']:.3f} (±{r['gate_spread']:.1%}) | {r['do_bench_ms']:.3f} "
+              f"(±{r['do_bench_spread']:.1%}) | {r['rel_diff']:.1%} | {r['agree']} | {r['tflops']:.0f} | "
+              f"{r['roofline_fraction']:.2f} | {r['eager_ms']:.3f} |")  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps({"stamp": stamp, "ceilings": ceilings, "rows": rows}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
