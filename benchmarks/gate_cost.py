@@ -24,13 +24,14 @@ from klineage.sandbox import Sandbox
 from klineage.workload import load_workload
 
 
-def measure(device: str, warm: bool, repeat: int, gates: tuple[str, ...]) -> dict:
+def measure(device: str, warm: bool, repeat: int, gates: tuple[str, ...], only: str | None = None) -> dict:
     """Per gate: wall seconds per candidate (the whole sandboxed evaluation as the caller sees it)."""
     import tempfile
 
     rows: dict[str, list[float]] = {g: [] for g in gates}
     failures = []
     pairs = [(w, p) for w, p in bundled_examples() if "liger" not in p.stem or _has_liger()]
+    pairs = [(w, p) for w, p in pairs if only is None or w.parent.name == only]
     with tempfile.TemporaryDirectory() as home, Sandbox(warm=warm) as sandbox:
         settings = Settings(data_dir=Path(home), use_cache=False, warm=warm)
         started = time.perf_counter()
@@ -44,6 +45,11 @@ def measure(device: str, warm: bool, repeat: int, gates: tuple[str, ...]) -> dic
                     t0 = time.perf_counter()
                     report = check(wl, prog, settings, device, (gate,), sandbox)
                     rows[gate].append(time.perf_counter() - t0)
+                    print(
+                        f"{device} {'warm' if warm else 'cold'} {wl.name}/{prog.name} {gate}: {rows[gate][-1]:.2f} s",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                     verdict = report.verdicts[0]
                     if verdict.status not in ("pass", "skip"):
                         failures.append(f"{wl.name}/{prog.name} {gate}: {verdict.code} {verdict.reason[:200]}")
@@ -73,13 +79,14 @@ def main() -> None:
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--only", help="one bundled workload (softmax, rmsnorm, matmul)")
     args = parser.parse_args()
     results = []
     if args.device == "cpu":
         for warm in (False, True):
-            results.append(measure("cpu", warm, args.repeat, ("compile", "correctness")))
+            results.append(measure("cpu", warm, args.repeat, ("compile", "correctness"), args.only))
     else:
-        results.append(measure("cuda", True, args.repeat, ("compile", "correctness", "profile")))
+        results.append(measure("cuda", True, args.repeat, ("compile", "correctness", "profile"), args.only))
     stamp = {
         "command": "python " + " ".join(sys.argv),
         "device": device_name(args.device),
