@@ -29,7 +29,7 @@ def tool(name: str) -> str | None:
     return which(name)
 
 
-_LOAD = re.compile(r"\b(LDG|STG|LDS|STS|LDGSTS|LD|ST)((?:\.[A-Z0-9_]+)*)")
+_LOAD = re.compile(r"\b(LDGSTS|LDG|STG)\b((?:\.[A-Z0-9_]+)*)")
 _TENSOR = re.compile(r"\b(HMMA|HGMMA|IMMA|QGMMA|IGMMA|UTCHMMA|UTCQMMA|DMMA)\b")
 _TMA = re.compile(r"\b(UTMALDG|UTMASTG|UBLKCP|UTMAPF)\b")
 
@@ -46,7 +46,7 @@ def sass_counts(sass: str) -> dict:
     """Instruction counts from a SASS listing."""
     loads, stores = Counter(), Counter()
     for op, suffixes in _LOAD.findall(sass):
-        if op == "LDG":
+        if op in ("LDG", "LDGSTS"):  # LDGSTS: cp.async, global straight to shared memory
             loads[_width(suffixes)] += 1
         elif op == "STG":
             stores[_width(suffixes)] += 1

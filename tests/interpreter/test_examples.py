@@ -72,3 +72,16 @@ def test_rewritten_liger_module_replaces_the_installed_one(settings, sandbox):
     verdict = check(wl, rewritten, settings, "cpu", ("correctness",), sandbox).verdicts[0]
     assert verdict.code == "mismatch"
     assert hashlib.sha256(installed.read_bytes()).hexdigest() == before  # site-packages untouched
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_89", "sm_90", "sm_100"])
+def test_compile_for_every_target_without_a_gpu(target, settings, sandbox):
+    from tests.conftest import FIXTURES
+
+    wl = load_workload(FIXTURES / "scale_add.py")
+    report = check(wl, load_program(FIXTURES / "scale_add_ok.py"), settings.replace(target=target), "cpu",
+                   ("compile",), sandbox)  # fmt: skip
+    verdict = report.verdicts[0]
+    assert verdict.passed, verdict.reason
+    assert verdict.evidence["target"] == target
+    assert verdict.metrics["max_load_bits"] >= 32 and verdict.metrics["max_registers"] > 0

@@ -8,12 +8,14 @@ LISTING = """
         /*0180*/                   HMMA.16816.F32.BF16 R4, R8, R12, R4 ;
         /*0190*/                   UTMALDG.2D [UR8], [UR4] ;
         /*01a0*/              @!P0 STG.E.64 desc[UR4][R2.64], R10 ;
+        /*01b0*/                   LDGSTS.E.BYPASS.LTC128B.128 [R3], desc[UR4][R4.64] ;
 """
 
 
 def test_sass_counts():
     counts = sass_counts(LISTING)
-    assert counts["global_load_widths"] == {"16": 1, "32": 1, "128": 1}
+    assert counts["global_load_widths"] == {"16": 1, "32": 1, "128": 2}
+    assert counts["cp_async"] == 1
     assert counts["max_load_bits"] == 128 and counts["max_store_bits"] == 64
     assert counts["tensor_core_instructions"] == 2
     assert counts["tma_instructions"] == 1
