@@ -26,6 +26,8 @@ def test_bundled_program_passes(workload, program, settings, sandbox):
     assert compile_v.passed, compile_v.reason
     assert correct_v.passed, f"{correct_v.code}: {correct_v.reason}"
     assert profile_v.status == "skip" and profile_v.code == "no_gpu"  # no time invented without a GPU
+    assert not any("ms" in k for k in profile_v.metrics)
+    assert profile_v.metrics["static_max_registers"] == compile_v.metrics["max_registers"]
     assert compile_v.metrics["specializations"] >= 1 and compile_v.metrics["max_registers"] > 0
     assert correct_v.metrics["trials"] >= 3 + len(load_workload(workload).check_cases("cpu"))
 
