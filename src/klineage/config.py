@@ -86,10 +86,23 @@ def versions() -> dict[str, str]:
 
     return {
         "klineage": __version__,
+        "harness": harness_hash(),
         "torch": torch.__version__.split("+")[0],
         "triton": triton.__version__,
         "python": platform.python_version(),
     }
+
+
+@functools.cache
+def harness_hash() -> str:
+    """Hash of KLineage's own modules: a cached verdict from a different harness (an upgrade, a local edit) is not
+    reused, even under the same version number."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.name.encode() + path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 @functools.cache

@@ -14,3 +14,9 @@ def test_verdicts_and_ceilings_round_trip(tmp_path):
     assert cache.get_ceilings("H200", {"v": 2}) is None
     cache.close()
     assert Cache(tmp_path / "c.sqlite").get_verdict(key) == {"status": "pass"}  # persisted
+
+
+def test_versions_carry_the_harness_hash():
+    from klineage.config import harness_hash, versions
+
+    assert versions()["harness"] == harness_hash() and len(harness_hash()) == 12
