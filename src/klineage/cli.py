@@ -205,6 +205,132 @@ def demo(device, as_json) -> None:
     sys.exit(0 if all(r.passed for r in reports) else 1)
 
 
+@main.command()
+@click.argument("workload", type=click.Path(path_type=Path))
+@click.argument("expert", type=click.Path(path_type=Path))
+@click.option("--library", "library_dir", type=click.Path(path_type=Path), default=None,
+              help="Skill library directory (default: $KLINEAGE_HOME/library).")  # fmt: skip
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
+@click.option("--max-steps", type=int, default=None, help="Stop after this many attempted steps (resumable).")
+@click.option("--no-probe", is_flag=True, help="Skip condition probing (skills keep their conditions unprobed).")
+@click.option("--json", "as_json", is_flag=True)
+def mine(workload, expert, library_dir, device, max_steps, no_probe, as_json) -> None:
+    """Walk EXPERT backward against WORKLOAD, probe each step's conditions, add the skills to the library."""
+    from klineage.check import resolve_device
+    from klineage.library import Library
+    from klineage.mine import mine as run_mine
+    from klineage.probe import probe_lineage
+    from klineage.program import load_program
+    from klineage.skills import skills_from_lineage
+    from klineage.workload import load_workload
+
+    wl, prog, dev = load_workload(workload), load_program(expert), resolve_device(device)
+    settings = Settings.from_env()
+    with _progress(as_json) as progress:
+        task = progress.add_task("mining", total=None)
+
+        def on_step(step) -> None:
+            verdict = "accepted" if step.accepted else "rejected"
+            progress.update(task, description=f"step {step.index}: {step.transform} {verdict}")
+
+        lineage = run_mine(wl, prog, settings, dev, max_steps=max_steps, on_step=on_step)
+        probes = None
+        if not no_probe:
+            progress.update(task, description=f"probing conditions of {len(lineage.accepted)} accepted steps")
+            probes = probe_lineage(lineage, wl, settings, dev)
+    skills = skills_from_lineage(lineage, probes)
+    with Library(library_dir or settings.data_dir / "library") as library:
+        for skill in skills:
+            library.save(skill)
+        where = library.root
+    if as_json:
+        click.echo(json.dumps({"lineage": lineage.as_dict(), "skills": [s.id for s in skills],
+                               "library": str(where)}, indent=2, default=str))  # fmt: skip
+        return
+    table = Table(title=f"lineage {lineage.id} ({len(lineage.accepted)} accepted, {len(lineage.rejected)} rejected)",
+                  title_justify="left")  # fmt: skip
+    for column in ("step", "transform", "function", "verdict", "reason", "effect"):
+        table.add_column(column, overflow="fold")
+    for step in lineage.steps:
+        failed = next((v for v in step.verdicts if v["status"] != "pass"), None)
+        effect = step.effect
+        shown = f"x{effect['speedup']:.3f}" if effect.get("measured") else "not timed"
+        deltas = ", ".join(f"{k} {v:+g}" for k, v in effect.get("static_delta", {}).items() if v)
+        shown += f"; {deltas}" if deltas else ""
+        table.add_row(str(step.index), step.transform, step.site["function"],
+                      "[green]accepted[/]" if step.accepted else "[red]rejected[/]",
+                      f"{failed['code']}: {failed['reason'][:80]}" if failed else "", shown)  # fmt: skip
+    console.print(table)
+    console.print(f"{len(skills)} skills written to {where}")
+    if dev == "cpu":
+        console.print("No GPU: effects are unmeasured (static metric deltas only).", style="dim")
+
+
+@main.group()
+def skills() -> None:
+    """Browse and export the skill library."""
+
+
+def _library(library_dir):
+    from klineage.library import Library
+
+    root = library_dir or Settings.from_env().data_dir / "library"
+    if not Path(root).is_dir():
+        raise UserError(f"no skill library at {root} (run `klineage mine` first or pass --library)")
+    return Library(root)
+
+
+_library_option = click.option("--library", "library_dir", type=click.Path(path_type=Path), default=None)
+
+
+@skills.command("list")
+@_library_option
+@click.option("--family", type=int, default=None)
+@click.option("--condition", default=None, help="Only skills with this condition predicate.")
+@click.option("--kind", type=click.Choice(["optimization", "guard"]), default=None)
+@click.option("--json", "as_json", is_flag=True)
+def skills_list(library_dir, family, condition, kind, as_json) -> None:
+    """List skills, filtered by family, condition or kind."""
+    with _library(library_dir) as library:
+        found = library.list(family=family, condition=condition, kind=kind)
+    if as_json:
+        click.echo(json.dumps([s.as_dict() for s in found], indent=2))
+        return
+    table = Table(title=f"{len(found)} skills", title_justify="left")
+    for column in ("id", "kind", "family", "where", "conditions", "effect"):
+        table.add_column(column, overflow="fold")
+    for s in found:
+        effects = [e for e in s.effect.values()]
+        effect = next((f"x{e['speedup']:.3f}" for e in effects if e.get("measured")), "unmeasured")
+        table.add_row(s.id, s.kind, str(s.family), f"{s.location['function']}:{s.location['line']}",
+                      ", ".join(c["predicate"] for c in s.conditions), effect if s.kind != "guard" else "")  # fmt: skip
+    console.print(table)
+
+
+@skills.command("show")
+@click.argument("skill_id")
+@_library_option
+@click.option("--json", "as_json", is_flag=True)
+def skills_show(skill_id, library_dir, as_json) -> None:
+    """Print one skill's card (or its JSON record)."""
+    from klineage.skills import card
+
+    with _library(library_dir) as library:
+        skill = library.get(skill_id)
+    click.echo(json.dumps(skill.as_dict(), indent=2) if as_json else card(skill))
+
+
+@skills.command("export")
+@click.argument("out", type=click.Path(path_type=Path))
+@_library_option
+@click.option("--format", "fmt", type=click.Choice(["skill-md"]), default="skill-md", show_default=True)
+def skills_export(out, library_dir, fmt) -> None:
+    """Write one folder per skill with a SKILL.md (Agent Skills format)."""
+    with _library(library_dir) as library:
+        written = library.export_skill_md(out)
+    console.print(f"{len(written)} SKILL.md folders written to {out}")
+
+
 def _program_available(program: Path) -> bool:
     """The Liger example needs the optional `experts` extra."""
     if "liger_kernel" in program.read_text():

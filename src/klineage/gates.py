@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,7 @@ class GateRequest:
     settings: Settings
     target: str = "sm_90"
     ceilings: dict | None = None
+    probe: dict | None = None  # {"case": {...}, "layout": None | "strided" | "misaligned"}: check this case only
 
 
 def _prepare(request: GateRequest, interpret: bool):
@@ -95,15 +96,28 @@ def _build(cls, init_inputs):
     return cls(*copy.deepcopy(init_inputs))
 
 
-def _to_device(x, device: str, guard_bytes: int, log: list):
-    """Place a harness-made input on the device inside a guarded buffer (so writes past inputs are seen too)."""
+def _to_device(x, device: str, guard_bytes: int, log: list, layout: str | None = None):
+    """Place a harness-made input on the device inside a guarded buffer (so writes past inputs are seen too).
+    A probe's `layout` makes it non-contiguous ("strided": rows padded by 8 elements, vectors at stride 2) or
+    misaligned by one element ("misaligned": the base is no longer 16-byte aligned)."""
     import torch
 
     from klineage.guards import guarded_empty
 
     if not isinstance(x, torch.Tensor):
         return x
-    y = guarded_empty(x.shape, x.stride(), x.dtype, device, guard_bytes, "input", log)
+    stride, shift = x.stride(), 0
+    if layout == "strided" and x.dim() == 1:
+        stride = (2,)  # every other element of a buffer twice as long
+    elif layout == "strided" and x.dim() >= 2:
+        padded = [1] * x.dim()
+        padded[-2] = x.shape[-1] + 8
+        for i in range(x.dim() - 3, -1, -1):
+            padded[i] = padded[i + 1] * x.shape[i + 1]
+        stride = tuple(padded)
+    elif layout == "misaligned" and x.is_floating_point():
+        shift = x.element_size()
+    y = guarded_empty(x.shape, stride, x.dtype, device, guard_bytes, "input", log, shift_bytes=shift)
     y.copy_(x)
     return y
 
@@ -159,6 +173,10 @@ def _correctness(request: GateRequest, started: float) -> Verdict:
         return Verdict("correctness", "fail", "import_error", f"{type(e).__name__}: {e}")
     state = _TrialState(device, request.settings.guard_bytes)
     trials = plan_trials(workload, device, request.settings.seeds)
+    if request.probe is not None:  # a probe: one case that violates one condition, two seeds
+        workload = replace(workload, cases={"probe": request.probe["case"]})
+        state.layout = request.probe.get("layout")
+        trials = [Trial("probe", 0, "normal"), Trial("probe", 1, "normal")]
     for index, trial in enumerate(trials):
         case = workload.cases[trial.case]
         if trial.case not in state.models:
@@ -211,6 +229,7 @@ class _TrialState:
     kernels: set = field(default_factory=set)
     worst_error: float = 0.0
     deterministic: bool = True
+    layout: str | None = None
 
 
 def _inputs_for(trial: Trial, cpu_inputs: list, state: _TrialState) -> tuple[list, list]:
@@ -230,7 +249,7 @@ def _inputs_for(trial: Trial, cpu_inputs: list, state: _TrialState) -> tuple[lis
         inputs = [b if isinstance(b, torch.Tensor) else v for b, v in zip(inputs, cpu_inputs)]
     else:
         log = []
-        inputs = [_to_device(x, state.device, state.guard_bytes, log) for x in cpu_inputs]
+        inputs = [_to_device(x, state.device, state.guard_bytes, log, state.layout) for x in cpu_inputs]
     state.buffers[trial.case] = (inputs, log)
     return inputs, log
 
@@ -586,6 +605,55 @@ def profile_job(request: GateRequest) -> Verdict:
         metrics["bound"] = floor["bound"]
     evidence = {"ceilings": ceilings, "eager": eager_t.as_dict(), "program": program_t.as_dict()}
     return Verdict("profile", "pass", metrics=metrics, evidence=evidence, seconds=time.perf_counter() - started)
+
+
+def profile_pair_job(payload: tuple[GateRequest, Program]) -> dict:
+    """Time a parent program and a child program interleaved on the bench case (the same input sets for both):
+    the measured effect of one step, with each side's spread."""
+    import torch
+
+    from klineage.program import install
+    from klineage.timing import time_calls
+    from klineage.workload import make_case_init_inputs, make_case_inputs
+
+    request, child = payload
+    workload, wl_module, parent_module = _prepare(request, interpret=False)
+    child_module = install(child)
+    case = workload.cases[workload.bench_case()]
+    init = make_case_init_inputs(wl_module, case)
+    parent_model = _build(parent_module.ModelNew, init).cuda()
+    child_model = _build(child_module.ModelNew, init).cuda()
+    sets = [
+        [x.cuda() if isinstance(x, torch.Tensor) else x for x in make_case_inputs(wl_module, case, seed)]
+        for seed in range(request.settings.rotate_sets)
+    ]
+    state = {"parent": 0, "child": 0}
+
+    def caller(model, key):
+        def call():
+            state[key] += 1
+            with torch.no_grad():
+                return model(*sets[state[key] % len(sets)])
+
+        return call
+
+    settings = request.settings
+    calls = [caller(parent_model, "parent"), caller(child_model, "child")]
+    parent_t, child_t = time_calls(
+        calls, settings.profile_warmup_ms, settings.profile_rep_ms, settings.profile_min_reps
+    )
+    speedup = child_t.median_ms / parent_t.median_ms  # > 1: the parent (the optimized form) is faster
+    noise = parent_t.spread + child_t.spread
+    return {
+        "measured": True,
+        "case": workload.bench_case(),
+        "parent_ms": parent_t.median_ms,
+        "child_ms": child_t.median_ms,
+        "parent_spread": parent_t.spread,
+        "child_spread": child_t.spread,
+        "speedup": speedup,
+        "significant": abs(speedup - 1) > noise,
+    }
 
 
 # --- the caller's side --------------------------------------------------------------------------------------------

@@ -106,7 +106,7 @@ def install_tracer() -> None:
     _installed = True
 
 
-def guarded_empty(shape, stride, dtype, device, guard_bytes: int, op: str, log: list) -> object:
+def guarded_empty(shape, stride, dtype, device, guard_bytes: int, op: str, log: list, shift_bytes: int = 0) -> object:
     """A tensor of `shape`/`stride` inside a poisoned buffer with `guard_bytes` of poison on each side."""
     import torch
 
@@ -114,9 +114,10 @@ def guarded_empty(shape, stride, dtype, device, guard_bytes: int, op: str, log: 
     numel_span = 1 + sum((s - 1) * st for s, st in zip(shape, stride)) if all(s > 0 for s in shape) else 0
     nbytes = numel_span * itemsize
     padded = -(-nbytes // 256) * 256  # keep the interior end on a 256-byte boundary, as the caching allocator does
-    buffer = torch.empty(2 * guard_bytes + padded + 256, dtype=torch.uint8, device=device)
+    buffer = torch.empty(2 * guard_bytes + padded + 512, dtype=torch.uint8, device=device)
     buffer.fill_(POISON_BYTE)
     start = (-buffer.data_ptr()) % 256 + guard_bytes  # interior 256-byte aligned, like a caching-allocator block
+    start += shift_bytes  # a probe may misalign it on purpose
     log.append(GuardedAllocation(buffer, start, start + nbytes, op))
     return buffer.view(dtype).as_strided(tuple(shape), tuple(stride), start // itemsize)
 

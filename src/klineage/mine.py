@@ -1,0 +1,269 @@
+"""Mining: the backward walk from an expert program down to its simplest correct form.
+
+Shrinker-style (Hypothesis's `consider`): from the current program, list every (transform, module, site) whose
+simplification is possible, cheapest families first, in a fixed order; skip children already seen (normalized
+source hash); gate the child (compile + correctness on all cases). Pass: accept the step and continue from the
+child. Fail: record the rejected attempt with its verdicts. Stop when nothing untried is left.
+
+Every step is appended to `steps.jsonl` and flushed before the walk moves on, and every version's source is stored
+content-addressed, so a walk killed at any point (kill -9 included) resumes from its last recorded step with no
+accepted step lost. The walk is deterministic for a given expert, workload and device: same order, same seen-set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from klineage.check import check
+from klineage.config import Settings, device_name, versions
+from klineage.gates import GateRequest, Verdict
+from klineage.program import Program
+from klineage.sandbox import Job, Sandbox
+from klineage.transform import TRANSFORMS, Site, Transform, load_families
+from klineage.workload import UserError, Workload
+
+MINING_GATES = ("compile", "correctness")
+
+
+class MiningError(UserError):
+    pass
+
+
+@dataclass(frozen=True)
+class Step:
+    """One attempted simplification."""
+
+    index: int
+    transform: str
+    module: str  # "program" or the dotted name of an overridden module
+    site: dict
+    parent: str  # program hashes
+    child: str
+    accepted: bool
+    verdicts: list[dict]
+    effect: dict
+    seconds: float
+
+    @staticmethod
+    def from_dict(d: dict) -> Step:
+        return Step(**d)
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """The chain of accepted steps from the expert down, plus every rejected attempt."""
+
+    id: str
+    workload: str
+    workload_hash: str
+    expert: str
+    expert_hash: str
+    device: str
+    versions: dict
+    steps: list[Step] = field(default_factory=list)
+    finished: bool = False
+
+    @property
+    def accepted(self) -> list[Step]:
+        return [s for s in self.steps if s.accepted]
+
+    @property
+    def rejected(self) -> list[Step]:
+        return [s for s in self.steps if not s.accepted]
+
+    @property
+    def simplest(self) -> str:
+        return self.accepted[-1].child if self.accepted else self.expert_hash
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "steps": [asdict(s) for s in self.steps]}
+
+
+class LineageStore:
+    """`<data>/lineages/<id>/`: `meta.json`, `steps.jsonl` (append-only), `sources/<hash>/` (content-addressed
+    program versions), `lineage.json` (the whole record, rewritten when the walk finishes)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        (root / "sources").mkdir(parents=True, exist_ok=True)
+
+    def save_program(self, program: Program) -> None:
+        folder = self.root / "sources" / program.hash
+        if not (folder / "program.py").is_file():
+            program.write(folder)
+
+    def load_program(self, program_hash: str, name: str) -> Program:
+        folder = self.root / "sources" / program_hash
+        modules = {p.stem: p.read_text() for p in sorted((folder / "modules").glob("*.py"))}
+        return Program(name, (folder / "program.py").read_text(), modules)
+
+    def append(self, step: Step) -> None:
+        with open(self.root / "steps.jsonl", "a") as f:
+            f.write(json.dumps(asdict(step)) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def steps(self) -> list[Step]:
+        path = self.root / "steps.jsonl"
+        if not path.is_file():
+            return []
+        steps = []
+        for line in path.read_text().splitlines():
+            try:
+                steps.append(Step.from_dict(json.loads(line)))
+            except (json.JSONDecodeError, TypeError):
+                break  # a line cut by a kill: everything before it stands
+        return steps
+
+    def write_meta(self, meta: dict) -> None:
+        (self.root / "meta.json").write_text(json.dumps(meta, indent=2))
+
+    def write_lineage(self, lineage: Lineage) -> None:
+        tmp = self.root / "lineage.json.tmp"
+        tmp.write_text(json.dumps(lineage.as_dict(), indent=2))
+        tmp.replace(self.root / "lineage.json")
+
+
+def lineage_id(workload: Workload, expert: Program, device: str) -> str:
+    return f"{workload.name}-{expert.name}-{expert.hash[:8]}-{device}"
+
+
+def ordered_transforms() -> list[Transform]:
+    """Cheapest families first, then by id: the walk's fixed order."""
+    load_families()
+    return [cls() for cls in sorted(TRANSFORMS.values(), key=lambda c: (c.cost, c.id))]
+
+
+def _module_sources(program: Program) -> list[tuple[str, str]]:
+    return [("program", program.source), *sorted(program.modules.items())]
+
+
+def _with_source(program: Program, module: str, source: str) -> Program:
+    if module == "program":
+        return Program(program.name, source, program.modules, program.path)
+    return program.with_module(module, source)
+
+
+def candidates(program: Program, transforms: list[Transform]):
+    """(transform, module, site, child) in the walk's order; a transform that fails on odd code yields nothing."""
+    for transform in transforms:
+        for module, source in _module_sources(program):
+            try:
+                sites = transform.sites(source)
+            except Exception:
+                continue
+            for site in sites:
+                try:
+                    child_source = transform.simplify(source, site)
+                except Exception:
+                    continue
+                if child_source == source:
+                    continue
+                yield transform, module, site, _with_source(program, module, child_source)
+
+
+def static_delta(parent: Verdict | None, child: Verdict | None) -> dict:
+    """Differences of the compile gate's static metrics (child minus parent)."""
+    if parent is None or child is None or not (parent.passed and child.passed):
+        return {}
+    keys = ("max_registers", "spill_bytes", "max_shared_bytes", "max_load_bits", "max_store_bits",
+            "tensor_core_instructions")  # fmt: skip
+    return {k: child.metrics.get(k, 0) - parent.metrics.get(k, 0) for k in keys if k in parent.metrics}
+
+
+def mine(
+    workload: Workload,
+    expert: Program,
+    settings: Settings,
+    device: str = "cpu",
+    sandbox: Sandbox | None = None,
+    max_steps: int | None = None,
+    on_step: Callable[[Step], None] | None = None,
+) -> Lineage:
+    """Walk `expert` backward; resumes a walk recorded under the same lineage id."""
+    own = sandbox is None
+    sandbox = sandbox or Sandbox(warm=settings.warm)
+    lid = lineage_id(workload, expert, device)
+    store = LineageStore(settings.data_dir / "lineages" / lid)
+    store.write_meta({"id": lid, "workload": str(workload.path), "expert": expert.name, "device": device})
+    store.save_program(expert)
+    steps = store.steps()
+    current = store.load_program(steps_current(steps, expert.hash), expert.name) if steps else expert
+    seen = {expert.hash} | {s.child for s in steps} | {s.parent for s in steps}
+    transforms = ordered_transforms()
+    try:
+        expert_verdicts = check(workload, expert, settings, device, MINING_GATES, sandbox)
+        if not expert_verdicts.passed:
+            failed = [f"{v.gate}: {v.code} {v.reason[:200]}" for v in expert_verdicts.verdicts if not v.passed]
+            raise MiningError(f"expert {expert.name} does not pass its own gates ({'; '.join(failed)})")
+        compiled = {expert.hash: expert_verdicts.verdict("compile")}
+        progress = True
+        while progress and (max_steps is None or len(steps) < max_steps):
+            progress = False
+            for transform, module, site, child in candidates(current, transforms):
+                if child.hash in seen:
+                    continue
+                seen.add(child.hash)
+                step = _attempt(workload, current, child, transform, module, site, settings, device, sandbox,
+                                len(steps), compiled)  # fmt: skip
+                store.save_program(child)
+                store.append(step)
+                steps.append(step)
+                if on_step:
+                    on_step(step)
+                if step.accepted:
+                    current = child
+                    progress = True
+                    break  # one family per step: list sites again from the child
+                if max_steps is not None and len(steps) >= max_steps:
+                    break
+    finally:
+        if own:
+            sandbox.close()
+    finished = max_steps is None or len(steps) < max_steps
+    lineage = Lineage(lid, workload.name, workload.hash, expert.name, expert.hash, device_name(device), versions(),
+                      steps, finished)  # fmt: skip
+    store.write_lineage(lineage)
+    return lineage
+
+
+def steps_current(steps: list[Step], expert_hash: str) -> str:
+    accepted = [s for s in steps if s.accepted]
+    return accepted[-1].child if accepted else expert_hash
+
+
+def _attempt(workload, parent, child, transform, module, site: Site, settings, device, sandbox, index, compiled):
+    started = time.perf_counter()
+    report = check(workload, child, settings, device, MINING_GATES, sandbox)
+    accepted = report.passed
+    compile_v = report.verdict("compile")
+    compiled[child.hash] = compile_v
+    if device == "cuda" and accepted:
+        request = GateRequest(str(workload.path), parent, device, settings)
+        timed = sandbox.run(Job("klineage.gates:profile_pair_job", (request, child), env={"KLINEAGE_DEVICE": device},
+                                timeout_s=settings.timeout_s))  # fmt: skip
+        effect = timed.value if timed.ok else {"measured": False, "why": f"timing failed: {timed.error}"}
+    elif device == "cuda":
+        effect = {"measured": False, "why": "rejected: not timed"}
+    else:
+        effect = {"measured": False, "why": "no GPU: no time was taken"}
+    effect["static_delta"] = static_delta(compiled.get(parent.hash), compile_v)
+    return Step(
+        index=index,
+        transform=transform.id,
+        module=module,
+        site={**asdict(site), "params": site.params},
+        parent=parent.hash,
+        child=child.hash,
+        accepted=accepted,
+        verdicts=[
+            {"gate": v.gate, "status": v.status, "code": v.code, "reason": v.reason[:500]} for v in report.verdicts
+        ],  # fmt: skip
+        effect=effect,
+        seconds=time.perf_counter() - started,
+    )

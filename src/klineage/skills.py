@@ -1,0 +1,186 @@
+"""Skills: reversed steps of a lineage. An accepted step (the simpler program still passed) read backward is an
+optimization skill: where it applies, what the expert chose, the conditions worth checking, the effect it had. A
+rejected step is a guard skill: "keep this; removing it breaks X", with the verdict that showed it.
+
+Skills are schema-versioned JSON records, rendered as Markdown cards and as agent-skill `SKILL.md` files."""
+
+from __future__ import annotations
+
+import datetime
+import re
+from dataclasses import asdict, dataclass, field
+
+from klineage.mine import Lineage, Step
+from klineage.transform import CONDITIONS, TRANSFORMS, load_families
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Skill:
+    id: str
+    name: str
+    family: int
+    kind: str  # "optimization" | "guard"
+    intent: str
+    transform: dict  # {"id", "tag", "params"}: what to apply and with which of the expert's parameters
+    location: dict  # {"module", "function", "line", "construct", "before", "after"} in the optimize direction
+    conditions: list[dict] = field(default_factory=list)  # {"predicate", "description", "status", "evidence"}
+    effect: dict = field(default_factory=dict)  # per device: measured times and spread, or why unmeasured
+    failures: list[dict] = field(default_factory=list)  # {"violated", "gate", "code", "detail", "case"}
+    provenance: dict = field(default_factory=dict)
+    schema: int = SCHEMA_VERSION
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @staticmethod
+    def from_dict(d: dict) -> Skill:
+        if d.get("schema") != SCHEMA_VERSION:
+            raise ValueError(f"skill {d.get('id')}: schema {d.get('schema')}, this KLineage reads {SCHEMA_VERSION}")
+        return Skill(**d)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def skills_from_lineage(lineage: Lineage, probes: dict[int, list[dict]] | None = None) -> list[Skill]:
+    """One optimization skill per accepted step (its conditions from `probes` where the step was probed), one guard
+    skill per rejected step."""
+    load_families()
+    date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
+    skills = []
+    for step in lineage.steps:
+        cls = TRANSFORMS.get(step.transform)
+        if cls is None:
+            continue
+        provenance = {
+            "expert": lineage.expert,
+            "expert_hash": lineage.expert_hash,
+            "workload": lineage.workload,
+            "workload_hash": lineage.workload_hash,
+            "lineage": lineage.id,
+            "step": step.index,
+            "parent_hash": step.parent,
+            "child_hash": step.child,
+            "device": lineage.device,
+            "versions": lineage.versions,
+            "date": date,
+        }
+        if step.accepted:
+            skills.append(_optimization(step, cls, provenance, (probes or {}).get(step.index)))
+        else:
+            skills.append(_guard(step, cls, provenance))
+    return skills
+
+
+def _location(step: Step, cls, optimize_direction: bool) -> dict:
+    site = step.site
+    before, after = (site["after"], site["before"]) if optimize_direction else (site["before"], site["after"])
+    return {"module": step.module, "function": site["function"], "line": site["line"], "construct": cls.id,
+            "before": before, "after": after}  # fmt: skip
+
+
+def _optimization(step: Step, cls, provenance: dict, probed: list[dict] | None) -> Skill:
+    if probed is None:
+        conditions = [
+            {"predicate": name, "description": CONDITIONS[name], "status": "unprobed",
+             "evidence": "not probed: the predicate comes from the family's vocabulary"}
+            for name in cls.conditions
+        ]  # fmt: skip
+    else:
+        conditions = [{k: c[k] for k in ("predicate", "description", "status", "evidence", "probe")} for c in probed]
+    failures = [
+        {"violated": c["predicate"], "gate": "correctness", "code": c["parent"]["code"],
+         "detail": c["parent"]["reason"], "case": c["probe"].get("name", "")}
+        for c in probed or [] if c["status"] == "condition"
+    ]  # fmt: skip
+    effect = {provenance["device"]: {"case": step.effect.get("case", "bench"), **step.effect}}
+    return Skill(
+        id=f"{cls.id}.{_slug(provenance['workload'])}.{_slug(provenance['expert'])}.s{step.index}",
+        name=f"{cls.id.replace('_', ' ')} in {step.site['function']}",
+        family=cls.family,
+        kind="optimization",
+        intent=cls.intent,
+        transform={"id": cls.id, "tag": cls.tag, "params": step.site.get("params", {})},
+        location=_location(step, cls, optimize_direction=True),
+        conditions=conditions,
+        effect=effect,
+        failures=failures,
+        provenance=provenance,
+    )
+
+
+def _guard(step: Step, cls, provenance: dict) -> Skill:
+    failed = next((v for v in step.verdicts if v["status"] != "pass"), {"gate": "?", "code": "?", "reason": ""})
+    return Skill(
+        id=f"guard.{cls.id}.{_slug(provenance['workload'])}.{_slug(provenance['expert'])}.s{step.index}",
+        name=f"keep {cls.id.replace('_', ' ')} in {step.site['function']}",
+        family=cls.family,
+        kind="guard",
+        intent=f"Keep this {cls.id.replace('_', ' ')}: removing it fails the {failed['gate']} gate ({failed['code']}).",
+        transform={"id": cls.id, "tag": cls.tag, "params": step.site.get("params", {})},
+        location=_location(step, cls, optimize_direction=False),
+        failures=[
+            {
+                "violated": "removal of the construct",
+                "gate": failed["gate"],
+                "code": failed["code"],
+                "detail": failed["reason"],
+                "case": "the workload's check cases",
+            }
+        ],  # fmt: skip
+        provenance=provenance,
+    )
+
+
+# --- rendering ----------------------------------------------------------------------------------------------------
+
+
+def card(skill: Skill) -> str:
+    """The Markdown card: what a reader (or a model) needs to apply the skill and to trust it."""
+    loc = skill.location
+    lines = [f"# {skill.name}", "", f"`{skill.id}` ({skill.kind}; family {skill.family}, transform "
+             f"`{skill.transform['id']}`, tag {skill.transform['tag']})", "", "## Intent", "", skill.intent, "",
+             "## Where it applies", "", f"In `{loc['function']}` ({loc['module']}, line {loc['line']}):", "",
+             "```python", f"# before\n{loc['before']}\n# after\n{loc['after']}", "```", ""]  # fmt: skip
+    params = skill.transform["params"]
+    if params:
+        lines += ["Parameters the expert used: " + ", ".join(f"`{k}={v}`" for k, v in params.items()), ""]
+    lines += ["## Conditions", ""]
+    lines += [f"- `{c['predicate']}`: {c['description']} ({c['status']}; {c['evidence']})" for c in skill.conditions]
+    lines += ["- none recorded"] if not skill.conditions else []
+    lines += ["", "## Effect", ""]
+    for device, effect in skill.effect.items():
+        if effect.get("measured"):
+            lines.append(f"- {device}, case {effect['case']}: {effect['parent_ms']:.4g} ms with it, "
+                         f"{effect['child_ms']:.4g} ms without (x{effect['speedup']:.3f}, spreads "
+                         f"{effect['parent_spread']:.1%} / {effect['child_spread']:.1%})")  # fmt: skip
+        else:
+            lines.append(f"- {device}: not measured ({effect.get('why', 'no timing')})")
+        if effect.get("static_delta"):
+            delta = ", ".join(f"{k} {-v:+g}" for k, v in effect["static_delta"].items() if v)
+            lines.append(f"  - static metrics with the optimization: {delta or 'unchanged'}")
+    lines += ["", "## Failures avoided", ""]
+    lines += [f"- {f['violated']}: {f['gate']} gate `{f['code']}`: {f['detail']}" for f in skill.failures]
+    probed = skill.conditions and all(c["status"] != "unprobed" for c in skill.conditions)
+    if not skill.failures:
+        lines.append("- none found by probing" if probed else "- none recorded (conditions not probed)")
+    p = skill.provenance
+    origin = f"Expert `{p['expert']}` ({p['expert_hash']}) on workload `{p['workload']}`, lineage `{p['lineage']}`"
+    lines += ["", "## Provenance", "", f"{origin} step {p['step']}; {p['device']}; {p['versions']}; {p['date']}.", ""]
+    return "\n".join(lines)
+
+
+def skill_md(skill: Skill) -> str:
+    """An Agent Skills `SKILL.md`: YAML front matter `name` and `description`, then the card's body."""
+    name = _slug(skill.id)[:64].strip("-")
+    description = f"{skill.intent} Applies to {skill.location['construct'].replace('_', ' ')} sites in Triton kernels."
+    description = description.replace("\n", " ")[:1024]
+    body = card(skill)
+    return f"---\nname: {name}\ndescription: {_yaml_str(description)}\n---\n\n{body}"
+
+
+def _yaml_str(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
