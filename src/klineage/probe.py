@@ -45,47 +45,55 @@ class ProbeResult:
     why: str = ""
 
     def as_condition(self) -> dict:
-        evidence = {
-            "condition": f"violating it breaks the optimized form ({self.parent['code']}) but not the simple one",
-            "required": f"the simple form breaks ({self.child['code']}) where the optimized one passes",
-            "not_a_condition": "both forms pass the probe",
-            "outside_domain": "both forms fail the probe",
-            "not_probed": self.why,
-        }[self.status]
+        if self.status == "condition":
+            evidence = f"violating it breaks the optimized form ({self.parent['code']}) but not the simple one"
+        elif self.status == "required":
+            evidence = f"the simple form breaks ({self.child['code']}) where the optimized one passes"
+        elif self.status == "not_a_condition":
+            evidence = "both forms pass the probe"
+        elif self.status == "outside_domain":
+            evidence = "both forms fail the probe"
+        else:
+            evidence = self.why
         return {"predicate": self.predicate, "description": CONDITIONS[self.predicate], "status": self.status,
                 "evidence": evidence, "probe": self.probe}  # fmt: skip
 
 
-def _perturbed(case: dict) -> dict | None:
-    """Sizes that no power-of-two block divides: every even integer size + 1."""
-    out = {k: (v + 1 if isinstance(v, int) and not isinstance(v, bool) and k != "dtype" and v % 2 == 0 else v)
-           for k, v in case.items()}  # fmt: skip
+def _sizes(case: dict, change) -> dict | None:
+    out = {k: (change(v) if isinstance(v, int) and not isinstance(v, bool) else v) for k, v in case.items()}
     return out if out != case else None
 
 
-def make_probe(predicate: str, workload: Workload, device: str) -> tuple[dict | None, str]:
-    """(probe, why-not). A probe is {"name", "case", "layout"}."""
+def make_probes(predicate: str, workload: Workload, device: str) -> tuple[list[dict], str]:
+    """(probes, why none). A probe is {"name", "case", "layout"}; a predicate may need several."""
     if device != "cuda" and predicate in GPU_ONLY:
-        return None, f"not probed on the CPU: {GPU_ONLY[predicate]}"
+        return [], f"not probed on the CPU: {GPU_ONLY[predicate]}"
     base = workload.cases.get("tiny") or next(iter(workload.cases.values()))
     if predicate == "divisible_by_block":
-        case = _perturbed(base)
-        if case is None:
-            return None, "the tiny case's sizes are already odd: no block divides them, and the expert passed it"
-        return {"name": "sizes not divisible by the block", "case": case, "layout": None}, ""
+        probes = []
+        odd = _sizes(base, lambda v: v + 1 if v % 2 == 0 else v)  # no power-of-two block divides these
+        if odd:
+            probes.append({"name": "sizes not divisible by any block (even sizes + 1)", "case": odd, "layout": None})
+        # divisible by small blocks, not by large ones: catches a flag computed with the wrong block
+        coarse = _sizes(base, lambda v: v + v // 8 if v % 64 == 0 else v)
+        if coarse:
+            probes.append({"name": "sizes divisible by small blocks only (64-multiples + 1/8)", "case": coarse,
+                           "layout": None})  # fmt: skip
+        return probes, "" if probes else "the tiny case's sizes are already odd and the expert passed it"
     if predicate == "contiguous":
-        return {"name": "rows padded by 8 elements (non-contiguous)", "case": base, "layout": "strided"}, ""
+        return [{"name": "rows padded by 8 elements, vectors at stride 2 (non-contiguous)", "case": base,
+                 "layout": "strided"}], ""  # fmt: skip
     if predicate == "aligned_16":
-        return {"name": "base shifted by one element (not 16-byte aligned)", "case": base, "layout": "misaligned"}, ""
+        return [{"name": "base shifted by one element (not 16-byte aligned)", "case": base, "layout": "misaligned"}], ""
     if predicate.startswith("dtype_"):
         wanted = {"dtype_fp32": "float32", "dtype_fp16": "float16", "dtype_bf16": "bfloat16"}[predicate]
         allowed = workload.domain.get("dtype") or workload.domain.get("dtypes") or list(DTYPES[:3])
         if wanted not in allowed:
-            return None, f"{wanted} is outside the workload's domain"
+            return [], f"{wanted} is outside the workload's domain"
         if base.get("dtype") == wanted:
-            return None, f"the check cases already run {wanted}"
-        return {"name": f"{wanted} inputs", "case": {**base, "dtype": wanted}, "layout": None}, ""
-    return None, "no probe generator for this predicate yet"
+            return [], f"the check cases already run {wanted}"
+        return [{"name": f"{wanted} inputs", "case": {**base, "dtype": wanted}, "layout": None}], ""
+    return [], "no probe generator for this predicate yet"
 
 
 def probe_step(
@@ -100,19 +108,24 @@ def probe_step(
 ) -> list[ProbeResult]:
     results = []
     for predicate in conditions:
-        probe, why = make_probe(predicate, workload, device)
-        if probe is None:
+        probes, why = make_probes(predicate, workload, device)
+        if not probes:
             results.append(ProbeResult(predicate, "not_probed", {}, {}, {}, why))
             continue
-        verdicts = []
-        for program in (parent, child):
-            request = GateRequest(str(workload.path), program, device, settings, settings.target, probe=probe)
-            v = run_gate("correctness", request, sandbox)
-            verdicts.append({"status": v.status, "code": v.code, "reason": v.reason[:300]})
-        p_ok, c_ok = (v["status"] == "pass" for v in verdicts)
-        status = {(False, True): "condition", (True, False): "required", (True, True): "not_a_condition",
-                  (False, False): "outside_domain"}[(p_ok, c_ok)]  # fmt: skip
-        results.append(ProbeResult(predicate, status, probe, verdicts[0], verdicts[1]))
+        outcomes = []
+        for probe in probes:
+            verdicts = []
+            for program in (parent, child):
+                request = GateRequest(str(workload.path), program, device, settings, settings.target, probe=probe)
+                v = run_gate("correctness", request, sandbox)
+                verdicts.append({"status": v.status, "code": v.code, "reason": v.reason[:300]})
+            p_ok, c_ok = (v["status"] == "pass" for v in verdicts)
+            status = {(False, True): "condition", (True, False): "required", (True, True): "not_a_condition",
+                      (False, False): "outside_domain"}[(p_ok, c_ok)]  # fmt: skip
+            outcomes.append(ProbeResult(predicate, status, probe, verdicts[0], verdicts[1]))
+        # the most telling outcome wins: one counterexample makes it a condition
+        rank = ["condition", "required", "outside_domain", "not_a_condition"]
+        results.append(min(outcomes, key=lambda r: rank.index(r.status)))
     return results
 
 

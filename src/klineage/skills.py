@@ -163,7 +163,8 @@ def card(skill: Skill) -> str:
             delta = ", ".join(f"{k} {-v:+g}" for k, v in effect["static_delta"].items() if v)
             lines.append(f"  - static metrics with the optimization: {delta or 'unchanged'}")
     lines += ["", "## Failures avoided", ""]
-    lines += [f"- {f['violated']}: {f['gate']} gate `{f['code']}`: {f['detail']}" for f in skill.failures]
+    lines += [f"- {f['violated']}: {f['gate']} gate `{f['code']}` on {f['case'] or 'the check cases'}: {f['detail']}"
+              for f in skill.failures]  # fmt: skip
     probed = skill.conditions and all(c["status"] != "unprobed" for c in skill.conditions)
     if not skill.failures:
         lines.append("- none found by probing" if probed else "- none recorded (conditions not probed)")
