@@ -213,18 +213,22 @@ def demo(device, as_json) -> None:
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
 @click.option("--max-steps", type=int, default=None, help="Stop after this many attempted steps (resumable).")
 @click.option("--no-probe", is_flag=True, help="Skip condition probing (skills keep their conditions unprobed).")
+@click.option("--module", "modules", multiple=True,
+              help="Also mine this installed module's kernels (e.g. liger_kernel.ops.rms_norm); a copy is rewritten, "
+              "the installed file never is.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True)
-def mine(workload, expert, library_dir, device, max_steps, no_probe, as_json) -> None:
+def mine(workload, expert, library_dir, device, max_steps, no_probe, modules, as_json) -> None:
     """Walk EXPERT backward against WORKLOAD, probe each step's conditions, add the skills to the library."""
     from klineage.check import resolve_device
     from klineage.library import Library
     from klineage.mine import mine as run_mine
     from klineage.probe import probe_lineage
-    from klineage.program import load_program
+    from klineage.program import load_program, with_installed_modules
     from klineage.skills import skills_from_lineage
     from klineage.workload import load_workload
 
-    wl, prog, dev = load_workload(workload), load_program(expert), resolve_device(device)
+    wl, dev = load_workload(workload), resolve_device(device)
+    prog = with_installed_modules(load_program(expert), list(modules))
     settings = Settings.from_env()
     with _progress(as_json) as progress:
         task = progress.add_task("mining", total=None)

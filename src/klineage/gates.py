@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import os
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -211,7 +212,11 @@ def _correctness(request: GateRequest, started: float) -> Verdict:
             "deterministic": state.deterministic,
             "kernels": len(state.kernels),
         },
-        evidence={"trials": [t.label() for t in trials], "kernels": sorted(state.kernels)},
+        evidence={
+            "trials": [t.label() for t in trials],
+            "kernels": sorted(state.kernels),
+            "functions_run": sorted(state.functions | {k.rsplit(".", 1)[-1] for k in state.kernels}),
+        },
         seconds=time.perf_counter() - started,
     )
 
@@ -230,6 +235,7 @@ class _TrialState:
     worst_error: float = 0.0
     deterministic: bool = True
     layout: str | None = None
+    functions: set = field(default_factory=set)  # program functions that ran, by name
 
 
 def _inputs_for(trial: Trial, cpu_inputs: list, state: _TrialState) -> tuple[list, list]:
@@ -325,6 +331,26 @@ def _replay_finding(record, outputs, state: _TrialState) -> Finding | None:
     return None
 
 
+@contextmanager
+def _calls_into(found: set):
+    """Record the names of program functions that run (host functions and, under the interpreter, kernels): the
+    walk only simplifies code the workload exercises; a site in code that never ran would pass vacuously."""
+    import sys
+
+    root = os.environ.get("KLINEAGE_PROGRAM_DIR", "")
+
+    def profile(frame, event, arg):
+        if event == "call" and root and frame.f_code.co_filename.startswith(root):
+            found.add(frame.f_code.co_name)
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        yield
+    finally:
+        sys.setprofile(previous)
+
+
 def _guarded_call(model, inputs, state: _TrialState):
     """One forward under every run-time guard; ((record, outputs), None) or (None, finding)."""
     import torch
@@ -332,7 +358,7 @@ def _guarded_call(model, inputs, state: _TrialState):
     from klineage.guards import BackgroundThreadError, SideStreamError, TorchComputeError, guarded_forward
 
     try:
-        with torch.no_grad(), guarded_forward(state.guard_bytes) as record:
+        with torch.no_grad(), guarded_forward(state.guard_bytes) as record, _calls_into(state.functions):
             outputs = flatten_outputs(model(*inputs))
             _sync(state.device)
     except TorchComputeError as e:

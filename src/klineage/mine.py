@@ -149,8 +149,9 @@ def _with_source(program: Program, module: str, source: str) -> Program:
     return program.with_module(module, source)
 
 
-def candidates(program: Program, transforms: list[Transform]):
-    """(transform, module, site, child) in the walk's order; a transform that fails on odd code yields nothing."""
+def candidates(program: Program, transforms: list[Transform], ran: set[str] | None = None):
+    """(transform, module, site, child) in the walk's order; a transform that fails on odd code yields nothing.
+    With `ran`, only sites in functions that the workload's check ran are offered."""
     for transform in transforms:
         for module, source in _module_sources(program):
             try:
@@ -158,6 +159,8 @@ def candidates(program: Program, transforms: list[Transform]):
             except Exception:
                 continue
             for site in sites:
+                if ran is not None and site.function not in ran:
+                    continue
                 try:
                     child_source = transform.simplify(source, site)
                 except Exception:
@@ -202,15 +205,18 @@ def mine(
             failed = [f"{v.gate}: {v.code} {v.reason[:200]}" for v in expert_verdicts.verdicts if not v.passed]
             raise MiningError(f"expert {expert.name} does not pass its own gates ({'; '.join(failed)})")
         compiled = {expert.hash: expert_verdicts.verdict("compile")}
+        ran = {expert.hash: _functions_run(expert_verdicts)}
+        if current.hash not in ran:  # resumed: what the current program runs (the verdict cache makes this cheap)
+            ran[current.hash] = _functions_run(check(workload, current, settings, device, MINING_GATES, sandbox))
         progress = True
         while progress and (max_steps is None or len(steps) < max_steps):
             progress = False
-            for transform, module, site, child in candidates(current, transforms):
+            for transform, module, site, child in candidates(current, transforms, ran.get(current.hash)):
                 if child.hash in seen:
                     continue
                 seen.add(child.hash)
                 step = _attempt(workload, current, child, transform, module, site, settings, device, sandbox,
-                                len(steps), compiled)  # fmt: skip
+                                len(steps), compiled, ran)  # fmt: skip
                 store.save_program(child)
                 store.append(step)
                 steps.append(step)
@@ -237,10 +243,19 @@ def steps_current(steps: list[Step], expert_hash: str) -> str:
     return accepted[-1].child if accepted else expert_hash
 
 
-def _attempt(workload, parent, child, transform, module, site: Site, settings, device, sandbox, index, compiled):
+def _functions_run(report) -> set[str] | None:
+    """Functions the check ran (None when unknown: then every site is offered)."""
+    correct = report.verdict("correctness")
+    if correct is None or not correct.evidence.get("functions_run"):
+        return None
+    return set(correct.evidence["functions_run"])
+
+
+def _attempt(workload, parent, child, transform, module, site: Site, settings, device, sandbox, index, compiled, ran):
     started = time.perf_counter()
     report = check(workload, child, settings, device, MINING_GATES, sandbox)
     accepted = report.passed
+    ran[child.hash] = _functions_run(report)
     compile_v = report.verdict("compile")
     compiled[child.hash] = compile_v
     if device == "cuda" and accepted:

@@ -11,6 +11,7 @@ import ast
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import os
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -75,6 +76,20 @@ def load_program(path: str | Path) -> Program:
     return program
 
 
+def with_installed_modules(program: Program, names: list[str]) -> Program:
+    """Carry copies of installed modules (an expert's kernels inside a package) as overrides, so transforms can
+    rewrite them. The copies are read now from the installed files, which stay untouched."""
+    for name in names:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+            raise ProgramError(f"module {name}: not installed as a Python source file")
+        program = program.with_module(name, Path(spec.origin).read_text())
+    return program
+
+
 class ModuleOverrides(importlib.abc.MetaPathFinder):
     """Serve rewritten copies of modules from files instead of the installed ones."""
 
@@ -99,6 +114,7 @@ def install(program: Program, workdir: Path | None = None):
     were already imported are evicted first, so the rewritten copy is what the program's imports bind to."""
     workdir = workdir or Path(tempfile.mkdtemp(prefix="klineage-program-"))
     main = program.write(workdir)
+    os.environ["KLINEAGE_PROGRAM_DIR"] = str(workdir.resolve())  # whose frames are the program's
     files = {dotted: workdir / "modules" / f"{dotted}.py" for dotted in program.modules}
     if files:
         sys.meta_path.insert(0, ModuleOverrides(files))

@@ -82,6 +82,9 @@ CONDITIONS = {
     "idempotent_launch": "launching twice on the same buffers gives the same result",
     "torch_compile_launch": "the kernel is also launched from inside torch.compile",
     "shared_memory_fits": "stages x tile bytes fit in shared memory",
+    "loop_index_not_constexpr": "the loop index is never used where a compile-time constant is required",
+    "flag_not_shape": "the flag never decides a tensor's shape or dtype (a runtime branch can hold both sides)",
+    "cross_program_handoff": "no program reads what another program of the same launch wrote (no stream-K handoff)",
 }
 
 

@@ -1,0 +1,275 @@
+"""Shared machinery for families whose match needs more than one node (a kernel and its launch, a decorator and
+the branch it selects) but whose rewrite replaces one anchor node (a function, a statement).
+
+`AnchoredTransform` subclasses say where the expert and the simple forms are, given the whole module
+(`expert_anchors`, `plain_anchors`: lists of (anchor node, params)), and how to rewrite one anchor
+(`simple`, `optimized`). Sites are numbered in source order of their anchors; a site's `function` is the
+function enclosing the anchor (a function anchor names itself). Not a family: registers nothing."""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+
+from klineage.transform import Site, Transform, dotted, node_code
+
+
+class Module:
+    """A parsed program with positions and parents resolved, and lookups the families share."""
+
+    def __init__(self, source: str):
+        wrapper = MetadataWrapper(cst.parse_module(source))
+        self.tree = wrapper.module
+        self.positions = wrapper.resolve(PositionProvider)
+        self.parents = wrapper.resolve(ParentNodeProvider)
+        self._functions: list[cst.FunctionDef] | None = None
+        self._kernels: dict[str, cst.FunctionDef] | None = None
+
+    def line(self, node: cst.CSTNode) -> int:
+        return self.positions[node].start.line
+
+    def enclosing(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        while node is not None and not isinstance(node, cst.FunctionDef):
+            node = self.parents.get(node)
+        return node
+
+    def function_of(self, node: cst.CSTNode) -> str:
+        fn = self.enclosing(node)
+        return fn.name.value if fn is not None else "<module>"
+
+    def functions(self) -> list[cst.FunctionDef]:
+        if self._functions is None:
+            self._functions = [n for n in self.positions if isinstance(n, cst.FunctionDef)]
+        return self._functions
+
+    def kernels(self) -> dict[str, cst.FunctionDef]:
+        if self._kernels is None:
+            self._kernels = {f.name.value: f for f in self.functions() if is_jit(f)}
+        return self._kernels
+
+    def host_functions(self) -> list[cst.FunctionDef]:
+        return [f for f in self.functions() if not is_jit(f)]
+
+
+def is_jit(fn: cst.FunctionDef) -> bool:
+    for d in fn.decorators:
+        target = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+        if dotted(target) in ("triton.jit", "jit"):
+            return True
+    return False
+
+
+def launches(node: cst.CSTNode) -> list[cst.Call]:
+    """Kernel launches `kernel[grid](...)` under `node`, in source order."""
+    found: list[cst.Call] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            if isinstance(call.func, cst.Subscript) and isinstance(call.func.value, cst.Name):
+                found.append(call)
+
+    node.visit(V())
+    return found
+
+
+def names_in(node: cst.CSTNode) -> set[str]:
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, name: cst.Name) -> None:
+            found.add(name.value)
+
+    node.visit(V())
+    return found
+
+
+def calls_to(node: cst.CSTNode, name: str) -> list[cst.Call]:
+    found: list[cst.Call] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            if dotted(call.func) == name:
+                found.append(call)
+
+    node.visit(V())
+    return found
+
+
+def kernel_param_for(kernel: cst.FunctionDef, call: cst.Call, arg: cst.Arg) -> str | None:
+    """The kernel parameter a launch argument binds to (positional or keyword); None if unknown."""
+    params = [p.name.value for p in kernel.params.params]
+    if arg.keyword is not None:
+        return arg.keyword.value if arg.keyword.value in params else None
+    if arg.star:
+        return None
+    positional = [a for a in call.args if a.keyword is None]
+    if any(a.star for a in positional[: positional.index(arg) + 1]):
+        return None
+    i = positional.index(arg)
+    return params[i] if i < len(params) else None
+
+
+def statement_code(stmt: cst.CSTNode) -> str:
+    """Code of a statement without its leading comment lines."""
+    if isinstance(stmt, cst.SimpleStatementLine | cst.BaseCompoundStatement):
+        stmt = stmt.with_changes(leading_lines=())
+    return node_code(stmt)
+
+
+def with_leading(stmt: cst.CSTNode, lines) -> cst.CSTNode:
+    return stmt.with_changes(leading_lines=tuple(lines))
+
+
+class AnchoredTransform(Transform):
+    """Base for families matched on the whole module and rewritten at one anchor node."""
+
+    def expert_anchors(self, module: Module) -> list[tuple[cst.CSTNode, dict]]:
+        raise NotImplementedError
+
+    def plain_anchors(self, module: Module) -> list[tuple[cst.CSTNode, dict]]:
+        raise NotImplementedError
+
+    def simple(self, node: cst.CSTNode, params: dict) -> cst.CSTNode:
+        raise NotImplementedError
+
+    def optimized(self, node: cst.CSTNode, params: dict) -> cst.CSTNode:
+        raise NotImplementedError
+
+    def default_params(self) -> dict:
+        return {}
+
+    def _found(self, source: str, plain: bool):
+        try:
+            module = Module(source)
+            anchors = self.plain_anchors(module) if plain else self.expert_anchors(module)
+        except (cst.ParserSyntaxError, RecursionError, ValueError, KeyError, IndexError, AttributeError, TypeError):
+            return None, []  # odd code: no site
+        anchors.sort(key=lambda a: (module.line(a[0]), module.positions[a[0]].start.column))
+        return module, anchors
+
+    def _sites(self, source: str, plain: bool) -> list[Site]:
+        module, anchors = self._found(source, plain)
+        sites = []
+        for i, (node, params) in enumerate(anchors):
+            try:
+                after = (
+                    self.optimized(node, {**self.default_params(), **params}) if plain else self.simple(node, params)
+                )
+            except (KeyError, ValueError, cst.ParserSyntaxError):
+                after = node  # a preview needs parameters some families cannot guess
+            sites.append(Site(self.id, module.function_of(node), i, module.line(node), node_code(node),
+                              node_code(after), params))  # fmt: skip
+        return sites
+
+    def _apply(self, source: str, site: Site, plain: bool, params: dict | None) -> str:
+        module, anchors = self._found(source, plain)
+        if site.index >= len(anchors):
+            raise ValueError(f"{self.id}: no site {site.index} in this program")
+        node, context = anchors[site.index]
+        new = self.optimized(node, {**context, **params}) if plain else self.simple(node, context)
+        return module.tree.deep_replace(node, new).code
+
+    def sites(self, source: str) -> list[Site]:
+        return self._sites(source, plain=False)
+
+    def simplify(self, source: str, site: Site) -> str:
+        return self._apply(source, site, plain=False, params=None)
+
+    def optimize_sites(self, source: str) -> list[Site]:
+        return self._sites(source, plain=True)
+
+    def optimize(self, source: str, site: Site, params: dict) -> str:
+        return self._apply(source, site, plain=True, params=params)
+
+
+def leading_comments(stmt: cst.CSTNode) -> list[str]:
+    """A statement's leading lines as text: the comment, or "" for a blank line (params must be source text)."""
+    return [line.comment.value if line.comment is not None else "" for line in stmt.leading_lines]
+
+
+def leading_lines(comments: list[str]) -> tuple[cst.EmptyLine, ...]:
+    return tuple(cst.EmptyLine(indent=bool(c), comment=cst.Comment(c) if c else None) for c in comments)
+
+
+def returns_in(node: cst.CSTNode) -> int:
+    count = 0
+
+    class V(cst.CSTVisitor):
+        def visit_Return(self, _node: cst.Return) -> None:
+            nonlocal count
+            count += 1
+
+    node.visit(V())
+    return count
+
+
+def _comma_text(comma) -> str:
+    """A separator as text: "" (none), ", " (same line) or ",\\n" (a line break, whose indentation is copied from a
+    neighbour when it is put back)."""
+    if not isinstance(comma, cst.Comma):
+        return ""
+    if isinstance(comma.whitespace_after, cst.SimpleWhitespace) and isinstance(comma.whitespace_before,
+                                                                             cst.SimpleWhitespace):  # fmt: skip
+        return comma.whitespace_before.value + "," + comma.whitespace_after.value
+    return ",\n"
+
+
+def _comma_node(text: str, items: list) -> cst.Comma | cst.MaybeSentinel:
+    if not text:
+        return cst.MaybeSentinel.DEFAULT
+    if text == ",\n":
+        for item in items:
+            comma = item.comma
+            if isinstance(comma, cst.Comma) and isinstance(comma.whitespace_after, cst.ParenthesizedWhitespace):
+                return comma
+        return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    before, after = text.split(",", 1)
+    return cst.Comma(whitespace_before=cst.SimpleWhitespace(before), whitespace_after=cst.SimpleWhitespace(after))
+
+
+def drop_item(items: list, i: int) -> tuple[list, str]:
+    """Remove item i of a comma-separated list (parameters, arguments, dict entries), keeping the layout of the
+    rest: the last item's separator passes to the new last item. Returns the list and what `insert_item` needs."""
+    items = list(items)
+    if i == len(items) - 1 and i > 0:
+        kept = _comma_text(items[i - 1].comma)
+        items[i - 1] = items[i - 1].with_changes(comma=items[i].comma)
+    else:
+        kept = _comma_text(items[i].comma)
+    del items[i]
+    return items, kept
+
+
+def insert_item(items: list, i: int, item, kept: str) -> list:
+    """Undo `drop_item`: put `item` back at position i."""
+    items = list(items)
+    if not 0 <= i <= len(items):
+        raise ValueError(f"position {i} outside a list of {len(items)}")
+    if i == len(items) and i > 0:
+        item = item.with_changes(comma=items[i - 1].comma)
+        items[i - 1] = items[i - 1].with_changes(comma=_comma_node(kept, items))
+    else:
+        item = item.with_changes(comma=_comma_node(kept, items))
+    items.insert(i, item)
+    return items
+
+
+def replace_node(root: cst.CSTNode, old: cst.CSTNode, new) -> cst.CSTNode:
+    """`root` with `old` (found by identity) replaced by a node, a FlattenSentinel or a RemovalSentinel."""
+
+    class R(cst.CSTTransformer):
+        def on_leave(self, original_node, updated_node):
+            return new if original_node is old else updated_node
+
+    return root.visit(R())
+
+
+def blocks(root: cst.CSTNode) -> list[cst.IndentedBlock]:
+    found: list[cst.IndentedBlock] = []
+
+    class V(cst.CSTVisitor):
+        def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+            found.append(node)
+
+    root.visit(V())
+    return found

@@ -1,0 +1,144 @@
+"""Expression helpers shared by the hint, cast and math families (cache_hints, alignment_hints, assume_hints,
+int64_offsets, static_range, fast_math, scalar_dtype_pin, fp32_upcast, dot_precision). Not a family: registers
+nothing. All of them match inside @triton.jit functions only, so host code is never rewritten."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from klineage.transform import Site, dotted, node_code
+from klineage.transforms._anchored import Module, is_jit
+
+# Operators that bind looser than attribute access and calls: such an expression needs parentheses before `.to(`.
+_LOOSE = (cst.BinaryOperation, cst.UnaryOperation, cst.BooleanOperation, cst.Comparison, cst.IfExp, cst.Lambda)
+INT_OPS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
+
+
+def kernel_nodes(module: Module, node_type: type) -> list:
+    """Nodes of `node_type` inside @triton.jit functions."""
+    found = []
+    for node in module.positions:
+        if isinstance(node, node_type):
+            fn = module.enclosing(node)
+            if fn is not None and is_jit(fn):
+                found.append(node)
+    return found
+
+
+def plain_call(node: cst.CSTNode, names: set[str] | tuple[str, ...], nargs: int | None = None) -> bool:
+    """A call to one of `names` with no star arguments (and exactly `nargs` positional ones, no keywords, if given)."""
+    if not isinstance(node, cst.Call) or dotted(node.func) not in names or any(a.star for a in node.args):
+        return False
+    return nargs is None or (len(node.args) == nargs and all(a.keyword is None for a in node.args))
+
+
+def cast_of(node: cst.CSTNode, dtype: str) -> cst.BaseExpression | None:
+    """The receiver of `receiver.to(<dtype>)` (one positional argument, nothing else); None otherwise."""
+    if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute) or node.func.attr.value != "to":
+        return None
+    if len(node.args) != 1 or node.args[0].keyword is not None or node.args[0].star:
+        return None
+    return node.func.value if dotted(node.args[0].value) == dtype else None
+
+
+def is_cast_receiver(module: Module, node: cst.CSTNode) -> bool:
+    """`node` is already the receiver of some `.to(...)` call."""
+    parent = module.parents.get(node)
+    return (isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value == "to"
+            and isinstance(module.parents.get(parent), cst.Call))  # fmt: skip
+
+
+def strip_parens(node: cst.BaseExpression) -> cst.BaseExpression:
+    return node.with_changes(lpar=(), rpar=()) if getattr(node, "lpar", None) else node
+
+
+def parenthesized(node: cst.BaseExpression) -> cst.BaseExpression:
+    """`node` with one pair of parentheses if it binds looser than a call or attribute and has none."""
+    if isinstance(node, _LOOSE) and not node.lpar:
+        return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return node
+
+
+def make_cast(node: cst.BaseExpression, dtype: str) -> cst.Call:
+    """`node.to(<dtype>)`, parenthesizing the receiver where precedence needs it."""
+    attr = cst.Attribute(value=parenthesized(node), attr=cst.Name("to"))
+    return cst.Call(func=attr, args=[cst.Arg(cst.parse_expression(dtype))])
+
+
+def call_with(func: str, *args: cst.BaseExpression) -> cst.Call:
+    """`func(a, b, ...)` in the usual formatting (", " between arguments)."""
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    items = [cst.Arg(a, comma=comma if i < len(args) - 1 else cst.MaybeSentinel.DEFAULT) for i, a in enumerate(args)]
+    return cst.Call(func=cst.parse_expression(func), args=items)
+
+
+def is_value_use(module: Module, node: cst.Name) -> bool:
+    """A Name read as a value: not an assignment or loop target, a parameter, a keyword, an attribute name or the
+    receiver of an attribute (e.g. `x.to`, `x.dtype`)."""
+    parent = module.parents.get(node)
+    if isinstance(parent, cst.Attribute):
+        return False  # x.attr (receiver) or obj.x (attribute name)
+    if isinstance(parent, cst.Arg) and parent.keyword is node:
+        return False
+    if isinstance(parent, cst.Param | cst.AssignTarget | cst.ImportAlias):
+        return False
+    if isinstance(parent, cst.AugAssign | cst.For | cst.AnnAssign) and parent.target is node:
+        return False
+    if isinstance(parent, cst.FunctionDef | cst.ClassDef | cst.Decorator):
+        return False
+    if isinstance(parent, cst.Element | cst.Tuple | cst.List):
+        # tuple unpacking targets: (a, b) = ... ; walk up to see whether this tuple is a target
+        up = parent
+        while isinstance(up, cst.Element | cst.Tuple | cst.List):
+            up = module.parents.get(up)
+        if isinstance(up, cst.AssignTarget | cst.For):
+            return False
+    return True
+
+
+INDEX_CALLS = ("tl.program_id", "tl.arange", "tl.num_programs")
+
+
+def int_like(node: cst.BaseExpression, calls: tuple[str, ...] = INDEX_CALLS) -> bool:
+    """An integer index expression by form: names, integer literals, calls in `calls`, combined by + - * // %."""
+    if isinstance(node, cst.Name | cst.Integer):
+        return True
+    if isinstance(node, cst.Call):
+        return dotted(node.func) in calls and not any(a.star for a in node.args)
+    if isinstance(node, cst.BinaryOperation):
+        return isinstance(node.operator, INT_OPS) and int_like(node.left, calls) and int_like(node.right, calls)
+    return False
+
+
+def single_name_assign_value(module: Module, node: cst.CSTNode) -> bool:
+    """`node` is the whole value of `name = node` (one target, a plain name)."""
+    parent = module.parents.get(node)
+    return (isinstance(parent, cst.Assign) and parent.value is node and len(parent.targets) == 1
+            and isinstance(parent.targets[0].target, cst.Name))  # fmt: skip
+
+
+class StatementSites:
+    """Mixin for AnchoredTransform families whose simple form is a bare name (`eps`, `x`): such a name occurs many
+    times in a kernel, so a site's `before`/`after` show the whole enclosing statement with the rewrite applied
+    (e.g. `m = dY_row.to(tl.float32)` / `m = dY_row`), which lets `matching_optimize_site` tell the occurrences
+    apart. The rewrite itself still replaces only the anchor."""
+
+    def _sites(self, source: str, plain: bool) -> list[Site]:
+        module, anchors = self._found(source, plain)
+        sites = []
+        for i, (node, params) in enumerate(anchors):
+            try:
+                preview = {**self.default_params(), **params}
+                after = self.optimized(node, preview) if plain else self.simple(node, params)
+            except (KeyError, ValueError, cst.ParserSyntaxError):
+                after = node
+            stmt = node
+            while stmt is not None and not isinstance(stmt, cst.SimpleStatementLine | cst.BaseCompoundStatement):
+                stmt = module.parents.get(stmt)
+            if isinstance(stmt, cst.SimpleStatementLine):
+                before_code = node_code(stmt.with_changes(leading_lines=()))
+                after_code = node_code(stmt.with_changes(leading_lines=()).deep_replace(node, after))
+            else:
+                before_code, after_code = node_code(node), node_code(after)
+            sites.append(Site(self.id, module.function_of(node), i, module.line(node), before_code, after_code, params))
+        return sites

@@ -1,0 +1,275 @@
+"""Family 10: @triton.autotune over a config list, against one config passed at launch."""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from klineage.transform import Site, Transform, dotted, node_code, register
+from klineage.transforms.launch_knobs import (
+    append_kwargs,
+    decorator_name,
+    drop_trailing,
+    is_kernel,
+    launched_kernel,
+    trailing_kwargs,
+)
+
+AUTOTUNE = ("triton.autotune", "autotune")
+CONFIG = ("triton.Config", "Config")
+# Config keywords that a launch accepts as well (the rest, pre_hook, maxnreg, ..., have no launch equivalent).
+LAUNCH_KEYWORDS = ("num_warps", "num_stages", "num_ctas")
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+def _arg(call: cst.Call, name: str, position: int) -> cst.Arg | None:
+    for i, a in enumerate(call.args):
+        if (a.keyword is not None and a.keyword.value == name) or (a.keyword is None and not a.star and i == position):
+            return a
+    return None
+
+
+def _helper_list(name: str, module: cst.Module) -> cst.List | None:
+    """The list a module-level, argument-free helper returns as its only statement (`def _configs(): return [...]`)."""
+    for stmt in module.body:
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+            p = stmt.params
+            if p.params or p.posonly_params or p.kwonly_params or p.star_kwarg or isinstance(p.star_arg, cst.Param):
+                return None
+            if not isinstance(stmt.body, cst.IndentedBlock):
+                return None
+            body = [s for s in stmt.body.body if not _is_docstring(s)]
+            if len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine) and len(body[0].body) == 1:
+                ret = body[0].body[0]
+                if isinstance(ret, cst.Return) and isinstance(ret.value, cst.List):
+                    return ret.value
+            return None
+    return None
+
+
+def _is_docstring(stmt: cst.BaseStatement) -> bool:
+    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
+            and isinstance(stmt.body[0].value, cst.SimpleString | cst.ConcatenatedString))  # fmt: skip
+
+
+def config_list(expr: cst.BaseExpression, module: cst.Module) -> list[cst.Call] | None:
+    """The triton.Config calls of a literal list, or of the literal list a trivial helper returns; None otherwise
+    (comprehensions, concatenations, lists built at run time)."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and not expr.args:
+        expr = _helper_list(expr.func.value, module)
+    if not isinstance(expr, cst.List) or not expr.elements:
+        return None
+    calls = []
+    for element in expr.elements:
+        if not isinstance(element, cst.Element) or not isinstance(element.value, cst.Call):
+            return None
+        if dotted(element.value.func) not in CONFIG:
+            return None
+        calls.append(element.value)
+    return calls
+
+
+def config_launch_kwargs(config: cst.Call) -> dict[str, str] | None:
+    """What a launch must pass to run exactly this config: its meta-parameters, then num_warps/num_stages/num_ctas,
+    as source text, in the config's order. None when the config has anything a launch cannot express."""
+    out: dict[str, str] = {}
+    for i, a in enumerate(config.args):
+        if a.star:
+            return None
+        if (a.keyword is None and i == 0) or (a.keyword is not None and a.keyword.value == "kwargs"):
+            if not isinstance(a.value, cst.Dict):
+                return None
+            for element in a.value.elements:
+                if not isinstance(element, cst.DictElement) or not isinstance(element.key, cst.SimpleString):
+                    return None
+                key = element.key.evaluated_value
+                if not isinstance(key, str) or not key.isidentifier() or key in out:
+                    return None
+                out[key] = _code(element.value)
+        elif a.keyword is not None and a.keyword.value in LAUNCH_KEYWORDS:
+            out[a.keyword.value] = _code(a.value)
+        else:  # a positional knob, pre_hook, maxnreg, ir_override: skip the site
+            return None
+    return out or None
+
+
+class _Launches(cst.CSTTransformer):
+    """Collects (and, with `rewrite`, rewrites) the launches of one kernel; counts every other use of its name."""
+
+    def __init__(self, kernel: str, rewrite=None):
+        super().__init__()
+        self.kernel, self.rewrite = kernel, rewrite
+        self.launches: list[cst.Call] = []
+        self.names = 0
+        self.skip: set[int] = set()
+
+    def visit_FunctionDef(self, node):
+        self.skip.add(id(node.name))
+
+    def visit_Call(self, node):
+        if launched_kernel(node, {self.kernel}) is not None:
+            self.launches.append(node)
+
+    def visit_Name(self, node):
+        if node.value == self.kernel and id(node) not in self.skip:
+            self.names += 1
+
+    def leave_Call(self, original_node, updated_node):
+        if self.rewrite is not None and launched_kernel(original_node, {self.kernel}) is not None:
+            return self.rewrite(updated_node)
+        return updated_node
+
+
+def _launches(module: cst.Module, kernel: str) -> list[cst.Call] | None:
+    """The launches of `kernel`, or None when its name is also used other than to launch it (a host that reads
+    `kernel.best_config` or hands the kernel on relies on the autotuner object)."""
+    finder = _Launches(kernel)
+    module.visit(finder)
+    if not finder.launches or finder.names != len(finder.launches):
+        return None
+    return finder.launches
+
+
+@register
+class AutotuneSingleConfig(Transform):
+    """Intent: @triton.autotune benchmarks a list of configs per distinct value of `key` and launches the fastest,
+    so one kernel serves every shape with a good tile, warp count and pipeline depth.
+
+    Expert form: `@triton.autotune(configs=[triton.Config({...}, num_warps=.., num_stages=..), ...], key=[...])` as
+    the outermost decorator of a kernel, the configs a literal list (or the literal list that an argument-free
+    helper returns: `configs=_configs()`). Simple form: no autotune; every launch of the kernel in the same source
+    passes the FIRST config's meta-parameters and knobs as trailing keyword arguments (a host change). Params:
+    the config list and key as source text, any other decorator arguments (reset_to_zero, restore_value,
+    prune_configs_by, ...) as source text, and `decorator` (the whole decorator, so optimize restores it verbatim).
+    Skipped: config lists built by comprehensions or at run time, configs with pre_hook/maxnreg, kernels whose name
+    is used other than to launch it, kernels never launched here, launches that already pass a config key.
+
+    Conditions: autotuning runs the kernel several times on the same buffers while it benchmarks, so a launch must
+    be idempotent (idempotent_launch). A kernel that accumulates (atomic_add into an output, `+=` into a buffer
+    it does not first overwrite) or writes in place needs `reset_to_zero=[...]` / `restore_value=[...]` in the
+    decorator; simplify records them in params and optimize puts them back. Every config must also be correct on
+    every shape (the kernel masks every tile edge) and the grid must read the block sizes from META
+    (`grid = lambda META: ...`), not from host variables.
+
+    Failure: re-adding autotune on an accumulating kernel without reset_to_zero makes the benchmark runs add up:
+    outputs are multiplied by the number of trials (corrupt results, only on the first launch of each key). A grid
+    computed from a host-side block size launches the wrong number of programs for other configs (missing or
+    out-of-range tiles). The simplified program is always correct; it runs one config on every shape (slower)."""
+
+    id = "autotune_single_config"
+    family = 10
+    tag = "M"
+    cost = 2
+    conditions = ("idempotent_launch",)
+    intent = "pick the tile/warps/stages per shape by benchmarking a config list instead of one fixed config"
+
+    # -- analysis -------------------------------------------------------------------------------------------
+
+    def _expert_sites(self, module: cst.Module):
+        """(kernel FunctionDef, decorator, params, launch kwargs, launches) for each simplifiable kernel."""
+        for stmt in module.body:
+            if not isinstance(stmt, cst.FunctionDef) or not stmt.decorators:
+                continue
+            decorator = stmt.decorators[0]
+            if decorator_name(decorator) not in AUTOTUNE or not isinstance(decorator.decorator, cst.Call):
+                continue
+            if not any(decorator_name(d) in ("triton.jit", "jit") for d in stmt.decorators[1:]):
+                continue
+            call = decorator.decorator
+            configs, key = _arg(call, "configs", 0), _arg(call, "key", 1)
+            if configs is None or key is None:
+                continue
+            calls = config_list(configs.value, module)
+            kwargs = config_launch_kwargs(calls[0]) if calls else None
+            launches = _launches(module, stmt.name.value)
+            if kwargs is None or launches is None:
+                continue
+            if any(a.keyword is not None and a.keyword.value in kwargs for c in launches for a in c.args):
+                continue
+            params = {"configs": _code(configs.value), "key": _code(key.value)}
+            for a in call.args:
+                if a.keyword is not None and a.keyword.value not in ("configs", "key"):
+                    params[a.keyword.value] = _code(a.value)
+            params["decorator"] = _code(call)
+            yield stmt, decorator, params, kwargs, launches
+
+    def _plain_sites(self, module: cst.Module):
+        for stmt in module.body:
+            if not isinstance(stmt, cst.FunctionDef) or not is_kernel(stmt):
+                continue
+            if any(decorator_name(d) in AUTOTUNE for d in stmt.decorators):
+                continue
+            launches = _launches(module, stmt.name.value)
+            if launches is None or not all(any(a.keyword is not None for a in c.args) for c in launches):
+                continue
+            yield stmt, launches
+
+    @staticmethod
+    def _lines(module: cst.Module):
+        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        return wrapper.resolve(PositionProvider)
+
+    # -- the four methods ----------------------------------------------------------------------------------
+
+    def sites(self, source: str) -> list[Site]:
+        try:
+            module = cst.parse_module(source)
+        except cst.ParserSyntaxError:
+            return []
+        positions = self._lines(module)
+        out = []
+        for i, (fn, decorator, params, kwargs, launches) in enumerate(self._expert_sites(module)):
+            before = "\n".join(["@" + node_code(decorator.decorator)] + [node_code(c) for c in launches])
+            after = "\n".join(node_code(append_kwargs(c, kwargs)) for c in launches)
+            out.append(Site(self.id, fn.name.value, i, positions[decorator].start.line, before, after, params))
+        return out
+
+    def simplify(self, source: str, site: Site) -> str:
+        module = cst.parse_module(source)
+        for i, (fn, _, _, kwargs, _) in enumerate(self._expert_sites(module)):
+            if i == site.index:
+                module = module.deep_replace(fn, fn.with_changes(decorators=fn.decorators[1:]))
+                return module.visit(_Launches(fn.name.value, lambda c, kw=kwargs: append_kwargs(c, kw))).code
+        raise ValueError(f"no autotune site {site.index}")
+
+    def optimize_sites(self, source: str) -> list[Site]:
+        try:
+            module = cst.parse_module(source)
+        except cst.ParserSyntaxError:
+            return []
+        positions = self._lines(module)
+        out = []
+        for i, (fn, launches) in enumerate(self._plain_sites(module)):
+            before = "\n".join(node_code(c) for c in launches)
+            after = "@triton.autotune(configs=[...], key=[...])\n" + before
+            out.append(Site(self.id, fn.name.value, i, positions[fn].start.line, before, after, {}))
+        return out
+
+    def optimize(self, source: str, site: Site, params: dict) -> str:
+        module = cst.parse_module(source)
+        for i, (fn, launches) in enumerate(self._plain_sites(module)):
+            if i != site.index:
+                continue
+            decorator = self._decorator(params)
+            configs = _arg(decorator, "configs", 0)
+            calls = config_list(configs.value, module) if configs is not None else None
+            kwargs = config_launch_kwargs(calls[0]) if calls else None
+            if kwargs is None:
+                raise ValueError(f"configs {params.get('configs')!r}: not a literal list of triton.Config")
+            keys = frozenset(kwargs)
+            for c in launches:  # every launch passes the first config: exactly those keywords, last
+                if trailing_kwargs(c, keys) != len(keys):
+                    raise ValueError(f"a launch of {fn.name.value} does not end with {sorted(keys)}")
+            module = module.deep_replace(fn, fn.with_changes(decorators=[cst.Decorator(decorator), *fn.decorators]))
+            return module.visit(_Launches(fn.name.value, lambda c, n=len(keys): drop_trailing(c, n))).code
+        raise ValueError(f"no optimize site {site.index}")
+
+    @staticmethod
+    def _decorator(params: dict) -> cst.Call:
+        if "decorator" in params:
+            return cst.parse_expression(params["decorator"])
+        extra = "".join(f", {k}={v}" for k, v in params.items() if k not in ("configs", "key", "decorator"))
+        return cst.parse_expression(f"triton.autotune(configs={params['configs']}, key={params['key']}{extra})")

@@ -1,0 +1,88 @@
+import ast
+import textwrap
+from pathlib import Path
+
+from klineage.transform import matching_optimize_site
+from klineage.transforms.alignment_hints import AlignmentHints
+
+T = AlignmentHints()
+
+EXPERT = textwrap.dedent("""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def k(a_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+        rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+        ram = tl.max_contiguous(tl.multiple_of(rm % M, BLOCK_M), BLOCK_M)
+        for start_n in range(0, N, BLOCK_N):
+            start_n = tl.multiple_of(start_n, BLOCK_N)
+            x = tl.load(a_ptr + ram + start_n + tl.multiple_of(rm, 16))
+""")
+
+SIMPLE = textwrap.dedent("""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def k(a_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+        rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+        ram = rm % M
+        for start_n in range(0, N, BLOCK_N):
+            start_n = start_n
+            x = tl.load(a_ptr + ram + start_n + tl.multiple_of(rm, 16))
+""")
+
+
+def simplify_all(source):
+    while sites := T.sites(source):
+        source = T.simplify(source, sites[0])
+    return source
+
+
+def assert_round_trips(source):
+    sites = T.sites(source)
+    for site in sites:
+        simplified = T.simplify(source, site)
+        ast.parse(simplified)
+        match = matching_optimize_site(T, simplified, site)
+        assert match is not None, site
+        assert T.optimize(simplified, match, site.params) == source
+    return sites
+
+
+def test_simplify_fixture():
+    sites = T.sites(EXPERT)
+    # The hint inside the load's address is not the whole value of an assignment: left alone.
+    assert [s.params for s in sites] == [
+        {"hints": [["tl.max_contiguous", "BLOCK_M"], ["tl.multiple_of", "BLOCK_M"]]},
+        {"hints": [["tl.multiple_of", "BLOCK_N"]]},
+    ]
+    assert sites[0].after == "rm % M"
+    assert simplify_all(EXPERT) == SIMPLE
+
+
+def test_optimize_fixture():
+    sites = T.optimize_sites(SIMPLE)
+    assert [s.before for s in sites] == ["tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)", "rm % M", "start_n"]
+    out = T.optimize(SIMPLE, sites[1], {"hints": [["tl.max_contiguous", "BLOCK_M"], ["tl.multiple_of", "BLOCK_M"]]})
+    assert "ram = tl.max_contiguous(tl.multiple_of(rm % M, BLOCK_M), BLOCK_M)" in out
+    out = T.optimize(SIMPLE, sites[2], {"hints": [["tl.multiple_of", "BLOCK_N"]]})
+    assert "start_n = tl.multiple_of(start_n, BLOCK_N)" in out
+
+
+def test_round_trip_fixture():
+    assert len(assert_round_trips(EXPERT)) == 2
+
+
+def test_round_trip_bundled_matmul():
+    path = Path(__file__).resolve().parents[2] / "src/klineage/examples/matmul/tuned.py"
+    assert len(assert_round_trips(path.read_text())) == 2
+
+
+def test_simplified_parses_and_no_pattern_no_sites():
+    ast.parse(simplify_all(EXPERT))
+    assert T.sites(SIMPLE) == []
+    host = "import triton.language as tl\ndef f(x, n):\n    y = tl.multiple_of(x, n)\n    return y\n"
+    assert T.sites(host) == []  # not a kernel
+    assert T.sites("def broken(:\n") == []

@@ -1,0 +1,129 @@
+import ast
+import textwrap
+from pathlib import Path
+
+from klineage.transform import matching_optimize_site
+from klineage.transforms.autotune_single_config import AutotuneSingleConfig
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "src" / "klineage" / "examples"
+
+EXPERT = textwrap.dedent(
+    """\
+    import triton
+    import triton.language as tl
+
+
+    @triton.autotune(
+        configs=[
+            triton.Config({"BLOCK": 1024}, num_warps=8, num_stages=2),
+            triton.Config({"BLOCK": 256}, num_warps=4),
+        ],
+        key=["n"],
+        reset_to_zero=["out_ptr"],
+    )
+    @triton.jit
+    def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.atomic_add(out_ptr, tl.sum(tl.load(x_ptr + offs, mask=offs < n, other=0.0)))
+
+
+    def launch(x, out, n):
+        grid = lambda META: (triton.cdiv(n, META["BLOCK"]),)
+        k[grid](x, out, n)
+    """
+)
+
+SIMPLE = textwrap.dedent(
+    """\
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.atomic_add(out_ptr, tl.sum(tl.load(x_ptr + offs, mask=offs < n, other=0.0)))
+
+
+    def launch(x, out, n):
+        grid = lambda META: (triton.cdiv(n, META["BLOCK"]),)
+        k[grid](x, out, n, BLOCK=1024, num_warps=8, num_stages=2)
+    """
+)
+
+DECORATOR = """triton.autotune(
+    configs=[
+        triton.Config({"BLOCK": 1024}, num_warps=8, num_stages=2),
+        triton.Config({"BLOCK": 256}, num_warps=4),
+    ],
+    key=["n"],
+    reset_to_zero=["out_ptr"],
+)"""
+
+
+def round_trip(t, src):
+    count = 0
+    for site in t.sites(src):
+        simplified = t.simplify(src, site)
+        ast.parse(simplified)
+        target = matching_optimize_site(t, simplified, site)
+        assert target is not None, site
+        assert t.optimize(simplified, target, site.params) == src
+        count += 1
+    return count
+
+
+def test_simplify_fixture():
+    t = AutotuneSingleConfig()
+    (site,) = t.sites(EXPERT)
+    assert site.function == "k" and site.line == 5
+    assert site.params["key"] == '["n"]' and site.params["reset_to_zero"] == '["out_ptr"]'
+    assert site.params["configs"].startswith("[\n") and site.params["decorator"] == DECORATOR
+    assert t.simplify(EXPERT, site) == SIMPLE
+
+
+def test_optimize_fixture():
+    t = AutotuneSingleConfig()
+    (site,) = t.optimize_sites(SIMPLE)
+    assert t.optimize(SIMPLE, site, {"decorator": DECORATOR}) == EXPERT
+    # Without the verbatim decorator: rebuilt from configs/key/reset_to_zero (same code up to layout).
+    params = {"configs": '[triton.Config({"BLOCK": 1024}, num_warps=8, num_stages=2)]', "key": '["n"]',
+              "reset_to_zero": '["out_ptr"]'}  # fmt: skip
+    out = t.optimize(SIMPLE, site, params)
+    assert '@triton.autotune(configs=[triton.Config({"BLOCK": 1024}, num_warps=8, num_stages=2)], key=["n"], ' \
+           'reset_to_zero=["out_ptr"])\n@triton.jit\n' in out  # fmt: skip
+    assert "k[grid](x, out, n)\n" in out
+
+
+def test_round_trip_fixture():
+    assert round_trip(AutotuneSingleConfig(), EXPERT) == 1
+
+
+def test_round_trip_bundled_matmul():
+    # configs=_configs(), a helper returning a literal list: the first config goes to the launch.
+    src = (EXAMPLES / "matmul" / "tuned.py").read_text()
+    t = AutotuneSingleConfig()
+    (site,) = t.sites(src)
+    assert site.params["configs"] == "_configs()" and site.params["key"] == '["M", "N", "K"]'
+    simplified = t.simplify(src, site)
+    assert "\n@triton.autotune(" not in simplified
+    assert "BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_SIZE_M=8, num_stages=3, num_warps=8," in simplified
+    assert round_trip(t, src) == 1
+
+
+def test_skips():
+    t = AutotuneSingleConfig()
+    assert t.sites("x = 1\n") == [] and t.optimize_sites("x = 1\n") == []
+    comprehension = EXPERT.replace(
+        '[\n        triton.Config({"BLOCK": 1024}, num_warps=8, num_stages=2),\n'
+        '        triton.Config({"BLOCK": 256}, num_warps=4),\n    ]',
+        '[triton.Config({"BLOCK": b}) for b in [256, 1024]]',
+    )
+    assert comprehension != EXPERT and t.sites(comprehension) == []
+    # the host reads the autotuner object: not only launches
+    assert t.sites(EXPERT + "\nprint(k.best_config)\n") == []
+    # a pre_hook has no launch equivalent
+    assert t.sites(EXPERT.replace("num_warps=8, num_stages=2)", "num_warps=8, pre_hook=h)")) == []
+    # never launched here
+    assert t.sites(EXPERT.split("\n\ndef launch")[0] + "\n") == []
+    assert t.sites("def broken(:\n") == []

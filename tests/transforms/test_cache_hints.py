@@ -1,0 +1,112 @@
+import ast
+import importlib.util
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from klineage.transform import matching_optimize_site
+from klineage.transforms.cache_hints import CacheHints
+
+T = CacheHints()
+
+EXPERT = textwrap.dedent("""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def k(x_ptr, w_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        cols = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + cols, mask=cols < n, other=0.0, cache_modifier=".ca")
+        w = tl.load(
+            w_ptr + cols,
+            mask=cols < n,
+            eviction_policy="evict_last",  # every program re-reads w
+        )
+        tl.store(y_ptr + cols, x * w, mask=cols < n, eviction_policy="evict_first", cache_modifier=".cs")
+
+    def host(x):
+        return x.load(0, eviction_policy="evict_last")
+""")
+
+SIMPLE = textwrap.dedent("""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def k(x_ptr, w_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        cols = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + cols, mask=cols < n, other=0.0)
+        w = tl.load(
+            w_ptr + cols,
+            mask=cols < n,  # every program re-reads w
+        )
+        tl.store(y_ptr + cols, x * w, mask=cols < n)
+
+    def host(x):
+        return x.load(0, eviction_policy="evict_last")
+""")
+
+
+def simplify_all(source):
+    while sites := T.sites(source):
+        source = T.simplify(source, sites[0])
+    return source
+
+
+def assert_round_trips(source):
+    sites = T.sites(source)
+    for site in sites:
+        simplified = T.simplify(source, site)
+        ast.parse(simplified)
+        match = matching_optimize_site(T, simplified, site)
+        assert match is not None, site
+        assert T.optimize(simplified, match, site.params) == source
+    return sites
+
+
+def test_simplify_fixture():
+    sites = T.sites(EXPERT)
+    assert [s.params for s in sites] == [
+        {"cache_modifier": '".ca"'},
+        {"eviction_policy": '"evict_last"'},
+        {"eviction_policy": '"evict_first"', "cache_modifier": '".cs"'},
+    ]
+    assert all(s.function == "k" for s in sites)
+    assert simplify_all(EXPERT) == SIMPLE
+
+
+def test_optimize_fixture():
+    sites = T.optimize_sites(SIMPLE)
+    assert len(sites) == 3  # the host-side .load is not a kernel access
+    out = T.optimize(SIMPLE, sites[2], {"eviction_policy": '"evict_first"', "cache_modifier": '".cs"'})
+    assert 'tl.store(y_ptr + cols, x * w, mask=cols < n, eviction_policy="evict_first", cache_modifier=".cs")' in out
+    out = T.optimize(SIMPLE, sites[0], {"eviction_policy": '"evict_last"'})
+    assert 'x = tl.load(x_ptr + cols, mask=cols < n, other=0.0, eviction_policy="evict_last")' in out
+
+
+def test_round_trip_fixture():
+    assert len(assert_round_trips(EXPERT)) == 3
+
+
+def test_round_trip_bundled_rmsnorm():
+    path = Path(__file__).resolve().parents[2] / "src/klineage/examples/rmsnorm/tuned.py"
+    assert len(assert_round_trips(path.read_text())) == 1
+
+
+@pytest.mark.parametrize("module", ["liger_kernel.ops.softmax", "liger_kernel.ops.sparsemax"])
+def test_round_trip_liger(module):
+    try:
+        spec = importlib.util.find_spec(module)
+    except ModuleNotFoundError:
+        spec = None
+    if spec is None:
+        pytest.skip("liger_kernel not installed")
+    assert assert_round_trips(Path(spec.origin).read_text())
+
+
+def test_simplified_parses_and_no_pattern_no_sites():
+    ast.parse(simplify_all(EXPERT))
+    assert T.sites(SIMPLE) == []
+    assert T.sites("def f(x):\n    return x\n") == []
+    assert T.sites("def broken(:\n") == []

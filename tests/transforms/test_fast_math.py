@@ -1,0 +1,108 @@
+import ast
+import importlib.util
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from klineage.transform import matching_optimize_site
+from klineage.transforms.fast_math import FastMath
+
+T = FastMath()
+
+EXPERT = textwrap.dedent("""
+    import triton
+    import triton.language as tl
+
+    LOG2_E = tl.constexpr(1.4426950408889634)
+
+    @triton.jit
+    def k(x_ptr, m, d, eps):
+        x = tl.load(x_ptr)
+        p = tl.exp2((x - m) * LOG2_E) / d
+        q = tl.exp2(x * 1.44269504)
+        r = x * tl.rsqrt(d + eps)
+        rstd = tl.math.rsqrt(d)
+        tl.store(x_ptr, p + q + r + rstd)
+""")
+
+SIMPLE = textwrap.dedent("""
+    import triton
+    import triton.language as tl
+
+    LOG2_E = tl.constexpr(1.4426950408889634)
+
+    @triton.jit
+    def k(x_ptr, m, d, eps):
+        x = tl.load(x_ptr)
+        p = tl.exp(x - m) / d
+        q = tl.exp(x)
+        r = x * (1.0 / tl.sqrt(d + eps))
+        rstd = 1.0 / tl.sqrt(d)
+        tl.store(x_ptr, p + q + r + rstd)
+""")
+
+
+def simplify_all(source):
+    while sites := T.sites(source):
+        source = T.simplify(source, sites[0])
+    return source
+
+
+def assert_round_trips(source, limit=None):
+    sites = T.sites(source)
+    for site in sites[:limit]:
+        simplified = T.simplify(source, site)
+        ast.parse(simplified)
+        match = matching_optimize_site(T, simplified, site)
+        assert match is not None, site
+        assert T.optimize(simplified, match, site.params) == source
+    return sites
+
+
+def test_simplify_fixture():
+    sites = T.sites(EXPERT)
+    assert [s.params["kind"] for s in sites] == ["exp2", "exp2", "rsqrt", "rsqrt"]
+    assert sites[0].params == {"kind": "exp2", "fn": "tl.exp2", "scale": "LOG2_E", "order": "x*c", "parens": "yes"}
+    assert simplify_all(EXPERT) == SIMPLE
+
+
+def test_optimize_fixture():
+    sites = T.optimize_sites(SIMPLE)
+    assert [s.before for s in sites] == ["tl.exp(x - m)", "tl.exp(x)", "(1.0 / tl.sqrt(d + eps))", "1.0 / tl.sqrt(d)"]
+    out = T.optimize(SIMPLE, sites[0], {"kind": "exp2", "scale": "LOG2_E", "order": "x*c"})
+    assert "p = tl.exp2((x - m) * LOG2_E) / d" in out
+    out = T.optimize(SIMPLE, sites[2], {"kind": "rsqrt", "fn": "tl.rsqrt"})
+    assert "r = x * tl.rsqrt(d + eps)" in out
+    with pytest.raises(ValueError):
+        T.optimize(SIMPLE, sites[2], {"kind": "exp2"})
+
+
+def test_round_trip_fixture():
+    assert len(assert_round_trips(EXPERT)) == 4
+
+
+def test_round_trip_bundled_rmsnorm():
+    path = Path(__file__).resolve().parents[2] / "src/klineage/examples/rmsnorm/tuned.py"
+    assert len(assert_round_trips(path.read_text())) == 1
+
+
+@pytest.mark.parametrize("module", ["liger_kernel.ops.cross_entropy", "liger_kernel.ops.layer_norm"])
+def test_round_trip_liger(module):
+    try:
+        spec = importlib.util.find_spec(module)
+    except ModuleNotFoundError:
+        spec = None
+    if spec is None:
+        pytest.skip("liger_kernel not installed")
+    assert assert_round_trips(Path(spec.origin).read_text(), limit=2)
+
+
+def test_simplified_parses_and_no_pattern_no_sites():
+    ast.parse(simplify_all(EXPERT))
+    assert T.sites(SIMPLE) == []
+    # the bundled softmax folds LOG2E across statements: not a local site
+    path = Path(__file__).resolve().parents[2] / "src/klineage/examples/softmax/tuned.py"
+    assert T.sites(path.read_text()) == []
+    assert T.sites("import triton.language as tl\ndef host(x):\n    return tl.exp2(x * 1.4426950408889634)\n") == []
+    assert T.sites("def broken(:\n") == []

@@ -1,0 +1,111 @@
+import ast
+import importlib.util
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from klineage.transform import matching_optimize_site
+from klineage.transforms.fp32_upcast import Fp32Upcast
+
+T = Fp32Upcast()
+
+EXPERT = textwrap.dedent("""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def k(x_ptr, w_ptr, y_ptr, eps, BLOCK: tl.constexpr):
+        cols = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + cols)
+        w = tl.load(w_ptr + cols).to(tl.float32)
+        x = x.to(tl.float32)
+        acc = tl.zeros((BLOCK,), dtype=tl.float32)
+        s = tl.sum(x * x, axis=0) + eps.to(tl.float32)
+        y = (x * w).to(tl.float32) + acc.to(tl.float32)
+        tl.store(y_ptr + cols, y / s)
+""")
+
+SIMPLE = textwrap.dedent("""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def k(x_ptr, w_ptr, y_ptr, eps, BLOCK: tl.constexpr):
+        cols = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + cols)
+        w = tl.load(w_ptr + cols)
+        x = x
+        acc = tl.zeros((BLOCK,), dtype=tl.float32)
+        s = tl.sum(x * x, axis=0) + eps.to(tl.float32)
+        y = (x * w).to(tl.float32) + acc.to(tl.float32)
+        tl.store(y_ptr + cols, y / s)
+""")
+
+
+def simplify_all(source):
+    while sites := T.sites(source):
+        source = T.simplify(source, sites[0])
+    return source
+
+
+def assert_round_trips(source, limit=None):
+    sites = T.sites(source)
+    for site in sites[:limit]:
+        simplified = T.simplify(source, site)
+        ast.parse(simplified)
+        match = matching_optimize_site(T, simplified, site)
+        assert match is not None, site
+        assert T.optimize(simplified, match, site.params) == source
+    return sites
+
+
+def test_simplify_fixture():
+    sites = T.sites(EXPERT)
+    # Casts of a product, an accumulator and a scalar argument are not upcasts of loaded values.
+    assert [(s.before, s.after) for s in sites] == [
+        ("w = tl.load(w_ptr + cols).to(tl.float32)", "w = tl.load(w_ptr + cols)"),
+        ("x = x.to(tl.float32)", "x = x"),
+    ]
+    assert simplify_all(EXPERT) == SIMPLE
+
+
+def test_optimize_fixture():
+    sites = T.optimize_sites(SIMPLE)
+    assert [(s.line, s.before) for s in sites[:3]] == [
+        (8, "x = tl.load(x_ptr + cols)"),
+        (9, "w = tl.load(w_ptr + cols)"),
+        (10, "x = x"),
+    ]
+    assert len(sites) == 7  # then each read of x and w
+    out = T.optimize(SIMPLE, sites[2], {"dtype": "tl.float32"})
+    assert out == SIMPLE.replace("    x = x\n", "    x = x.to(tl.float32)\n")
+    out = T.optimize(SIMPLE, sites[1], {"dtype": "tl.float32"})
+    assert "    w = tl.load(w_ptr + cols).to(tl.float32)\n" in out
+
+
+def test_round_trip_fixture():
+    assert len(assert_round_trips(EXPERT)) == 2
+
+
+@pytest.mark.parametrize("example", ["softmax", "rmsnorm"])
+def test_round_trip_bundled(example):
+    path = Path(__file__).resolve().parents[2] / f"src/klineage/examples/{example}/tuned.py"
+    assert assert_round_trips(path.read_text())
+
+
+def test_round_trip_liger():
+    try:
+        spec = importlib.util.find_spec("liger_kernel.ops.swiglu")
+    except ModuleNotFoundError:
+        spec = None
+    if spec is None:
+        pytest.skip("liger_kernel not installed")
+    assert assert_round_trips(Path(spec.origin).read_text(), limit=2)
+
+
+def test_simplified_parses_and_no_pattern_no_sites():
+    ast.parse(simplify_all(EXPERT))
+    assert T.sites(SIMPLE) == []
+    assert T.sites("import triton.language as tl\ndef host(p):\n    return tl.load(p).to(tl.float32)\n") == []
+    assert T.sites("def broken(:\n") == []

@@ -1,0 +1,103 @@
+import ast
+import importlib.util
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from klineage.transform import matching_optimize_site
+from klineage.transforms.scalar_dtype_pin import ScalarDtypePin
+
+T = ScalarDtypePin()
+
+EXPERT = textwrap.dedent("""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def k(X, y_ptr, n_cols, stride, eps, gate, BLOCK: tl.constexpr):
+        cols = tl.arange(0, BLOCK)
+        x = tl.load(X + cols, mask=cols < n_cols).to(tl.float32)
+        eps = eps.to(tl.float32)
+        y = x * gate.to(tl.float32) + eps + n_cols.to(tl.float32)
+        tl.store(y_ptr + cols * stride, y, mask=cols < n_cols)
+""")
+
+SIMPLE = textwrap.dedent("""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def k(X, y_ptr, n_cols, stride, eps, gate, BLOCK: tl.constexpr):
+        cols = tl.arange(0, BLOCK)
+        x = tl.load(X + cols, mask=cols < n_cols).to(tl.float32)
+        eps = eps
+        y = x * gate + eps + n_cols.to(tl.float32)
+        tl.store(y_ptr + cols * stride, y, mask=cols < n_cols)
+""")
+
+
+def simplify_all(source):
+    while sites := T.sites(source):
+        source = T.simplify(source, sites[0])
+    return source
+
+
+def assert_round_trips(source, limit=None):
+    sites = T.sites(source)
+    for site in sites[:limit]:
+        simplified = T.simplify(source, site)
+        ast.parse(simplified)
+        match = matching_optimize_site(T, simplified, site)
+        assert match is not None, site
+        assert T.optimize(simplified, match, site.params) == source
+    return sites
+
+
+def test_simplify_fixture():
+    sites = T.sites(EXPERT)
+    # X is a pointer by use (the base of a load address), BLOCK is a constexpr, n_cols an integer by name.
+    assert [(s.before, s.after) for s in sites] == [  # shown in their statement, to tell occurrences apart
+        ("eps = eps.to(tl.float32)", "eps = eps"),
+        ("y = x * gate.to(tl.float32) + eps + n_cols.to(tl.float32)", "y = x * gate + eps + n_cols.to(tl.float32)"),
+    ]
+    assert all(s.params == {"dtype": "tl.float32"} for s in sites)
+    assert simplify_all(EXPERT) == SIMPLE
+
+
+def test_optimize_fixture():
+    sites = T.optimize_sites(SIMPLE)
+    # n_cols and stride look like integers: not offered a float pin.
+    assert [(s.line, s.after) for s in sites] == [
+        (9, "eps = eps.to(tl.float32)"),
+        (10, "y = x * gate.to(tl.float32) + eps + n_cols.to(tl.float32)"),
+        (10, "y = x * gate + eps.to(tl.float32) + n_cols.to(tl.float32)"),
+    ]
+    out = T.optimize(SIMPLE, sites[0], {"dtype": "tl.float32"})
+    assert "    eps = eps.to(tl.float32)\n" in out
+
+
+def test_round_trip_fixture():
+    assert len(assert_round_trips(EXPERT)) == 2
+
+
+def test_round_trip_bundled_rmsnorm():
+    path = Path(__file__).resolve().parents[2] / "src/klineage/examples/rmsnorm/tuned.py"
+    assert len(assert_round_trips(path.read_text())) == 1
+
+
+def test_round_trip_liger():
+    try:
+        spec = importlib.util.find_spec("liger_kernel.ops.swiglu")
+    except ModuleNotFoundError:
+        spec = None
+    if spec is None:
+        pytest.skip("liger_kernel not installed")
+    assert assert_round_trips(Path(spec.origin).read_text(), limit=2)
+
+
+def test_simplified_parses_and_no_pattern_no_sites():
+    ast.parse(simplify_all(EXPERT))
+    assert T.sites(SIMPLE) == []
+    assert T.sites("import triton.language as tl\ndef host(eps):\n    return eps.to(tl.float32)\n") == []
+    assert T.sites("def broken(:\n") == []

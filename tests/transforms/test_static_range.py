@@ -1,0 +1,101 @@
+import ast
+import importlib.util
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from klineage.transform import matching_optimize_site
+from klineage.transforms.static_range import StaticRange
+
+T = StaticRange()
+
+EXPERT = textwrap.dedent("""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def k(x_ptr, E: tl.constexpr, BLOCK: tl.constexpr):
+        acc = 0.0
+        for start in tl.static_range(0, E, BLOCK):
+            acc += tl.sum(tl.load(x_ptr + start + tl.arange(0, BLOCK)))
+        for i in tl.static_range(4):
+            acc += i
+        tl.store(x_ptr, acc)
+
+    def host(n):
+        for i in range(n):
+            pass
+""")
+
+SIMPLE = textwrap.dedent("""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def k(x_ptr, E: tl.constexpr, BLOCK: tl.constexpr):
+        acc = 0.0
+        for start in range(0, E, BLOCK):
+            acc += tl.sum(tl.load(x_ptr + start + tl.arange(0, BLOCK)))
+        for i in range(4):
+            acc += i
+        tl.store(x_ptr, acc)
+
+    def host(n):
+        for i in range(n):
+            pass
+""")
+
+
+def simplify_all(source):
+    while sites := T.sites(source):
+        source = T.simplify(source, sites[0])
+    return source
+
+
+def assert_round_trips(source):
+    sites = T.sites(source)
+    for site in sites:
+        simplified = T.simplify(source, site)
+        ast.parse(simplified)
+        match = matching_optimize_site(T, simplified, site)
+        assert match is not None, site
+        assert T.optimize(simplified, match, site.params) == source
+    return sites
+
+
+def test_simplify_fixture():
+    sites = T.sites(EXPERT)
+    assert [(s.before, s.after, s.params) for s in sites] == [
+        ("tl.static_range(0, E, BLOCK)", "range(0, E, BLOCK)", {"fn": "tl.static_range"}),
+        ("tl.static_range(4)", "range(4)", {"fn": "tl.static_range"}),
+    ]
+    assert simplify_all(EXPERT) == SIMPLE
+
+
+def test_optimize_fixture():
+    sites = T.optimize_sites(SIMPLE)
+    assert [(s.function, s.before) for s in sites] == [("k", "range(0, E, BLOCK)"), ("k", "range(4)")]  # not host
+    out = T.optimize(SIMPLE, sites[1], {"fn": "tl.static_range"})
+    assert "for i in tl.static_range(4):" in out and "for start in range(0, E, BLOCK):" in out
+
+
+def test_round_trip_fixture():
+    assert len(assert_round_trips(EXPERT)) == 2
+
+
+def test_round_trip_liger():
+    try:
+        spec = importlib.util.find_spec("liger_kernel.ops.attn_res")
+    except ModuleNotFoundError:
+        spec = None
+    if spec is None:
+        pytest.skip("liger_kernel not installed")
+    assert assert_round_trips(Path(spec.origin).read_text())
+
+
+def test_simplified_parses_and_no_pattern_no_sites():
+    ast.parse(simplify_all(EXPERT))
+    assert T.sites(SIMPLE) == []
+    assert T.sites("import triton.language as tl\nx = list(tl.static_range(3))\n") == []
+    assert T.sites("def broken(:\n") == []
