@@ -198,6 +198,9 @@ def mine(
     steps = store.steps()
     current = store.load_program(steps_current(steps, expert.hash), expert.name) if steps else expert
     seen = {expert.hash} | {s.child for s in steps} | {s.parent for s in steps}
+    # a simplification rejected once is not retried after unrelated steps: same family, function and code
+    refused = {_refusal_key(s.transform, s.module, s.site["function"], s.site["before"]) for s in steps
+               if not s.accepted}  # fmt: skip
     transforms = ordered_transforms()
     try:
         expert_verdicts = check(workload, expert, settings, device, MINING_GATES, sandbox)
@@ -212,7 +215,8 @@ def mine(
         while progress and (max_steps is None or len(steps) < max_steps):
             progress = False
             for transform, module, site, child in candidates(current, transforms, ran.get(current.hash)):
-                if child.hash in seen:
+                key = _refusal_key(transform.id, module, site.function, site.before)
+                if child.hash in seen or key in refused:
                     continue
                 seen.add(child.hash)
                 step = _attempt(workload, current, child, transform, module, site, settings, device, sandbox,
@@ -226,6 +230,7 @@ def mine(
                     current = child
                     progress = True
                     break  # one family per step: list sites again from the child
+                refused.add(key)
                 if max_steps is not None and len(steps) >= max_steps:
                     break
     finally:
@@ -236,6 +241,10 @@ def mine(
                       steps, finished)  # fmt: skip
     store.write_lineage(lineage)
     return lineage
+
+
+def _refusal_key(transform: str, module: str, function: str, before: str) -> tuple[str, str, str, str]:
+    return (transform, module, function, before)
 
 
 def steps_current(steps: list[Step], expert_hash: str) -> str:
