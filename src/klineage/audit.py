@@ -34,7 +34,7 @@ def fakes_for(inputs: list, expected) -> dict:
         "zeros": torch.zeros_like(expected),
         "constant": torch.full_like(expected, 1.0) if expected.is_floating_point() else torch.ones_like(expected),
     }
-    if expected.is_floating_point() and expected.numel():
+    if expected.is_floating_point() and expected.numel() > 1:  # a scalar's mean is the answer itself
         out["mean output"] = torch.full_like(expected, float(expected.double().mean()))
     for i, x in enumerate(inputs):
         if isinstance(x, torch.Tensor) and x.numel() == expected.numel():
@@ -68,9 +68,15 @@ def audit_job(payload: tuple[str, Settings]) -> AuditReport:
         inputs = make_case_inputs(module, case, trial.seed, trial.distribution)
         with torch.no_grad():
             expected = flatten_outputs(model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
-            ref64 = flatten_outputs(
-                model64(*[x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs])
-            )
+            inputs64 = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+            ref64 = flatten_outputs(model64(*inputs64))
+        for i in workload.mutated_inputs:  # an in-place result is an output too: leaving it untouched must fail
+            exp, ref, before = inputs[i].clone(), inputs64[i], inputs[i]
+            tol = workload.tolerance(str(exp.dtype).removeprefix("torch."))
+            for name, fake in {"unchanged": before, "zeros": torch.zeros_like(before)}.items():
+                label = f"mutated input {i}: {name}"
+                ok = compare_output(fake, ref, exp, tol, label) is None
+                survivors[label] = survivors.get(label, True) and ok
         for i, (exp, ref) in enumerate(zip(expected, ref64)):
             tol = workload.tolerance(str(exp.dtype).removeprefix("torch."))
             for name, fake in fakes_for(inputs, exp).items():

@@ -172,7 +172,7 @@ def _correctness(request: GateRequest, started: float) -> Verdict:
         workload, wl_module, program_module = _prepare(request, interpret=device == "cpu")
     except Exception as e:
         return Verdict("correctness", "fail", "import_error", f"{type(e).__name__}: {e}")
-    state = _TrialState(device, request.settings.guard_bytes)
+    state = _TrialState(device, request.settings.guard_bytes, host_ops=frozenset(workload.host_ops))
     trials = plan_trials(workload, device, request.settings.seeds)
     if request.probe is not None:  # a probe: one case that violates one condition, two seeds
         workload = replace(workload, cases={"probe": request.probe["case"]})
@@ -236,6 +236,7 @@ class _TrialState:
     deterministic: bool = True
     layout: str | None = None
     functions: set = field(default_factory=set)  # program functions that ran, by name
+    host_ops: frozenset = frozenset()  # PyTorch ops the workload allows on the host (HOST_OPS)
 
 
 def _inputs_for(trial: Trial, cpu_inputs: list, state: _TrialState) -> tuple[list, list]:
@@ -358,7 +359,8 @@ def _guarded_call(model, inputs, state: _TrialState):
     from klineage.guards import BackgroundThreadError, SideStreamError, TorchComputeError, guarded_forward
 
     try:
-        with torch.no_grad(), guarded_forward(state.guard_bytes) as record, _calls_into(state.functions):
+        guard = guarded_forward(state.guard_bytes, state.host_ops)
+        with torch.no_grad(), guard as record, _calls_into(state.functions):
             outputs = flatten_outputs(model(*inputs))
             _sync(state.device)
     except TorchComputeError as e:

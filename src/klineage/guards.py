@@ -138,7 +138,7 @@ def check_guards(log: list[GuardedAllocation]) -> Finding | None:
     return None
 
 
-def _make_forward_guard(guard_bytes: int):
+def _make_forward_guard(guard_bytes: int, host_ops: frozenset[str] = frozenset()):
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -150,14 +150,20 @@ def _make_forward_guard(guard_bytes: int):
             super().__init__()
             self.allocations: list[GuardedAllocation] = []
             self.banned: list[str] = []
+            self.derived: set[int] = set()  # storages a workload-allowed host op computed from kernel outputs
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             name = func.overloadpacket.__name__
-            if name not in ALLOWED_OPS:
+            if name not in ALLOWED_OPS and name not in host_ops:
                 self.banned.append(name)
                 raise TorchComputeError(f"PyTorch compute op aten.{name} inside forward")
             out = func(*args, **kwargs)
+            if name in host_ops and name not in ALLOWED_OPS:
+                # provenance flows through an allowed host op: a sum of kernel-written partials counts as written
+                written = self.derived.union(*(launch.storages for launch in TRACER.launches))
+                if _storages_of([*args, *kwargs.values()]) & written:
+                    self.derived |= _storages_of([out])
             if name in ALLOCATION_OPS and isinstance(out, torch.Tensor) and out.numel():
                 guarded = guarded_empty(
                     out.shape, out.stride(), out.dtype, out.device, guard_bytes, name, self.allocations
@@ -168,6 +174,18 @@ def _make_forward_guard(guard_bytes: int):
             return out
 
     return ForwardGuard()
+
+
+def _storages_of(values) -> set[int]:
+    import torch
+
+    found = set()
+    for value in values:
+        items = value if isinstance(value, (list, tuple)) else [value]
+        for item in items:
+            if isinstance(item, torch.Tensor) and item.numel():
+                found.add(item.untyped_storage().data_ptr())
+    return found
 
 
 class TorchComputeError(RuntimeError):
@@ -233,13 +251,14 @@ class ForwardRecord:
     banned: list[str]
     threads: list[str]
     streams: list[str]
+    derived: set[int] = field(default_factory=set)
 
 
 @contextmanager
-def guarded_forward(guard_bytes: int):
+def guarded_forward(guard_bytes: int, host_ops: frozenset[str] = frozenset()):
     """Everything a forward call runs under; yields the record filled in when the block exits."""
     record = ForwardRecord([], [], [], [], [])
-    mode = _make_forward_guard(guard_bytes)
+    mode = _make_forward_guard(guard_bytes, host_ops)
     TRACER.launches = []
     TRACER.active = True
     try:
@@ -250,6 +269,7 @@ def guarded_forward(guard_bytes: int):
         record.launches = list(TRACER.launches)
         record.allocations = mode.allocations
         record.banned = mode.banned
+        record.derived = mode.derived
 
 
 def launch_findings(record: ForwardRecord, outputs: list, main_stream: int | None) -> Finding | None:
@@ -265,7 +285,7 @@ def launch_findings(record: ForwardRecord, outputs: list, main_stream: int | Non
             return Finding("background_thread", f"kernel {launch.kernel} launched from another thread")
         if main_stream is not None and launch.stream is not None and launch.stream != main_stream:
             return Finding("side_stream", f"kernel {launch.kernel} launched on a side stream")
-    written = set().union(*(launch.storages for launch in record.launches))
+    written = record.derived.union(*(launch.storages for launch in record.launches))
     for i, out in enumerate(outputs):
         if isinstance(out, torch.Tensor) and out.numel() and out.untyped_storage().data_ptr() not in written:
             return Finding("output_not_from_kernel", f"output {i} was never passed to a Triton kernel")

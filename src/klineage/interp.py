@@ -6,8 +6,9 @@
    kernel call twice (pre- and post-hooks included, exactly as `Autotuner._bench` does) and picking the first.
    Running the configs matters: an accumulating kernel tuned without `reset_to_zero` returns garbage on its first
    call on a real GPU (seen on the H200), and the emulation reproduces that on the CPU.
-3. `tl.dot` on bf16 operands multiplies their raw uint16 bits (the interpreter stores bf16 as uint16): widen them
-   to fp32 first, which is what the tensor cores compute with.
+3. bf16 arithmetic works on raw uint16 bits (the interpreter stores bf16 as uint16): `tl.dot`, binary and unary
+   ops on bf16 return garbage (a bf16 `silu(a) * b` gave 1e36). Widen bf16 operands to fp32, compute, and round
+   the result back to bf16 (round to nearest even, as the hardware does); `tl.dot` keeps its fp32 accumulator.
 4. `triton.language.extra.libdevice` functions (Liger's `rsqrt`) are stubs that return None outside the compiler:
    bind them to `tl.math` (patched by the interpreter inside a kernel) or to numpy.
 5. numpy >= 2.3 breaks `range(tl.cdiv(K, BK))`; the package pins numpy < 2.3 instead of patching.
@@ -63,8 +64,48 @@ def patch_interpreter() -> None:
         return original_dot(self, widen(a), widen(b), d, input_precision, max_num_imprecise_acc)
 
     interpreter.InterpreterBuilder.create_dot = create_dot
+    _patch_bf16_arithmetic(interpreter, widen)
     _patch_libdevice()
     _patched = True
+
+
+def _to_bf16_bits(values):
+    """float32 array -> bf16 bit patterns (uint16), round to nearest even; NaN stays NaN."""
+    import numpy as np
+
+    values = np.asarray(values, dtype=np.float32)
+    bits = values.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.where(np.isnan(values), np.uint16(0x7FC0), rounded)
+
+
+def _patch_bf16_arithmetic(interpreter, widen) -> None:
+    import numpy as np
+    import triton.language as tl
+
+    comparisons = {np.less, np.greater, np.less_equal, np.greater_equal, np.equal, np.not_equal}
+    original_binary = interpreter.InterpreterBuilder.binary_op
+    original_unary = interpreter.InterpreterBuilder.unary_op
+
+    def binary_op(self, lhs, rhs, op):
+        if lhs.dtype.scalar != tl.bfloat16 and rhs.dtype.scalar != tl.bfloat16:
+            return original_binary(self, lhs, rhs, op)
+        out = op(widen(lhs).data, widen(rhs).data)
+        if op in comparisons:  # as the original: a 0/1 array carried in the operand's dtype
+            return interpreter.TensorHandle(out.astype(np.uint16), tl.bfloat16)
+        return interpreter.TensorHandle(_to_bf16_bits(out), tl.bfloat16)
+
+    def unary_op(self, arg, op):
+        if arg.dtype.scalar != tl.bfloat16:
+            return original_unary(self, arg, op)
+        return interpreter.TensorHandle(_to_bf16_bits(op(widen(arg).data)), tl.bfloat16)
+
+    interpreter.InterpreterBuilder.binary_op = binary_op
+    interpreter.InterpreterBuilder.unary_op = unary_op
+    # a bf16 scalar constant (`z * 2` on a bf16 tensor) needs a builder method the interpreter lacks
+    interpreter.InterpreterBuilder.get_bf16 = lambda self, value: interpreter.TensorHandle(
+        _to_bf16_bits(np.array([value], dtype=np.float32)), tl.bfloat16
+    )
 
 
 # libdevice name -> numpy function, for names tl.math does not have

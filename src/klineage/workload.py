@@ -1,6 +1,7 @@
 """Workloads: what must be computed. A workload file is a KernelBench problem file (`Model`, `get_inputs`,
 `get_init_inputs`), optionally with KLineage's extensions: named cases, `make_inputs(case, seed)`, the input domain,
-tolerances per dtype, flops and bytes per case, inputs the op mutates in place, and allowed input distributions.
+tolerances per dtype, flops and bytes per case, inputs the op mutates in place, allowed input distributions, and
+PyTorch ops a program may run on the host (HOST_OPS: an expert's bookkeeping, such as Liger's final loss sum).
 
 Loading runs the file, so it happens in the caller for validation (a malformed file becomes one `WorkloadError`
 line) and again inside every sandboxed evaluation."""
@@ -63,6 +64,7 @@ class Workload:
     distributions: tuple[str, ...] = DISTRIBUTIONS
     has_extensions: bool = False
     has_roofline: bool = False
+    host_ops: tuple[str, ...] = ()  # PyTorch ops a program may run on the host (bookkeeping, final reductions)
 
     def tolerance(self, dtype: str) -> Tolerance:
         return self.tolerances.get(dtype, DEFAULT_TOLERANCES.get(dtype, DEFAULT_TOLERANCES["float32"]))
@@ -148,6 +150,9 @@ def workload_from_module(path: Path, source: str, module: types.ModuleType) -> W
     unknown = [d for d in distributions if d not in DISTRIBUTIONS]
     if unknown or not distributions:
         raise fail(f"DISTRIBUTIONS has {unknown or 'nothing'}; known: {', '.join(DISTRIBUTIONS)}")
+    host_ops = tuple(getattr(module, "HOST_OPS", ()))
+    if not all(isinstance(op, str) and op.isidentifier() for op in host_ops):
+        raise fail("HOST_OPS must be a tuple of aten op names, e.g. ('sum', 'ne')")
     mutated = tuple(getattr(module, "MUTATED_INPUTS", ()))
     if not all(isinstance(i, int) for i in mutated):
         raise fail("MUTATED_INPUTS must be a tuple of input indices")
@@ -163,6 +168,7 @@ def workload_from_module(path: Path, source: str, module: types.ModuleType) -> W
         distributions=distributions,
         has_extensions=has_extensions,
         has_roofline=callable(getattr(module, "flops", None)) and callable(getattr(module, "bytes_moved", None)),
+        host_ops=host_ops,
     )
 
 

@@ -1,0 +1,30 @@
+"""The interpreter fixes, each on the smallest kernel that showed the gap (run in a sandbox child, since
+TRITON_INTERPRET must be set before Triton is imported)."""
+
+import numpy as np
+import pytest
+
+from klineage.interp import _to_bf16_bits
+from klineage.sandbox import Job
+
+pytestmark = pytest.mark.interpreter
+
+
+def test_bf16_rounding_is_round_to_nearest_even():
+    import torch
+
+    values = torch.randn(1000, dtype=torch.float32)
+    ours = _to_bf16_bits(values.numpy())
+    theirs = values.bfloat16().view(torch.int16).numpy().view(np.uint16)
+    assert (ours == theirs).all()
+    assert _to_bf16_bits(np.array([np.nan], dtype=np.float32))[0] == 0x7FC0
+
+
+def test_bf16_arithmetic_scalars_libdevice_and_autotune(sandbox):
+    result = sandbox.run(Job("tests.fixtures.interp_jobs:run_all", None, env={"TRITON_INTERPRET": "1"}))
+    assert result.ok, result.error + result.log
+    errors = result.value
+    assert errors["bf16_silu_mul"] <= 1 / 128  # one bf16 rounding of a value below 1
+    assert errors["float_scalar"] == 0.0
+    assert errors["libdevice_rsqrt"] < 1e-6
+    assert errors["autotune_accumulates_without_reset"] > 0  # the H200 trap, reproduced on the CPU
