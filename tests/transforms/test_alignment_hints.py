@@ -2,8 +2,8 @@ import ast
 import textwrap
 from pathlib import Path
 
-from klineage.transform import matching_optimize_site
 from klineage.transforms.alignment_hints import AlignmentHints
+from tests.transforms.roundtrip import assert_round_trips, simplify_all
 
 T = AlignmentHints()
 
@@ -34,23 +34,6 @@ SIMPLE = textwrap.dedent("""
 """)
 
 
-def simplify_all(source):
-    while sites := T.sites(source):
-        source = T.simplify(source, sites[0])
-    return source
-
-
-def assert_round_trips(source):
-    sites = T.sites(source)
-    for site in sites:
-        simplified = T.simplify(source, site)
-        ast.parse(simplified)
-        match = matching_optimize_site(T, simplified, site)
-        assert match is not None, site
-        assert T.optimize(simplified, match, site.params) == source
-    return sites
-
-
 def test_simplify_fixture():
     sites = T.sites(EXPERT)
     # The hint inside the load's address is not the whole value of an assignment: left alone.
@@ -59,7 +42,7 @@ def test_simplify_fixture():
         {"hints": [["tl.multiple_of", "BLOCK_N"]]},
     ]
     assert sites[0].after == "rm % M"
-    assert simplify_all(EXPERT) == SIMPLE
+    assert simplify_all(T, EXPERT) == SIMPLE
 
 
 def test_optimize_fixture():
@@ -72,16 +55,16 @@ def test_optimize_fixture():
 
 
 def test_round_trip_fixture():
-    assert len(assert_round_trips(EXPERT)) == 2
+    assert len(assert_round_trips(T, EXPERT)) == 2
 
 
 def test_round_trip_bundled_matmul():
     path = Path(__file__).resolve().parents[2] / "src/klineage/examples/matmul/tuned.py"
-    assert len(assert_round_trips(path.read_text())) == 2
+    assert len(assert_round_trips(T, path.read_text())) == 2
 
 
 def test_simplified_parses_and_no_pattern_no_sites():
-    ast.parse(simplify_all(EXPERT))
+    ast.parse(simplify_all(T, EXPERT))
     assert T.sites(SIMPLE) == []
     host = "import triton.language as tl\ndef f(x, n):\n    y = tl.multiple_of(x, n)\n    return y\n"
     assert T.sites(host) == []  # not a kernel

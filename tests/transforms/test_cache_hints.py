@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from klineage.transform import matching_optimize_site
 from klineage.transforms.cache_hints import CacheHints
+from tests.transforms.roundtrip import assert_round_trips, simplify_all
 
 T = CacheHints()
 
@@ -48,23 +48,6 @@ SIMPLE = textwrap.dedent("""
 """)
 
 
-def simplify_all(source):
-    while sites := T.sites(source):
-        source = T.simplify(source, sites[0])
-    return source
-
-
-def assert_round_trips(source):
-    sites = T.sites(source)
-    for site in sites:
-        simplified = T.simplify(source, site)
-        ast.parse(simplified)
-        match = matching_optimize_site(T, simplified, site)
-        assert match is not None, site
-        assert T.optimize(simplified, match, site.params) == source
-    return sites
-
-
 def test_simplify_fixture():
     sites = T.sites(EXPERT)
     assert [s.params for s in sites] == [
@@ -73,7 +56,7 @@ def test_simplify_fixture():
         {"eviction_policy": '"evict_first"', "cache_modifier": '".cs"'},
     ]
     assert all(s.function == "k" for s in sites)
-    assert simplify_all(EXPERT) == SIMPLE
+    assert simplify_all(T, EXPERT) == SIMPLE
 
 
 def test_optimize_fixture():
@@ -86,12 +69,12 @@ def test_optimize_fixture():
 
 
 def test_round_trip_fixture():
-    assert len(assert_round_trips(EXPERT)) == 3
+    assert len(assert_round_trips(T, EXPERT)) == 3
 
 
 def test_round_trip_bundled_rmsnorm():
     path = Path(__file__).resolve().parents[2] / "src/klineage/examples/rmsnorm/tuned.py"
-    assert len(assert_round_trips(path.read_text())) == 1
+    assert len(assert_round_trips(T, path.read_text())) == 1
 
 
 @pytest.mark.parametrize("module", ["liger_kernel.ops.softmax", "liger_kernel.ops.sparsemax"])
@@ -102,11 +85,11 @@ def test_round_trip_liger(module):
         spec = None
     if spec is None:
         pytest.skip("liger_kernel not installed")
-    assert assert_round_trips(Path(spec.origin).read_text())
+    assert assert_round_trips(T, Path(spec.origin).read_text())
 
 
 def test_simplified_parses_and_no_pattern_no_sites():
-    ast.parse(simplify_all(EXPERT))
+    ast.parse(simplify_all(T, EXPERT))
     assert T.sites(SIMPLE) == []
     assert T.sites("def f(x):\n    return x\n") == []
     assert T.sites("def broken(:\n") == []

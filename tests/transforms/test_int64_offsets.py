@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from klineage.transform import matching_optimize_site
 from klineage.transforms.int64_offsets import Int64Offsets
+from tests.transforms.roundtrip import assert_round_trips, simplify_all
 
 T = Int64Offsets()
 
@@ -37,23 +37,6 @@ SIMPLE = textwrap.dedent("""
 """)
 
 
-def simplify_all(source):
-    while sites := T.sites(source):
-        source = T.simplify(source, sites[0])
-    return source
-
-
-def assert_round_trips(source):
-    sites = T.sites(source)
-    for site in sites:
-        simplified = T.simplify(source, site)
-        ast.parse(simplified)
-        match = matching_optimize_site(T, simplified, site)
-        assert match is not None, site
-        assert T.optimize(simplified, match, site.params) == source
-    return sites
-
-
 def test_simplify_fixture():
     sites = T.sites(EXPERT)
     # The cast of a loaded index is not matched: its dtype is unknown.
@@ -61,7 +44,7 @@ def test_simplify_fixture():
         ("tl.program_id(0).to(tl.int64)", "tl.program_id(0)"),
         ("(row * BLOCK + tl.arange(0, BLOCK)).to(tl.int64)", "row * BLOCK + tl.arange(0, BLOCK)"),
     ]
-    assert simplify_all(EXPERT) == SIMPLE
+    assert simplify_all(T, EXPERT) == SIMPLE
 
 
 def test_optimize_fixture():
@@ -73,13 +56,13 @@ def test_optimize_fixture():
 
 
 def test_round_trip_fixture():
-    assert len(assert_round_trips(EXPERT)) == 2
+    assert len(assert_round_trips(T, EXPERT)) == 2
 
 
 @pytest.mark.parametrize("example", ["softmax", "rmsnorm"])
 def test_round_trip_bundled(example):
     path = Path(__file__).resolve().parents[2] / f"src/klineage/examples/{example}/tuned.py"
-    assert len(assert_round_trips(path.read_text())) == 1
+    assert len(assert_round_trips(T, path.read_text())) == 1
 
 
 def test_round_trip_liger():
@@ -89,11 +72,11 @@ def test_round_trip_liger():
         spec = None
     if spec is None:
         pytest.skip("liger_kernel not installed")
-    assert assert_round_trips(Path(spec.origin).read_text())
+    assert assert_round_trips(T, Path(spec.origin).read_text())
 
 
 def test_simplified_parses_and_no_pattern_no_sites():
-    ast.parse(simplify_all(EXPERT))
+    ast.parse(simplify_all(T, EXPERT))
     assert T.sites(SIMPLE) == []
     assert T.sites("import triton.language as tl\ndef host(i):\n    j = i.to(tl.int64)\n") == []
     assert T.sites("def broken(:\n") == []

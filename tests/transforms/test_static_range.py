@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from klineage.transform import matching_optimize_site
 from klineage.transforms.static_range import StaticRange
+from tests.transforms.roundtrip import assert_round_trips, simplify_all
 
 T = StaticRange()
 
@@ -47,30 +47,13 @@ SIMPLE = textwrap.dedent("""
 """)
 
 
-def simplify_all(source):
-    while sites := T.sites(source):
-        source = T.simplify(source, sites[0])
-    return source
-
-
-def assert_round_trips(source):
-    sites = T.sites(source)
-    for site in sites:
-        simplified = T.simplify(source, site)
-        ast.parse(simplified)
-        match = matching_optimize_site(T, simplified, site)
-        assert match is not None, site
-        assert T.optimize(simplified, match, site.params) == source
-    return sites
-
-
 def test_simplify_fixture():
     sites = T.sites(EXPERT)
     assert [(s.before, s.after, s.params) for s in sites] == [
         ("tl.static_range(0, E, BLOCK)", "range(0, E, BLOCK)", {"fn": "tl.static_range"}),
         ("tl.static_range(4)", "range(4)", {"fn": "tl.static_range"}),
     ]
-    assert simplify_all(EXPERT) == SIMPLE
+    assert simplify_all(T, EXPERT) == SIMPLE
 
 
 def test_optimize_fixture():
@@ -81,7 +64,7 @@ def test_optimize_fixture():
 
 
 def test_round_trip_fixture():
-    assert len(assert_round_trips(EXPERT)) == 2
+    assert len(assert_round_trips(T, EXPERT)) == 2
 
 
 def test_round_trip_liger():
@@ -91,11 +74,11 @@ def test_round_trip_liger():
         spec = None
     if spec is None:
         pytest.skip("liger_kernel not installed")
-    assert assert_round_trips(Path(spec.origin).read_text())
+    assert assert_round_trips(T, Path(spec.origin).read_text())
 
 
 def test_simplified_parses_and_no_pattern_no_sites():
-    ast.parse(simplify_all(EXPERT))
+    ast.parse(simplify_all(T, EXPERT))
     assert T.sites(SIMPLE) == []
     assert T.sites("import triton.language as tl\nx = list(tl.static_range(3))\n") == []
     assert T.sites("def broken(:\n") == []

@@ -1,0 +1,25 @@
+"""Helpers shared by the transform fixture tests."""
+
+import ast
+
+from klineage.transform import Transform, matching_optimize_site
+
+
+def simplify_all(transform: Transform, source: str) -> str:
+    """Undo every site of `transform`, one at a time."""
+    while sites := transform.sites(source):
+        source = transform.simplify(source, sites[0])
+    return source
+
+
+def assert_round_trips(transform: Transform, source: str) -> list:
+    """Every site: simplify, find the matching optimize site, redo with the expert's parameters, get `source` back
+    exactly. Returns the sites."""
+    sites = transform.sites(source)
+    for site in sites:
+        simplified = transform.simplify(source, site)
+        ast.parse(simplified)
+        match = matching_optimize_site(transform, simplified, site)
+        assert match is not None, site
+        assert transform.optimize(simplified, match, site.params) == source
+    return sites
