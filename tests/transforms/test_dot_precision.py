@@ -1,8 +1,8 @@
 import ast
 import textwrap
 
-from klineage.transform import matching_optimize_site
 from klineage.transforms.dot_precision import DotPrecision
+from tests.transforms.roundtrip import assert_round_trips, simplify_all
 
 T = DotPrecision()
 
@@ -35,23 +35,6 @@ SIMPLE = textwrap.dedent("""
 """)
 
 
-def simplify_all(source):
-    while sites := T.sites(source):
-        source = T.simplify(source, sites[0])
-    return source
-
-
-def assert_round_trips(source):
-    sites = T.sites(source)
-    for site in sites:
-        simplified = T.simplify(source, site)
-        ast.parse(simplified)
-        match = matching_optimize_site(T, simplified, site)
-        assert match is not None, site
-        assert T.optimize(simplified, match, site.params) == source
-    return sites
-
-
 def test_simplify_fixture():
     sites = T.sites(EXPERT)
     assert [s.params for s in sites] == [
@@ -59,7 +42,7 @@ def test_simplify_fixture():
         {"kwarg": "input_precision", "value": '"tf32"'},
         {"kwarg": "input_precision", "value": "'tf32x3'"},
     ]
-    assert simplify_all(EXPERT) == SIMPLE
+    assert simplify_all(T, EXPERT) == SIMPLE
 
 
 def test_optimize_fixture():
@@ -72,18 +55,18 @@ def test_optimize_fixture():
 
 
 def test_round_trip_fixture():
-    assert len(assert_round_trips(EXPERT)) == 3
+    assert len(assert_round_trips(T, EXPERT)) == 3
 
 
 def test_round_trip_bundled_matmul_has_no_sites():
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[2] / "src/klineage/examples/matmul/tuned.py"
-    assert assert_round_trips(path.read_text()) == []  # its dots use the default precision: left alone
+    assert assert_round_trips(T, path.read_text()) == []  # its dots use the default precision: left alone
 
 
 def test_simplified_parses_and_no_pattern_no_sites():
-    ast.parse(simplify_all(EXPERT))
+    ast.parse(simplify_all(T, EXPERT))
     assert T.sites(SIMPLE) == []
     assert T.sites("import triton.language as tl\ndef host(a, b):\n    return tl.dot(a, b, allow_tf32=True)\n") == []
     assert T.sites("def broken(:\n") == []

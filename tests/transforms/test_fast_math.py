@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from klineage.transform import matching_optimize_site
 from klineage.transforms.fast_math import FastMath
+from tests.transforms.roundtrip import assert_round_trips, simplify_all
 
 T = FastMath()
 
@@ -43,28 +43,11 @@ SIMPLE = textwrap.dedent("""
 """)
 
 
-def simplify_all(source):
-    while sites := T.sites(source):
-        source = T.simplify(source, sites[0])
-    return source
-
-
-def assert_round_trips(source, limit=None):
-    sites = T.sites(source)
-    for site in sites[:limit]:
-        simplified = T.simplify(source, site)
-        ast.parse(simplified)
-        match = matching_optimize_site(T, simplified, site)
-        assert match is not None, site
-        assert T.optimize(simplified, match, site.params) == source
-    return sites
-
-
 def test_simplify_fixture():
     sites = T.sites(EXPERT)
     assert [s.params["kind"] for s in sites] == ["exp2", "exp2", "rsqrt", "rsqrt"]
     assert sites[0].params == {"kind": "exp2", "fn": "tl.exp2", "scale": "LOG2_E", "order": "x*c", "parens": "yes"}
-    assert simplify_all(EXPERT) == SIMPLE
+    assert simplify_all(T, EXPERT) == SIMPLE
 
 
 def test_optimize_fixture():
@@ -79,12 +62,12 @@ def test_optimize_fixture():
 
 
 def test_round_trip_fixture():
-    assert len(assert_round_trips(EXPERT)) == 4
+    assert len(assert_round_trips(T, EXPERT)) == 4
 
 
 def test_round_trip_bundled_rmsnorm():
     path = Path(__file__).resolve().parents[2] / "src/klineage/examples/rmsnorm/tuned.py"
-    assert len(assert_round_trips(path.read_text())) == 1
+    assert len(assert_round_trips(T, path.read_text())) == 1
 
 
 @pytest.mark.parametrize("module", ["liger_kernel.ops.cross_entropy", "liger_kernel.ops.layer_norm"])
@@ -95,11 +78,11 @@ def test_round_trip_liger(module):
         spec = None
     if spec is None:
         pytest.skip("liger_kernel not installed")
-    assert assert_round_trips(Path(spec.origin).read_text(), limit=2)
+    assert assert_round_trips(T, Path(spec.origin).read_text(), limit=2)
 
 
 def test_simplified_parses_and_no_pattern_no_sites():
-    ast.parse(simplify_all(EXPERT))
+    ast.parse(simplify_all(T, EXPERT))
     assert T.sites(SIMPLE) == []
     # the bundled softmax folds LOG2E across statements: not a local site
     path = Path(__file__).resolve().parents[2] / "src/klineage/examples/softmax/tuned.py"

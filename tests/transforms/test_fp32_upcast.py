@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from klineage.transform import matching_optimize_site
 from klineage.transforms.fp32_upcast import Fp32Upcast
+from tests.transforms.roundtrip import assert_round_trips, simplify_all
 
 T = Fp32Upcast()
 
@@ -43,23 +43,6 @@ SIMPLE = textwrap.dedent("""
 """)
 
 
-def simplify_all(source):
-    while sites := T.sites(source):
-        source = T.simplify(source, sites[0])
-    return source
-
-
-def assert_round_trips(source, limit=None):
-    sites = T.sites(source)
-    for site in sites[:limit]:
-        simplified = T.simplify(source, site)
-        ast.parse(simplified)
-        match = matching_optimize_site(T, simplified, site)
-        assert match is not None, site
-        assert T.optimize(simplified, match, site.params) == source
-    return sites
-
-
 def test_simplify_fixture():
     sites = T.sites(EXPERT)
     # Casts of a product, an accumulator and a scalar argument are not upcasts of loaded values.
@@ -67,7 +50,7 @@ def test_simplify_fixture():
         ("w = tl.load(w_ptr + cols).to(tl.float32)", "w = tl.load(w_ptr + cols)"),
         ("x = x.to(tl.float32)", "x = x"),
     ]
-    assert simplify_all(EXPERT) == SIMPLE
+    assert simplify_all(T, EXPERT) == SIMPLE
 
 
 def test_optimize_fixture():
@@ -85,13 +68,13 @@ def test_optimize_fixture():
 
 
 def test_round_trip_fixture():
-    assert len(assert_round_trips(EXPERT)) == 2
+    assert len(assert_round_trips(T, EXPERT)) == 2
 
 
 @pytest.mark.parametrize("example", ["softmax", "rmsnorm"])
 def test_round_trip_bundled(example):
     path = Path(__file__).resolve().parents[2] / f"src/klineage/examples/{example}/tuned.py"
-    assert assert_round_trips(path.read_text())
+    assert assert_round_trips(T, path.read_text())
 
 
 def test_round_trip_liger():
@@ -101,11 +84,11 @@ def test_round_trip_liger():
         spec = None
     if spec is None:
         pytest.skip("liger_kernel not installed")
-    assert assert_round_trips(Path(spec.origin).read_text(), limit=2)
+    assert assert_round_trips(T, Path(spec.origin).read_text(), limit=2)
 
 
 def test_simplified_parses_and_no_pattern_no_sites():
-    ast.parse(simplify_all(EXPERT))
+    ast.parse(simplify_all(T, EXPERT))
     assert T.sites(SIMPLE) == []
     assert T.sites("import triton.language as tl\ndef host(p):\n    return tl.load(p).to(tl.float32)\n") == []
     assert T.sites("def broken(:\n") == []

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from klineage.transform import matching_optimize_site
 from klineage.transforms.scalar_dtype_pin import ScalarDtypePin
+from tests.transforms.roundtrip import assert_round_trips, simplify_all
 
 T = ScalarDtypePin()
 
@@ -37,23 +37,6 @@ SIMPLE = textwrap.dedent("""
 """)
 
 
-def simplify_all(source):
-    while sites := T.sites(source):
-        source = T.simplify(source, sites[0])
-    return source
-
-
-def assert_round_trips(source, limit=None):
-    sites = T.sites(source)
-    for site in sites[:limit]:
-        simplified = T.simplify(source, site)
-        ast.parse(simplified)
-        match = matching_optimize_site(T, simplified, site)
-        assert match is not None, site
-        assert T.optimize(simplified, match, site.params) == source
-    return sites
-
-
 def test_simplify_fixture():
     sites = T.sites(EXPERT)
     # X is a pointer by use (the base of a load address), BLOCK is a constexpr, n_cols an integer by name.
@@ -62,7 +45,7 @@ def test_simplify_fixture():
         ("y = x * gate.to(tl.float32) + eps + n_cols.to(tl.float32)", "y = x * gate + eps + n_cols.to(tl.float32)"),
     ]
     assert all(s.params == {"dtype": "tl.float32"} for s in sites)
-    assert simplify_all(EXPERT) == SIMPLE
+    assert simplify_all(T, EXPERT) == SIMPLE
 
 
 def test_optimize_fixture():
@@ -78,12 +61,12 @@ def test_optimize_fixture():
 
 
 def test_round_trip_fixture():
-    assert len(assert_round_trips(EXPERT)) == 2
+    assert len(assert_round_trips(T, EXPERT)) == 2
 
 
 def test_round_trip_bundled_rmsnorm():
     path = Path(__file__).resolve().parents[2] / "src/klineage/examples/rmsnorm/tuned.py"
-    assert len(assert_round_trips(path.read_text())) == 1
+    assert len(assert_round_trips(T, path.read_text())) == 1
 
 
 def test_round_trip_liger():
@@ -93,11 +76,11 @@ def test_round_trip_liger():
         spec = None
     if spec is None:
         pytest.skip("liger_kernel not installed")
-    assert assert_round_trips(Path(spec.origin).read_text(), limit=2)
+    assert assert_round_trips(T, Path(spec.origin).read_text(), limit=2)
 
 
 def test_simplified_parses_and_no_pattern_no_sites():
-    ast.parse(simplify_all(EXPERT))
+    ast.parse(simplify_all(T, EXPERT))
     assert T.sites(SIMPLE) == []
     assert T.sites("import triton.language as tl\ndef host(eps):\n    return eps.to(tl.float32)\n") == []
     assert T.sites("def broken(:\n") == []
