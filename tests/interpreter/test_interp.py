@@ -24,7 +24,9 @@ def test_bf16_arithmetic_scalars_libdevice_and_autotune(sandbox):
     result = sandbox.run(Job("tests.fixtures.interp_jobs:run_all", None, env={"TRITON_INTERPRET": "1"}))
     assert result.ok, result.error + result.log
     errors = result.value
-    assert errors["bf16_silu_mul"] <= 1 / 128  # one bf16 rounding of a value below 1
+    # two bf16 roundings (silu, then the product) may each land one ulp from PyTorch's, whose fp32 silu differs
+    # in the last bits; unpatched, the raw-bit arithmetic was off by orders of magnitude (values near 1e36)
+    assert errors["bf16_silu_mul"] <= 2**-6
     assert errors["float_scalar"] == 0.0
     assert errors["libdevice_rsqrt"] < 1e-6
     assert errors["autotune_accumulates_without_reset"] > 0  # the H200 trap, reproduced on the CPU
