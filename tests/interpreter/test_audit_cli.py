@@ -85,3 +85,27 @@ def test_cuda_device_without_gpu_is_a_user_error():
     result = CliRunner().invoke(main, ["check", str(FIXTURES / "scale_add.py"), str(FIXTURES / "scale_add_ok.py"),
                                        "--device", "cuda"])  # fmt: skip
     assert result.exit_code == 2 and "no CUDA GPU" in result.output
+
+
+def test_mine_and_skills_cli(tmp_path):
+    """mine writes a library that skills list/show/export read; a missing library is a one-line user error."""
+    runner = CliRunner()
+    library = tmp_path / "lib"
+    missing = runner.invoke(main, ["skills", "list", "--library", str(tmp_path / "nope")])
+    assert missing.exit_code == 2 and "no skill library" in missing.output
+    planted = [str(FIXTURES / "planted" / "workload.py"), str(FIXTURES / "planted" / "expert.py")]
+    options = ["--device", "cpu", "--library", str(library), "--no-probe", "--max-steps", "2", "--json"]
+    mined = runner.invoke(main, ["mine", *planted, *options])
+    assert mined.exit_code == 0, mined.output
+    record = json.loads(mined.output)
+    assert len(record["lineage"]["steps"]) == 2 and len(record["skills"]) == 2
+    listed = runner.invoke(main, ["skills", "list", "--library", str(library), "--json"])
+    assert listed.exit_code == 0 and {s["id"] for s in json.loads(listed.output)} == set(record["skills"])
+    shown = runner.invoke(main, ["skills", "show", record["skills"][0], "--library", str(library)])
+    assert shown.exit_code == 0 and "## Conditions" in shown.output and "unprobed" in shown.output
+    unknown = runner.invoke(main, ["skills", "show", "no.such.skill", "--library", str(library)])
+    assert unknown.exit_code == 2 and len(unknown.output.strip().splitlines()) == 1
+    exported = runner.invoke(main, ["skills", "export", str(tmp_path / "out"), "--library", str(library)])
+    assert exported.exit_code == 0 and len(list((tmp_path / "out").glob("*/SKILL.md"))) == 2
+    bad_module = runner.invoke(main, ["mine", *planted, "--module", "no_such_package.ops"])
+    assert bad_module.exit_code == 2 and "not installed" in bad_module.output
