@@ -23,3 +23,8 @@ def assert_round_trips(transform: Transform, source: str, limit: int | None = No
         assert match is not None, site
         assert transform.optimize(simplified, match, site.params) == source
     return sites
+
+
+def round_trip(transform: Transform, source: str) -> int:
+    """`assert_round_trips`, returning how many sites round-tripped."""
+    return len(assert_round_trips(transform, source))

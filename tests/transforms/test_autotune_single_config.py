@@ -1,9 +1,8 @@
-import ast
 import textwrap
 from pathlib import Path
 
-from klineage.transform import matching_optimize_site
 from klineage.transforms.autotune_single_config import AutotuneSingleConfig
+from tests.transforms.roundtrip import round_trip
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "src" / "klineage" / "examples"
 
@@ -59,18 +58,6 @@ DECORATOR = """triton.autotune(
     key=["n"],
     reset_to_zero=["out_ptr"],
 )"""
-
-
-def round_trip(t, src):
-    count = 0
-    for site in t.sites(src):
-        simplified = t.simplify(src, site)
-        ast.parse(simplified)
-        target = matching_optimize_site(t, simplified, site)
-        assert target is not None, site
-        assert t.optimize(simplified, target, site.params) == src
-        count += 1
-    return count
 
 
 def test_simplify_fixture():

@@ -1,12 +1,11 @@
-import ast
 import importlib.util
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from klineage.transform import matching_optimize_site
 from klineage.transforms.constexpr_flags import ConstexprFlags
+from tests.transforms.roundtrip import round_trip
 
 EXPERT = textwrap.dedent(
     """\
@@ -27,18 +26,6 @@ EXPERT = textwrap.dedent(
 )
 SIMPLE_0 = EXPERT.replace("HAS_BIAS: tl.constexpr,", "HAS_BIAS,")
 SIMPLE_1 = EXPERT.replace("SKIP: tl.constexpr = False", "SKIP = False")
-
-
-def round_trip(t, src):
-    count = 0
-    for site in t.sites(src):
-        simplified = t.simplify(src, site)
-        ast.parse(simplified)
-        target = matching_optimize_site(t, simplified, site)
-        assert target is not None, site
-        assert t.optimize(simplified, target, site.params) == src
-        count += 1
-    return count
 
 
 def test_simplify_fixture():

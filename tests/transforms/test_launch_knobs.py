@@ -1,4 +1,3 @@
-import ast
 import importlib.util
 import textwrap
 from pathlib import Path
@@ -7,6 +6,7 @@ import pytest
 
 from klineage.transform import matching_optimize_site
 from klineage.transforms.launch_knobs import LaunchKnobs
+from tests.transforms.roundtrip import round_trip
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "src" / "klineage" / "examples"
 
@@ -35,18 +35,6 @@ EXPERT = textwrap.dedent(
 
 SIMPLE_0 = EXPERT.replace("BLOCK=1024, num_warps=8, num_stages=2)", "BLOCK=1024)")
 SIMPLE_1 = EXPERT.replace("BLOCK=64,\n        num_warps=nw,\n", "BLOCK=64,\n")
-
-
-def round_trip(t, src):
-    count = 0
-    for site in t.sites(src):
-        simplified = t.simplify(src, site)
-        ast.parse(simplified)
-        target = matching_optimize_site(t, simplified, site)
-        assert target is not None, site
-        assert t.optimize(simplified, target, site.params) == src
-        count += 1
-    return count
 
 
 def test_simplify_fixture():

@@ -1,12 +1,11 @@
-import ast
 import importlib.util
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from klineage.transform import matching_optimize_site
 from klineage.transforms.pipelining import Pipelining
+from tests.transforms.roundtrip import round_trip
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "src" / "klineage" / "examples"
 
@@ -34,18 +33,6 @@ EXPERT = textwrap.dedent(
 SIMPLE_0 = EXPERT.replace("tl.range(tl.program_id(0), n, NUM_SMS, flatten=True, warp_specialize=True)",
                           "range(tl.program_id(0), n, NUM_SMS)")  # fmt: skip
 SIMPLE_1 = EXPERT.replace("tl.range(0, n, BLOCK, num_stages=3)", "range(0, n, BLOCK)")
-
-
-def round_trip(t, src):
-    count = 0
-    for site in t.sites(src):
-        simplified = t.simplify(src, site)
-        ast.parse(simplified)
-        target = matching_optimize_site(t, simplified, site)
-        assert target is not None, site
-        assert t.optimize(simplified, target, site.params) == src
-        count += 1
-    return count
 
 
 def test_simplify_fixture():

@@ -1,9 +1,8 @@
-import ast
 import textwrap
 from pathlib import Path
 
-from klineage.transform import matching_optimize_site
 from klineage.transforms.specialization import Specialization
+from tests.transforms.roundtrip import round_trip
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "src" / "klineage" / "examples"
 
@@ -30,18 +29,6 @@ EXPERT = textwrap.dedent(
 )
 SIMPLE_0 = EXPERT.replace('@triton.jit(do_not_specialize=["T"])', "@triton.jit")
 SIMPLE_1 = EXPERT.replace(', do_not_specialize=["eps"], do_not_specialize_on_alignment=["x_ptr"])', ")")
-
-
-def round_trip(t, src):
-    count = 0
-    for site in t.sites(src):
-        simplified = t.simplify(src, site)
-        ast.parse(simplified)
-        target = matching_optimize_site(t, simplified, site)
-        assert target is not None, site
-        assert t.optimize(simplified, target, site.params) == src
-        count += 1
-    return count
 
 
 def test_simplify_fixture():
