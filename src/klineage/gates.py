@@ -575,12 +575,39 @@ def ceilings_job(_: Any = None) -> dict:
     return measure_ceilings()
 
 
-def profile_job(request: GateRequest) -> Verdict:
-    """Time the program on the workload's bench case against PyTorch eager, interleaved."""
+def _input_sets(wl_module, case: dict, count: int) -> list[list]:
+    """`count` input sets of one case on the GPU, seeds 0..count-1: timing cycles through them so the cache is
+    not what is measured."""
     import torch
 
+    from klineage.workload import make_case_inputs
+
+    return [
+        [x.cuda() if isinstance(x, torch.Tensor) else x for x in make_case_inputs(wl_module, case, seed)]
+        for seed in range(count)
+    ]
+
+
+def _rotating(model, sets: list[list]):
+    """A no-argument call of `model` on the next input set each time."""
+    import itertools
+
+    import torch
+
+    cycle = itertools.cycle(sets)
+
+    def call():
+        with torch.no_grad():
+            return model(*next(cycle))
+
+    return call
+
+
+def profile_job(request: GateRequest) -> Verdict:
+    """Time the program on the workload's bench case against PyTorch eager, interleaved."""
+
     from klineage.timing import roofline, time_calls
-    from klineage.workload import case_roofline, make_case_init_inputs, make_case_inputs
+    from klineage.workload import case_roofline, make_case_init_inputs
 
     started = time.perf_counter()
     workload, wl_module, program_module = _prepare(request, interpret=False)
@@ -590,23 +617,10 @@ def profile_job(request: GateRequest) -> Verdict:
     model = _build(program_module.ModelNew, init).cuda()
     reference = _build(wl_module.Model, init).cuda()
     settings = request.settings
-    sets = [
-        [x.cuda() if isinstance(x, torch.Tensor) else x for x in make_case_inputs(wl_module, case, seed)]
-        for seed in range(settings.rotate_sets)
-    ]
-
-    def rotating(fn):
-        state = {"i": 0}
-
-        def call():
-            state["i"] += 1
-            with torch.no_grad():
-                return fn(*sets[state["i"] % len(sets)])
-
-        return call
+    sets = _input_sets(wl_module, case, settings.rotate_sets)
 
     program_t, eager_t = time_calls(
-        [rotating(model), rotating(reference)], settings.profile_warmup_ms, settings.profile_rep_ms,
+        [_rotating(model, sets), _rotating(reference, sets)], settings.profile_warmup_ms, settings.profile_rep_ms,
         settings.profile_min_reps,
     )  # fmt: skip
     metrics = {
@@ -638,11 +652,10 @@ def profile_job(request: GateRequest) -> Verdict:
 def profile_pair_job(payload: tuple[GateRequest, Program]) -> dict:
     """Time a parent program and a child program interleaved on the bench case (the same input sets for both):
     the measured effect of one step, with each side's spread."""
-    import torch
 
     from klineage.program import install
     from klineage.timing import time_calls
-    from klineage.workload import make_case_init_inputs, make_case_inputs
+    from klineage.workload import make_case_init_inputs
 
     request, child = payload
     workload, wl_module, parent_module = _prepare(request, interpret=False)
@@ -651,22 +664,9 @@ def profile_pair_job(payload: tuple[GateRequest, Program]) -> dict:
     init = make_case_init_inputs(wl_module, case)
     parent_model = _build(parent_module.ModelNew, init).cuda()
     child_model = _build(child_module.ModelNew, init).cuda()
-    sets = [
-        [x.cuda() if isinstance(x, torch.Tensor) else x for x in make_case_inputs(wl_module, case, seed)]
-        for seed in range(request.settings.rotate_sets)
-    ]
-    state = {"parent": 0, "child": 0}
-
-    def caller(model, key):
-        def call():
-            state[key] += 1
-            with torch.no_grad():
-                return model(*sets[state[key] % len(sets)])
-
-        return call
-
+    sets = _input_sets(wl_module, case, request.settings.rotate_sets)
     settings = request.settings
-    calls = [caller(parent_model, "parent"), caller(child_model, "child")]
+    calls = [_rotating(parent_model, sets), _rotating(child_model, sets)]
     parent_t, child_t = time_calls(
         calls, settings.profile_warmup_ms, settings.profile_rep_ms, settings.profile_min_reps
     )
