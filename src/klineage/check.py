@@ -104,7 +104,8 @@ def check(
                 request = GateRequest(
                     **{**request.__dict__, "ceilings": ceilings_for(device, settings, sandbox, cache)}
                 )
-            extra = {"seeds": settings.seeds, "target": target, "guard": settings.guard_bytes}
+            extra = {"seeds": settings.seeds, "seed_base": settings.seed_base, "target": target,
+                     "guard": settings.guard_bytes}
             if gate == "profile":
                 extra.update(rep=settings.profile_rep_ms, sets=settings.rotate_sets)
             key = verdict_key(program.hash, workload.hash, gate, name, versions(), extra)

@@ -151,22 +151,19 @@ def bundled_examples() -> list[tuple[Path, Path]]:
 
 
 @main.command()
-def examples() -> None:
-    """List the bundled example workloads and programs with their paths."""
-    table = Table(title="bundled examples", title_justify="left")
-    table.add_column("workload")
-    table.add_column("program")
-    table.add_column("path")
-    for wl, prog in bundled_examples():
-        table.add_row(wl.parent.name, prog.stem, str(prog))
-    console.print(table)
-
-
-@main.command()
+@click.option("--check", "run_checks", is_flag=True, help="Also run the gates on every bundled program.")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
 @click.option("--json", "as_json", is_flag=True)
-def demo(device, as_json) -> None:
-    """Check every bundled example program against its workload (the main job, for now)."""
+def examples(run_checks, device, as_json) -> None:
+    """List the bundled example workloads and programs (with --check: run the gates on each)."""
+    if not run_checks:
+        table = Table(title="bundled examples", title_justify="left")
+        for column in ("workload", "program", "path"):
+            table.add_column(column)
+        for wl, prog in bundled_examples():
+            table.add_row(wl.parent.name, prog.stem, str(prog))
+        console.print(table)
+        return
     from klineage.check import check as run_check
     from klineage.check import resolve_device
     from klineage.program import load_program
@@ -203,6 +200,65 @@ def demo(device, as_json) -> None:
             console.print("No GPU: correctness ran in the Triton interpreter, compile targeted "
                           f"{settings.target}; timings need a GPU.")  # fmt: skip
     sys.exit(0 if all(r.passed for r in reports) else 1)
+
+
+DEMO_EXPERT = ("softmax", "tuned.py")  # mined by `klineage demo`
+DEMO_TARGET = ("softmax", "naive.py")  # optimized with the mined skills
+
+
+@main.command()
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
+@click.option("--budget", type=int, default=8, show_default=True, help="Gate evaluations for the optimize step.")
+@click.option("--json", "as_json", is_flag=True)
+def demo(device, budget, as_json) -> None:
+    """The main job end to end: mine the bundled softmax expert into a library, optimize the bundled naive softmax
+    with the mined skills, print the lineage and the report (on the CPU when there is no GPU)."""
+    from klineage.check import resolve_device
+    from klineage.library import Library
+    from klineage.mine import mine as run_mine
+    from klineage.optimize import optimize as run_optimize
+    from klineage.optimize import proposer_for, report, write_outputs
+    from klineage.probe import probe_lineage
+    from klineage.program import load_program
+    from klineage.sandbox import Sandbox
+    from klineage.skills import skills_from_lineage
+    from klineage.workload import load_workload
+
+    dev = resolve_device(device)
+    settings = Settings.from_env()
+    workload = load_workload(EXAMPLES_DIR / DEMO_EXPERT[0] / "workload.py")
+    expert = load_program(EXAMPLES_DIR / DEMO_EXPERT[0] / DEMO_EXPERT[1])
+    target_wl = load_workload(EXAMPLES_DIR / DEMO_TARGET[0] / "workload.py")
+    target = load_program(EXAMPLES_DIR / DEMO_TARGET[0] / DEMO_TARGET[1])
+    library_dir = settings.data_dir / "demo" / "library"
+    with _progress(as_json) as progress, Sandbox(warm=settings.warm) as sandbox:
+        task = progress.add_task("mining", total=None)
+        lineage = run_mine(workload, expert, settings, dev, sandbox,
+                           on_step=lambda st: progress.update(task, description=f"mining: step {st.index} "
+                                                              f"{st.transform}"))  # fmt: skip
+        progress.update(task, description="probing conditions")
+        probes = probe_lineage(lineage, workload, settings, dev, sandbox)
+        skills = skills_from_lineage(lineage, probes)
+        with Library(library_dir) as library:
+            for skill in skills:
+                library.save(skill)
+        proposer = proposer_for("klineage", target_wl, settings, dev, library_dir)
+        progress.update(task, description="optimizing", total=budget, completed=0)
+        trajectory = run_optimize(target_wl, target, proposer, settings, dev, budget, sandbox,
+                                  on_attempt=lambda a: progress.update(task, completed=a.evaluation))  # fmt: skip
+    paths = write_outputs(trajectory, settings.data_dir / "demo" / "optimized")
+    if as_json:
+        click.echo(json.dumps({"lineage": lineage.as_dict(), "skills": [s.id for s in skills],
+                               "trajectory": trajectory.as_dict(), "outputs": {k: str(v) for k, v in paths.items()}},
+                              indent=2, default=str))  # fmt: skip
+        sys.exit(0)
+    console.print(lineage_table(lineage))
+    console.print(f"{len(skills)} skills written to {library_dir}\n")
+    console.print(report(trajectory))
+    console.print(f"optimized program and diff: {paths['program']}, {paths['diff']}", style="dim")
+    if dev == "cpu":
+        console.print("No GPU: correctness ran in the Triton interpreter and compile targeted "
+                      f"{settings.target}; timings need a GPU.")  # fmt: skip
 
 
 @main.command()
@@ -251,6 +307,62 @@ def mine(workload, expert, library_dir, device, max_steps, no_probe, modules, as
         click.echo(json.dumps({"lineage": lineage.as_dict(), "skills": [s.id for s in skills],
                                "library": str(where)}, indent=2, default=str))  # fmt: skip
         return
+    console.print(lineage_table(lineage))
+    console.print(f"{len(skills)} skills written to {where}")
+    if dev == "cpu":
+        console.print("No GPU: effects are unmeasured (static metric deltas only).", style="dim")
+
+
+@main.command()
+@click.argument("workload", type=click.Path(path_type=Path))
+@click.argument("program", type=click.Path(path_type=Path))
+@click.option("--library", "library_dir", type=click.Path(path_type=Path), default=None,
+              help="Skill library directory (default: $KLINEAGE_HOME/library).")  # fmt: skip
+@click.option("--budget", type=int, default=20, show_default=True,
+              help="Gate evaluations this run may spend (the starting program's check counts as one).")  # fmt: skip
+@click.option("--method", type=click.Choice(["klineage", "blind", "memory", "autotune"]), default="klineage",
+              show_default=True)  # fmt: skip
+@click.option("--materializer", type=click.Choice(["mechanical", "llm"]), default="mechanical", show_default=True)
+@click.option("--memory", "memory_path", type=click.Path(path_type=Path), default=None,
+              help="Knowledge base for --method memory (default: $KLINEAGE_HOME/memory.json).")  # fmt: skip
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Write program.py, changes.diff, trajectory.json and report.md here.")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print the trajectory as JSON.")
+def optimize(workload, program, library_dir, budget, method, materializer, memory_path, device, out, as_json) -> None:
+    """Apply skills to PROGRAM under the gates within a budget; print the report (and write the outputs)."""
+    from klineage.check import resolve_device
+    from klineage.optimize import optimize as run_optimize
+    from klineage.optimize import proposer_for, report, write_outputs
+    from klineage.program import load_program
+    from klineage.workload import load_workload
+
+    if budget < 2:
+        raise UserError("--budget: at least 2 (the starting program's check is the first evaluation)")
+    if materializer == "llm":
+        raise UserError("--materializer llm: no model endpoint is configured (set KLINEAGE_LLM_BASE_URL)")
+    wl, prog, dev = load_workload(workload), load_program(program), resolve_device(device)
+    settings = Settings.from_env()
+    proposer = proposer_for(method, wl, settings, dev, library_dir or settings.data_dir / "library", memory_path)
+    with _progress(as_json) as progress:
+        task = progress.add_task(f"optimizing ({method})", total=budget)
+
+        def on_attempt(attempt) -> None:
+            progress.update(task, completed=attempt.evaluation,
+                            description=f"{attempt.candidate.label[:50]}: {attempt.outcome}")  # fmt: skip
+
+        trajectory = run_optimize(wl, prog, proposer, settings, dev, budget, on_attempt=on_attempt)
+    paths = write_outputs(trajectory, out) if out else {}
+    if as_json:
+        click.echo(json.dumps(trajectory.as_dict() | {"outputs": {k: str(v) for k, v in paths.items()}}, indent=2,
+                              default=str))  # fmt: skip
+        return
+    console.print(report(trajectory))
+    if paths:
+        console.print(f"written: {', '.join(str(p) for p in paths.values())}", style="dim")
+
+
+def lineage_table(lineage) -> Table:
     table = Table(title=f"lineage {lineage.id} ({len(lineage.accepted)} accepted, {len(lineage.rejected)} rejected)",
                   title_justify="left")  # fmt: skip
     for column in ("step", "transform", "function", "verdict", "reason", "effect"):
@@ -264,10 +376,76 @@ def mine(workload, expert, library_dir, device, max_steps, no_probe, modules, as
         table.add_row(str(step.index), step.transform, step.site["function"],
                       "[green]accepted[/]" if step.accepted else "[red]rejected[/]",
                       f"{failed['code']}: {failed['reason'][:80]}" if failed else "", shown)  # fmt: skip
-    console.print(table)
-    console.print(f"{len(skills)} skills written to {where}")
-    if dev == "cpu":
-        console.print("No GPU: effects are unmeasured (static metric deltas only).", style="dim")
+    return table
+
+
+@main.command()
+@click.argument("suite_name", metavar="SUITE")
+@click.option("--methods", default="klineage,blind,memory,autotune", show_default=True)
+@click.option("--budget", type=int, default=12, show_default=True, help="Gate evaluations per run.")
+@click.option("--library", "library_dir", type=click.Path(path_type=Path), default=None)
+@click.option("--memory", "memory_path", type=click.Path(path_type=Path), default=None)
+@click.option("--instances", default=None, help="Comma-separated instance names (default: the whole suite).")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="Report folder (default: ./bench-out).")
+@click.option("--json", "as_json", is_flag=True)
+def bench(suite_name, methods, budget, library_dir, memory_path, instances, device, out, as_json) -> None:
+    """Run methods x instances of SUITE (heldout, naive, experts or a folder) under one budget; write the report."""
+    from klineage.bench import markdown, run_bench, suite, write_report
+    from klineage.check import resolve_device
+    from klineage.optimize import METHODS
+
+    wanted = [m.strip() for m in methods.split(",") if m.strip()]
+    if bad := [m for m in wanted if m not in METHODS]:
+        raise UserError(f"--methods: unknown method {bad[0]!r}; known: {', '.join(METHODS)}")
+    settings, dev = Settings.from_env(), resolve_device(device)
+    chosen = suite(suite_name, settings)
+    if instances:
+        names = [n.strip() for n in instances.split(",")]
+        if missing := [n for n in names if n not in {i.name for i in chosen}]:
+            raise UserError(f"--instances: no instance {missing[0]!r} in suite {suite_name}")
+        chosen = [i for i in chosen if i.name in names]
+    if not chosen:
+        raise UserError(f"suite {suite_name} has no instances (experts: run `klineage mine` first)")
+    with _progress(as_json) as progress:
+        task = progress.add_task("bench", total=None)
+        result = run_bench(chosen, wanted, budget, settings, dev, library_dir or settings.data_dir / "library",
+                           memory_path, on_progress=lambda text: progress.update(task, description=text))  # fmt: skip
+    paths = write_report(result, out or Path("bench-out"))
+    if as_json:
+        click.echo(json.dumps({**result["summary"], "outputs": {k: str(v) for k, v in paths.items()}}, indent=2))
+        return
+    console.print(markdown(result))
+    console.print(f"written: {', '.join(str(p) for p in paths.values())}", style="dim")
+
+
+@main.group()
+def memory() -> None:
+    """The memory baseline's knowledge base (past optimization outcomes by program features)."""
+
+
+@memory.command("build")
+@click.option("--suite", "suite_name", default="experts", show_default=True,
+              help="Instances whose blind optimization runs fill the knowledge base.")  # fmt: skip
+@click.option("--budget", type=int, default=12, show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="Default: $KLINEAGE_HOME/memory.json.")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
+def memory_build(suite_name, budget, out, device) -> None:
+    """Run blind optimization on SUITE's starting programs and remember every outcome."""
+    from klineage.bench import build_memory, suite
+    from klineage.check import resolve_device
+    from klineage.optimize import memory_path
+
+    settings, dev = Settings.from_env(), resolve_device(device)
+    chosen = suite(suite_name, settings)
+    if not chosen:
+        raise UserError(f"suite {suite_name} has no instances (experts: run `klineage mine` first)")
+    path = out or memory_path(settings)
+    with _progress(False) as progress:
+        task = progress.add_task("memory", total=None)
+        added = build_memory(chosen, settings, dev, budget, path,
+                             on_progress=lambda text: progress.update(task, description=text))  # fmt: skip
+    console.print(f"{added} outcomes from {len(chosen)} runs remembered in {path}")
 
 
 @main.group()

@@ -44,6 +44,7 @@ class Settings:
 
     data_dir: Path = field(default_factory=lambda: Path.home() / ".local" / "share" / "klineage")
     seeds: int = 5  # fresh seeds per correctness check, on top of the workload's named cases
+    seed_base: int = 1000  # first fresh seed; a re-check with hidden seeds uses another base
     timeout_s: float = 300.0  # per sandboxed evaluation
     target: str = DEFAULT_TARGET
     warm: bool = True  # reuse a warm worker that paid the torch/Triton import once

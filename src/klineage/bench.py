@@ -1,0 +1,414 @@
+"""Evaluation: methods x instances under one budget, with references, correctness escapes and a stamped report.
+
+An instance is a workload, the program an optimizer starts from, and optionally the expert program it is compared
+with. Suites:
+- `heldout`: the 22 naive programs of `klineage.suites` (no lineage touched them);
+- `naive`: the bundled examples' naive programs, with their tuned versions as the expert;
+- `experts`: the simplest form of every finished lineage under `$KLINEAGE_HOME/lineages` (what mining reduced each
+  expert to), with the expert itself as the reference.
+
+Per instance and method: final speedup over the starting program, fraction of the expert's speed, fraction of the
+roofline, speedup over `torch.compile`, gate evaluations until 95% of the final speedup, share of candidates that
+failed a gate, and correctness escapes: every final program that differs from its start is re-checked with hidden
+seeds and with probe cases inside the workload's domain; a failure there that the starting program does not have is
+an escape. References (PyTorch eager, `torch.compile`, the expert, the start) are timed side by side in one job."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from klineage.config import Settings, device_name, versions
+from klineage.gates import GateRequest, Verdict, run_gate
+from klineage.mine import Lineage, LineageStore, Step
+from klineage.optimize import Trajectory, optimize, proposer_for, remember
+from klineage.probe import make_probes
+from klineage.program import Program, load_program
+from klineage.sandbox import Job, Sandbox
+from klineage.workload import UserError, Workload, load_workload
+
+EXAMPLES_DIR = Path(__file__).parent / "examples"
+HIDDEN_SEED_BASE = 7_919_000  # never used by the correctness gate during a run
+HIDDEN_SEEDS = 6
+# Probe predicates re-checked on every final program, when the workload's domain allows the violation.
+ESCAPE_PROBES = ("divisible_by_block", "contiguous", "dtype_fp32", "dtype_fp16", "dtype_bf16")
+
+
+@dataclass(frozen=True)
+class Instance:
+    name: str
+    workload: Path
+    start: Program = field(repr=False)
+    expert: Program | None = field(default=None, repr=False)
+
+
+def suite(name: str, settings: Settings) -> list[Instance]:
+    if name == "heldout" or Path(name).is_dir():
+        from klineage.suites import suite_instances
+
+        try:
+            pairs = suite_instances(name)
+        except KeyError as e:
+            raise UserError(str(e.args[0])) from None
+        return [Instance(w.parent.name, w, load_program(p)) for w, p in pairs]
+    if name == "naive":
+        out = []
+        for folder in sorted(EXAMPLES_DIR.iterdir()):
+            naive, tuned = folder / "naive.py", folder / "tuned.py"
+            if naive.is_file():
+                out.append(Instance(folder.name, folder / "workload.py", load_program(naive),
+                                    load_program(tuned) if tuned.is_file() else None))  # fmt: skip
+        return out
+    if name == "experts":
+        return expert_instances(settings)
+    raise UserError(f"unknown suite {name!r}: expected heldout, naive, experts or a suite folder")
+
+
+def expert_instances(settings: Settings) -> list[Instance]:
+    """The simplest form of every finished lineage (the latest one per workload and expert), expert as reference."""
+    root = settings.data_dir / "lineages"
+    found: dict[tuple[str, str], tuple[float, Instance]] = {}
+    for lineage_json in sorted(root.glob("*/lineage.json")) if root.is_dir() else []:
+        data = json.loads(lineage_json.read_text())
+        meta_path = lineage_json.parent / "meta.json"
+        if not data.get("finished") or not meta_path.is_file():
+            continue
+        meta = json.loads(meta_path.read_text())
+        lineage = Lineage(**{**data, "steps": [Step.from_dict(s) for s in data["steps"]]})
+        store = LineageStore(lineage_json.parent)
+        simplest = store.load_program(lineage.simplest, lineage.expert)
+        expert = store.load_program(lineage.expert_hash, lineage.expert)
+        key = (lineage.workload, lineage.expert)
+        mtime = lineage_json.stat().st_mtime
+        if key not in found or found[key][0] < mtime:
+            found[key] = (mtime, Instance(f"{lineage.workload}-{lineage.expert}", Path(meta["workload"]), simplest,
+                                          expert))  # fmt: skip
+    return [inst for _, inst in sorted(found.values(), key=lambda t: t[1].name)]
+
+
+# --- references and escapes ---------------------------------------------------------------------------------------
+
+
+def references_job(payload: tuple[GateRequest, list[Program]]) -> dict:
+    """Time PyTorch eager, torch.compile of the reference and each given program, interleaved, on the bench case."""
+    import torch
+
+    from klineage.gates import _build, _input_sets, _prepare, _rotating
+    from klineage.program import install
+    from klineage.timing import time_calls
+    from klineage.workload import make_case_init_inputs
+
+    request, programs = payload
+    workload, wl_module, _ = _prepare(request, interpret=False)
+    case = workload.cases[workload.bench_case()]
+    init = make_case_init_inputs(wl_module, case)
+    sets = _input_sets(wl_module, case, request.settings.rotate_sets)
+    eager = _build(wl_module.Model, init).cuda()
+    compiled = torch.compile(_build(wl_module.Model, init).cuda())
+    calls = [_rotating(eager, sets), _rotating(compiled, sets)]
+    for program in programs:
+        calls.append(_rotating(_build(install(program).ModelNew, init).cuda(), sets))
+    s = request.settings
+    timings = time_calls(calls, s.profile_warmup_ms, s.profile_rep_ms, s.profile_min_reps)
+    names = ["eager", "torch_compile"] + [f"program{i}" for i in range(len(programs))]
+    return {n: {"ms": t.median_ms, "spread": t.spread} for n, t in zip(names, timings)}
+
+
+def escapes(workload: Workload, start: Program, final: Program, settings: Settings, device: str,
+            sandbox: Sandbox) -> list[dict]:  # fmt: skip
+    """Failures of `final` on hidden seeds and in-domain probe cases that `start` does not have."""
+    if final.hash == start.hash:
+        return []
+    hidden = settings.replace(seed_base=HIDDEN_SEED_BASE, seeds=HIDDEN_SEEDS, use_cache=False)
+    checks: list[tuple[str, dict | None]] = [("hidden seeds", None)]
+    for predicate in ESCAPE_PROBES:
+        probes, _ = make_probes(predicate, workload, device)
+        for probe in probes:
+            if _in_domain(probe, workload):
+                checks.append((f"{predicate}: {probe['name']}", probe))
+    found = []
+    for label, probe in checks:
+        final_v = _correct(workload, final, hidden, device, sandbox, probe)
+        if final_v.passed:
+            continue
+        start_v = _correct(workload, start, hidden, device, sandbox, probe)
+        if start_v.passed:
+            found.append({"check": label, "code": final_v.code, "reason": final_v.reason[:300]})
+    return found
+
+
+def _correct(workload, program, settings, device, sandbox, probe) -> Verdict:
+    request = GateRequest(str(workload.path), program, device, settings, settings.target, probe=probe)
+    return run_gate("correctness", request, sandbox)
+
+
+def _in_domain(probe: dict, workload: Workload) -> bool:
+    """A probe counts for escapes only when the workload promises to handle it."""
+    layouts = workload.domain.get("layout") or workload.domain.get("layouts") or ["contiguous"]
+    if probe.get("layout") and probe["layout"] not in layouts:
+        return False
+    dtypes = workload.domain.get("dtype") or workload.domain.get("dtypes")
+    if dtypes and probe["case"].get("dtype") not in dtypes and "dtype" in probe["case"]:
+        return False
+    for key, bounds in workload.domain.items():
+        value = probe["case"].get(key)
+        if isinstance(value, int) and isinstance(bounds, list) and len(bounds) == 2 and all(
+                isinstance(b, int) for b in bounds):  # fmt: skip
+            if not bounds[0] <= value <= bounds[1]:
+                return False
+    return True
+
+
+# --- the run ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    instance: str
+    method: str
+    speedup: float | None  # final over start, timed side by side
+    expert_fraction: float | None  # expert time / final time
+    roofline_fraction: float | None
+    vs_torch_compile: float | None  # torch.compile time / final time
+    evaluations: int
+    evaluations_to_95: int | None
+    failed_share: float
+    kept: int
+    refusals: int
+    escapes: list[dict]
+    seconds: float
+    stop: str
+    best_hash: str
+
+
+def _git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
+                             cwd=Path(__file__).parent)  # fmt: skip
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def run_bench(
+    instances: list[Instance],
+    methods: list[str],
+    budget: int,
+    settings: Settings,
+    device: str,
+    library: Path | None,
+    memory: Path | None = None,
+    on_progress: Callable[[str], None] | None = None,
+) -> dict:
+    started = time.perf_counter()
+    rows: list[Row] = []
+    trajectories: dict[str, dict] = {}
+    references: dict[str, dict] = {}
+    with Sandbox(warm=settings.warm) as sandbox:
+        for inst in instances:
+            workload = load_workload(inst.workload)
+            finals: dict[str, Trajectory] = {}
+            for method in methods:
+                if on_progress:
+                    on_progress(f"{inst.name}: {method}")
+                proposer = proposer_for(method, workload, settings, device, library, memory)
+                t = optimize(workload, inst.start, proposer, settings, device, budget, sandbox)
+                finals[method] = t
+                trajectories[f"{inst.name}/{method}"] = t.as_dict()
+            ref = {}
+            if device == "cuda":
+                if on_progress:
+                    on_progress(f"{inst.name}: references")
+                programs = [inst.start] + ([inst.expert] if inst.expert else []) + [t.best for t in finals.values()]
+                request = GateRequest(str(workload.path), inst.start, device, settings)
+                job = Job("klineage.bench:references_job", (request, programs), env={"KLINEAGE_DEVICE": device},
+                          timeout_s=settings.timeout_s * 2)  # fmt: skip
+                result = sandbox.run(job)
+                if result.ok:
+                    ref = result.value
+                    ref["start"] = ref.pop("program0")
+                    if inst.expert:
+                        ref["expert"] = ref.pop("program1")
+                    offset = 2 if inst.expert else 1
+                    for i, method in enumerate(finals):
+                        ref[f"final:{method}"] = ref.pop(f"program{i + offset}")
+                else:
+                    ref = {"error": result.error[:300]}
+            references[inst.name] = ref
+            for method, t in finals.items():
+                if on_progress:
+                    on_progress(f"{inst.name}: {method}: re-checking for escapes")
+                found = escapes(workload, inst.start, t.best, settings, device, sandbox)
+                final_ms = ref.get(f"final:{method}", {}).get("ms")
+                start_ms = ref.get("start", {}).get("ms")
+                tried = len(t.attempts)
+                rows.append(Row(
+                    instance=inst.name, method=method,
+                    speedup=start_ms / final_ms if start_ms and final_ms else None,
+                    expert_fraction=ref["expert"]["ms"] / final_ms if final_ms and "expert" in ref else None,
+                    roofline_fraction=t.roofline_fraction,
+                    vs_torch_compile=ref["torch_compile"]["ms"] / final_ms if final_ms and "torch_compile" in ref
+                    else None,
+                    evaluations=t.evaluations, evaluations_to_95=t.evaluations_to(0.95),
+                    failed_share=sum(a.outcome == "failed_gate" for a in t.attempts) / tried if tried else 0.0,
+                    kept=sum(a.kept for a in t.attempts), refusals=len(t.refusals), escapes=found,
+                    seconds=t.seconds, stop=t.stop, best_hash=t.best.hash,
+                ))  # fmt: skip
+    return {
+        "stamp": {"device": device_name(device), "versions": versions(), "commit": _git_commit(), "budget": budget,
+                  "methods": methods, "instances": [i.name for i in instances],
+                  "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+                  "seconds": time.perf_counter() - started, "timed": device == "cuda"},  # fmt: skip
+        "rows": [asdict(r) for r in rows],
+        "summary": summarize(rows, methods),
+        "references": references,
+        "trajectories": trajectories,
+    }
+
+
+def geomean(values: list[float]) -> float | None:
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def summarize(rows: list[Row], methods: list[str]) -> dict:
+    out = {}
+    for method in methods:
+        mine = [r for r in rows if r.method == method]
+        to95 = [r.evaluations_to_95 for r in mine if r.evaluations_to_95]
+        out[method] = {
+            "instances": len(mine),
+            "geomean_speedup": geomean([r.speedup for r in mine if r.speedup]),
+            "geomean_expert_fraction": geomean([r.expert_fraction for r in mine if r.expert_fraction]),
+            "geomean_vs_torch_compile": geomean([r.vs_torch_compile for r in mine if r.vs_torch_compile]),
+            "mean_roofline_fraction": _mean([r.roofline_fraction for r in mine if r.roofline_fraction]),
+            "mean_evaluations_to_95": _mean(to95),
+            "mean_failed_share": _mean([r.failed_share for r in mine]),
+            "fast_1": _mean([1.0 if (r.speedup or 0) > 1.0 and not r.escapes else 0.0 for r in mine]),
+            "escapes": sum(bool(r.escapes) for r in mine),
+        }
+    return out
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _f(value, fmt: str = ".3f") -> str:
+    return "n/a" if value is None else format(value, fmt)
+
+
+def markdown(result: dict) -> str:
+    s = result["stamp"]
+    lines = [f"# KLineage bench: {', '.join(s['methods'])} on {len(s['instances'])} instances", "",
+             f"Device {s['device']}; commit {s['commit']}; budget {s['budget']} gate evaluations per run; "
+             f"{s['date']}; {s['seconds']:.0f} s; versions {s['versions']}.", ""]  # fmt: skip
+    if not s["timed"]:
+        lines += ["No GPU: nothing was timed. Speedups, roofline fractions and evaluations-to-95% need a GPU; the "
+                  "gates, refusals and escape re-checks below are real.", ""]  # fmt: skip
+    lines += ["| method | geomean speedup | x expert | x torch.compile | roofline | evals to 95% | failed share | "
+              "fast_1 | escapes |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for method, m in result["summary"].items():
+        lines.append(f"| {method} | {_f(m['geomean_speedup'])} | {_f(m['geomean_expert_fraction'])} | "
+                     f"{_f(m['geomean_vs_torch_compile'])} | {_f(m['mean_roofline_fraction'], '.2f')} | "
+                     f"{_f(m['mean_evaluations_to_95'], '.1f')} | {_f(m['mean_failed_share'], '.2f')} | "
+                     f"{_f(m['fast_1'], '.2f')} | {m['escapes']} |")  # fmt: skip
+    lines += ["", "| instance | method | speedup | x expert | roofline | x torch.compile | evals | to 95% | kept | "
+              "refused | escapes | stop |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in result["rows"]:
+        esc = "; ".join(e["check"] for e in r["escapes"]) or "0"
+        lines.append(f"| {r['instance']} | {r['method']} | {_f(r['speedup'])} | {_f(r['expert_fraction'])} | "
+                     f"{_f(r['roofline_fraction'], '.2f')} | {_f(r['vs_torch_compile'])} | {r['evaluations']} | "
+                     f"{r['evaluations_to_95'] or 'n/a'} | {r['kept']} | {r['refusals']} | {esc} | {r['stop']} |")
+    return "\n".join(lines) + "\n"
+
+
+def plots(result: dict, out: Path) -> list[Path]:
+    """Best speedup against gate evaluations spent (per method), fraction of roofline and speedup over
+    torch.compile per instance. Needs matplotlib (the `plots` extra); without it, nothing is drawn and the JSON
+    holds the same data."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    if not result["stamp"]["timed"]:
+        return []
+    written = []
+    fig, ax = plt.subplots(figsize=(7, 4))
+    budget = result["stamp"]["budget"]
+    for method in result["stamp"]["methods"]:
+        curves = []
+        for key, t in result["trajectories"].items():
+            if not key.endswith(f"/{method}"):
+                continue
+            best, curve, attempts = 0.0, [], {a["evaluation"]: a for a in t["attempts"]}
+            for e in range(1, budget + 1):
+                a = attempts.get(e)
+                if a and a["kept"] and a["effect"].get("measured"):
+                    best += math.log(a["effect"]["speedup"])
+                curve.append(best)
+            curves.append(curve)
+        if curves:
+            mean = [math.exp(sum(c[i] for c in curves) / len(curves)) for i in range(budget)]
+            ax.plot(range(1, budget + 1), mean, label=method)
+    ax.set_xlabel("gate evaluations spent")
+    ax.set_ylabel("geomean best speedup (product of kept steps)")
+    ax.legend()
+    fig.tight_layout()
+    written.append(out / "speedup_vs_evaluations.png")
+    fig.savefig(written[-1], dpi=120)
+    plt.close(fig)
+    for metric, label, name in (("roofline_fraction", "fraction of roofline", "roofline.png"),
+                                ("vs_torch_compile", "speedup over torch.compile", "vs_torch_compile.png")):
+        fig, ax = plt.subplots(figsize=(max(7, len(result["stamp"]["instances"]) * 0.5), 4))
+        methods = result["stamp"]["methods"]
+        width = 0.8 / len(methods)
+        for j, method in enumerate(methods):
+            values = [next((r[metric] or 0 for r in result["rows"] if r["instance"] == i and r["method"] == method),
+                           0) for i in result["stamp"]["instances"]]  # fmt: skip
+            ax.bar([k + j * width for k in range(len(values))], values, width, label=method)
+        ax.set_xticks([k + 0.4 - width / 2 for k in range(len(result["stamp"]["instances"]))])
+        ax.set_xticklabels(result["stamp"]["instances"], rotation=60, ha="right", fontsize=7)
+        ax.set_ylabel(label)
+        ax.legend()
+        fig.tight_layout()
+        written.append(out / name)
+        fig.savefig(written[-1], dpi=120)
+        plt.close(fig)
+    return written
+
+
+def write_report(result: dict, out: Path) -> dict[str, Path]:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"json": out / "bench.json", "markdown": out / "bench.md"}
+    paths["json"].write_text(json.dumps(result, indent=1, default=str))
+    paths["markdown"].write_text(markdown(result))
+    for p in plots(result, out):
+        paths[p.stem] = p
+    return paths
+
+
+def build_memory(instances: list[Instance], settings: Settings, device: str, budget: int, path: Path,
+                 on_progress: Callable[[str], None] | None = None) -> int:  # fmt: skip
+    """The memory baseline's knowledge base: blind optimization runs on the given instances (the experts' simplest
+    forms), every attempt remembered with its program's features and observed outcome."""
+    added = 0
+    with Sandbox(warm=settings.warm) as sandbox:
+        for inst in instances:
+            if on_progress:
+                on_progress(inst.name)
+            workload = load_workload(inst.workload)
+            proposer = proposer_for("blind", workload, settings, device)
+            t = optimize(workload, inst.start, proposer, settings, device, budget, sandbox, explore=True)
+            added += remember(t, workload, path)
+    return added

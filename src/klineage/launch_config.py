@@ -1,0 +1,176 @@
+"""Launch configuration: the tile sizes, warp counts and pipeline depths a program launches its kernels with.
+
+Not a reversible transform: a parameter search space. A launch `kernel[grid](..., BLOCK_M=BLOCK_M, num_warps=4)`
+has tunable parameters when a keyword argument is a constexpr tile size, `num_warps` or `num_stages`, and its value
+is an integer literal at the launch or a name bound to an integer literal in the launching function (chained
+assignments such as `BLOCK_M = BLOCK_N = 32` included). Changing the bound name, not the keyword, keeps a grid that
+reads the same name consistent with the tile.
+
+`tunables(source)` lists them; `with_values(source, {param: value})` rewrites them; `neighbourhood` proposes
+nearby values (x2, /2, powers of two within bounds)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import libcst as cst
+
+# Constexpr names that are tile sizes by convention (BLOCK_M, BLOCK_SIZE, TILE_N, BLOCK, BN, GROUP_M excluded).
+TILE_NAME = re.compile(r"^(BLOCK|TILE)(_?[A-Z0-9]*)?$|^B[MNK]$|^(BLOCK|TILE)_SIZE(_[A-Z0-9]+)?$")
+KNOBS = ("num_warps", "num_stages")
+BOUNDS = {"num_warps": (1, 16), "num_stages": (1, 5)}
+TILE_BOUNDS = (16, 4096)
+
+
+@dataclass(frozen=True)
+class Tunable:
+    kernel: str
+    keyword: str  # the launch's keyword: BLOCK_M, num_warps, ...
+    name: str  # what is rewritten: the keyword itself (literal) or the host name bound to the literal
+    value: int
+    bound: str  # "literal" (at the launch) or "assigned" (a name in the launching function)
+    function: str
+
+    @property
+    def key(self) -> str:
+        return self.name if self.bound == "assigned" else f"{self.kernel}.{self.keyword}"
+
+
+def _is_tunable_keyword(keyword: str) -> bool:
+    return keyword in KNOBS or bool(TILE_NAME.match(keyword))
+
+
+def _int(node: cst.BaseExpression) -> int | None:
+    return int(node.value, 0) if isinstance(node, cst.Integer) else None
+
+
+class _Finder(cst.CSTVisitor):
+    def __init__(self):
+        self.functions: list[cst.FunctionDef] = []
+        self.found: list[Tunable] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions.append(node)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not isinstance(node.func, cst.Subscript) or not isinstance(node.func.value, cst.Name):
+            return
+        kernel = node.func.value.value
+        function = self.functions[-1] if self.functions else None
+        bindings = _literal_bindings(function) if function is not None else {}
+        for arg in node.args:
+            if arg.keyword is None or not _is_tunable_keyword(arg.keyword.value):
+                continue
+            keyword = arg.keyword.value
+            fname = function.name.value if function is not None else "<module>"
+            if (value := _int(arg.value)) is not None:
+                self.found.append(Tunable(kernel, keyword, keyword, value, "literal", fname))
+            elif isinstance(arg.value, cst.Name) and arg.value.value in bindings:
+                name = arg.value.value
+                self.found.append(Tunable(kernel, keyword, name, bindings[name], "assigned", fname))
+
+
+def _literal_bindings(function: cst.FunctionDef) -> dict[str, int]:
+    """Names bound exactly once in the function body, to an integer literal (directly or in a chain)."""
+    counts: dict[str, int] = {}
+    values: dict[str, int] = {}
+    for stmt in function.body.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if not isinstance(small, cst.Assign):
+                continue
+            value = _int(small.value)
+            for target in small.targets:
+                if isinstance(target.target, cst.Name):
+                    name = target.target.value
+                    counts[name] = counts.get(name, 0) + 1
+                    if value is not None:
+                        values[name] = value
+    return {k: v for k, v in values.items() if counts[k] == 1}
+
+
+def tunables(source: str) -> list[Tunable]:
+    """Every tunable launch parameter, in source order, one entry per distinct `key`."""
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError:
+        return []
+    finder = _Finder()
+    module.visit(finder)
+    out, seen = [], set()
+    for t in finder.found:
+        if t.key not in seen:
+            seen.add(t.key)
+            out.append(t)
+    return out
+
+
+class _Rewriter(cst.CSTTransformer):
+    def __init__(self, values: dict[str, int], found: dict[str, Tunable]):
+        self.values, self.found = values, found
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        if not isinstance(updated.func, cst.Subscript) or not isinstance(updated.func.value, cst.Name):
+            return updated
+        kernel = updated.func.value.value
+        args = []
+        for arg in updated.args:
+            key = f"{kernel}.{arg.keyword.value}" if arg.keyword is not None else None
+            if key in self.values and self.found[key].bound == "literal":
+                arg = arg.with_changes(value=cst.Integer(str(self.values[key])))
+            args.append(arg)
+        return updated.with_changes(args=args)
+
+    def leave_SimpleStatementLine(self, original, updated):
+        """`A = B = 32` with B retuned becomes `A = 32` and `B = 64` on separate lines."""
+        if len(updated.body) != 1 or not isinstance(updated.body[0], cst.Assign):
+            return updated
+        assign = updated.body[0]
+        names = [t.target.value for t in assign.targets if isinstance(t.target, cst.Name)]
+        if _int(assign.value) is None or not any(n in self.values for n in names):
+            return updated
+        if len(names) != len(assign.targets):
+            return updated
+        lines = [
+            updated.with_changes(body=[cst.Assign([cst.AssignTarget(cst.Name(n))],
+                                                  cst.Integer(str(self.values.get(n, _int(assign.value)))))])
+            for n in names
+        ]  # fmt: skip
+        return cst.FlattenSentinel(lines)
+
+
+def with_values(source: str, values: dict[str, int]) -> str:
+    """Rewrite tunables by `key` (a host name, or `kernel.keyword` for literals at the launch)."""
+    found = {t.key: t for t in tunables(source)}
+    unknown = set(values) - set(found)
+    if unknown:
+        raise KeyError(f"not tunable here: {sorted(unknown)}")
+    return cst.parse_module(source).visit(_Rewriter(values, found)).code
+
+
+def _pow2(v: int) -> bool:
+    return v > 0 and v & (v - 1) == 0
+
+
+def neighbours(t: Tunable) -> list[int]:
+    """Values next to the current one: x2 and /2, kept within bounds and powers of two."""
+    lo, hi = BOUNDS.get(t.keyword, TILE_BOUNDS)
+    out = []
+    for v in (t.value * 2, t.value // 2):
+        if t.keyword == "num_stages":
+            v = t.value + (1 if v > t.value else -1)
+        if lo <= v <= hi and v != t.value and (t.keyword == "num_stages" or _pow2(v)):
+            out.append(v)
+    return out
+
+
+def describe(values: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(values.items()))
+
+
+__all__ = ["Tunable", "describe", "neighbours", "tunables", "with_values"]

@@ -1,0 +1,152 @@
+"""The forward walk: skills applied under the gates, conditions deciding apply / guard / refuse, the baselines, and
+the outputs a user reads. Runs on the CPU (interpreter); nothing here is timed."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from klineage.cli import main
+from klineage.library import Library
+from klineage.optimize import (
+    BlindProposer,
+    MemoryEntry,
+    MemoryProposer,
+    SkillProposer,
+    diff,
+    features,
+    load_memory,
+    optimize,
+    remember,
+    report,
+    write_outputs,
+)
+from klineage.program import load_program
+from klineage.workload import load_workload
+from tests.conftest import EXAMPLES, FIXTURES
+from tests.optimize.skillmaker import make_skill
+
+OPT = FIXTURES / "optimize"
+AUTOTUNE = {"configs": "[triton.Config({'BLOCK': 128}, num_warps=8), triton.Config({'BLOCK': 32}, num_warps=2)]",
+            "key": "['N']"}  # fmt: skip
+
+
+def _rowsum():
+    return load_workload(OPT / "rowsum_workload.py"), load_program(OPT / "rowsum_naive.py")
+
+
+def test_autotune_is_refused_on_an_accumulating_kernel_without_spending_budget(settings):
+    wl, prog = _rowsum()
+    proposer = SkillProposer(wl, settings, "cpu", [make_skill("autotune_single_config", AUTOTUNE,
+                                                              ("idempotent_launch",))])  # fmt: skip
+    assert [c for c in proposer.propose(prog) if c.transform == "autotune_single_config"] == []
+    (refusal,) = proposer.refusals
+    assert refusal.predicate == "idempotent_launch" and "atomic" in refusal.reason
+    assert refusal.function == "rowsum_kernel"
+
+
+@pytest.mark.interpreter
+def test_blind_autotune_on_the_accumulating_kernel_fails_the_correctness_gate(settings, sandbox):
+    """What the condition avoids: the same rewrite, applied without asking, adds the benchmark runs up."""
+    wl, prog = _rowsum()
+    trajectory = optimize(wl, prog, BlindProposer(wl, settings, "cpu"), settings, "cpu", budget=6, sandbox=sandbox,
+                          explore=True)  # fmt: skip
+    tried = [a for a in trajectory.attempts if a.candidate.transform == "autotune_single_config"]
+    assert tried and all(a.outcome == "failed_gate" for a in tried)
+    assert any(v["gate"] == "correctness" and v["status"] == "fail" for v in tried[0].verdicts)
+
+
+@pytest.mark.interpreter
+def test_a_partial_condition_is_applied_behind_a_launch_guard(settings, sandbox):
+    wl, prog = load_workload(OPT / "scale_workload.py"), load_program(OPT / "scale_naive.py")
+    hints = make_skill("alignment_hints", {"hints": [["tl.max_contiguous", "128"], ["tl.multiple_of", "128"]]},
+                       ("contiguous",))  # fmt: skip
+    proposer = SkillProposer(wl, settings, "cpu", [hints])
+    (candidate,) = proposer.propose(prog)
+    assert candidate.guard == "contiguous" and "contiguous: partial" in candidate.decided_by
+    assert "_klineage_all_contiguous(" in candidate.program.source
+    trajectory = optimize(wl, prog, proposer, settings, "cpu", budget=3, sandbox=sandbox)
+    (attempt,) = trajectory.attempts
+    assert attempt.kept and attempt.outcome == "unmeasured"  # passed the strided case too
+    assert trajectory.best.hash == candidate.program.hash
+
+
+@pytest.mark.interpreter
+def test_skills_are_kept_on_cpu_without_inventing_a_time(settings, sandbox):
+    wl, prog = load_workload(EXAMPLES / "softmax" / "workload.py"), load_program(EXAMPLES / "softmax" / "naive.py")
+    skills = [make_skill("launch_knobs", {"num_warps": "8"}, ("shared_memory_fits",)),
+              make_skill("launch_knobs", {"num_warps": "_num_warps(BLOCK)"}, ())]  # an expert helper: not here
+    trajectory = optimize(wl, prog, SkillProposer(wl, settings, "cpu", skills), settings, "cpu", budget=4,
+                          sandbox=sandbox)  # fmt: skip
+    kept = [a for a in trajectory.attempts if a.kept]
+    assert kept and "num_warps=8" in trajectory.best.source
+    assert "_num_warps" not in trajectory.best.source
+    assert not trajectory.timed and trajectory.start_ms is None and trajectory.best_ms is None
+    assert trajectory.speedup is None and trajectory.evaluations_to(0.95) is None
+    text = report(trajectory)
+    assert "No GPU: no time was taken" in text and " ms" not in text
+    assert "+" in diff(trajectory) and "num_warps=8" in diff(trajectory)
+    assert trajectory.evaluations <= 4
+
+
+def test_blind_spends_nothing_on_cpu_without_evidence(settings, sandbox):
+    wl, prog = load_workload(EXAMPLES / "softmax" / "workload.py"), load_program(EXAMPLES / "softmax" / "naive.py")
+    trajectory = optimize(wl, prog, BlindProposer(wl, settings, "cpu"), settings, "cpu", budget=5, sandbox=sandbox)
+    assert trajectory.attempts == [] and trajectory.evaluations == 1  # only the starting program's check
+    assert trajectory.stop == "no candidate left that improves the program"
+
+
+def test_memory_retrieves_by_similarity_and_ignores_conditions(settings, tmp_path):
+    wl, prog = _rowsum()
+    feats = features(prog, wl)
+    entries = [MemoryEntry(feats, "autotune_single_config", AUTOTUNE, 1.5, True, "past"),
+               MemoryEntry({"dot": 1.0}, "launch_knobs", {"num_warps": "4"}, 1.01, True, "other")]  # fmt: skip
+    candidates = MemoryProposer(wl, settings, "cpu", entries).propose(prog)
+    assert candidates[0].transform == "autotune_single_config"  # the unsafe one, first: memory knows no conditions
+    assert candidates[0].expected > 1
+
+
+@pytest.mark.interpreter
+def test_remember_appends_outcomes(settings, sandbox, tmp_path):
+    wl, prog = load_workload(OPT / "scale_workload.py"), load_program(OPT / "scale_naive.py")
+    trajectory = optimize(wl, prog, BlindProposer(wl, settings, "cpu"), settings, "cpu", budget=3, sandbox=sandbox,
+                          explore=True)  # fmt: skip
+    path = tmp_path / "memory.json"
+    assert remember(trajectory, wl, path) == len(trajectory.attempts) >= 1
+    loaded = load_memory(path)
+    assert loaded[0].features == features(prog, wl) and loaded[0].speedup is None  # nothing timed: none invented
+
+
+@pytest.mark.interpreter
+def test_cli_optimize_writes_program_diff_trajectory_and_report(settings, data_dir, tmp_path):
+    with Library(tmp_path / "lib") as lib:
+        lib.save(make_skill("launch_knobs", {"num_warps": "8"}, ("shared_memory_fits",)))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["optimize", str(EXAMPLES / "softmax" / "workload.py"),
+                                       str(EXAMPLES / "softmax" / "naive.py"), "--library", str(tmp_path / "lib"),
+                                       "--budget", "3", "--device", "cpu", "--out", str(out), "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["method"] == "klineage" and data["attempts"][0]["kept"]
+    assert (out / "program.py").read_text().count("num_warps=8") == 1
+    assert json.loads((out / "trajectory.json").read_text())["best_hash"] == data["best_hash"]
+    assert "num_warps=8" in (out / "changes.diff").read_text()
+    assert (out / "report.md").read_text().startswith("# Optimization report")
+
+
+def test_cli_optimize_user_errors_are_one_line(tmp_path):
+    runner = CliRunner()
+    args = ["optimize", str(EXAMPLES / "softmax" / "workload.py"), str(EXAMPLES / "softmax" / "naive.py")]
+    result = runner.invoke(main, [*args, "--library", str(tmp_path / "nothing")])
+    assert result.exit_code == 2 and result.output.count("\n") == 1 and "no skill library" in result.output
+    result = runner.invoke(main, [*args, "--method", "memory", "--memory", str(tmp_path / "none.json")])
+    assert result.exit_code == 2 and "memory" in result.output
+    result = runner.invoke(main, [*args, "--budget", "1"])
+    assert result.exit_code == 2
+
+
+def test_write_outputs_keeps_override_modules(tmp_path, settings, sandbox):
+    wl, prog = load_workload(EXAMPLES / "softmax" / "workload.py"), load_program(EXAMPLES / "softmax" / "naive.py")
+    trajectory = optimize(wl, prog, BlindProposer(wl, settings, "cpu"), settings, "cpu", budget=2, sandbox=sandbox)
+    paths = write_outputs(trajectory, tmp_path / "o")
+    assert paths["program"].read_text() == prog.source and paths["diff"].read_text() == ""

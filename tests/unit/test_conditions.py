@@ -1,0 +1,56 @@
+"""Forward condition checks against a workload's domain, and the launch-time guard for a partial one."""
+
+from klineage.conditions import GATED, HOLDS, PARTIAL, VIOLATED, decide, guarded
+from klineage.workload import load_workload
+from tests.conftest import EXAMPLES, FIXTURES
+
+OPT = FIXTURES / "optimize"
+
+
+def _decide(pred, wl, source="", kernel=None):
+    return decide(pred, load_workload(wl), source, kernel, "cpu", "sm_90")
+
+
+def test_divisibility_is_partial_on_a_ranged_domain():
+    assert _decide("divisible_by_block", EXAMPLES / "matmul" / "workload.py").verdict == PARTIAL
+
+
+def test_layouts_decide_contiguity_and_alignment():
+    assert _decide("contiguous", EXAMPLES / "softmax" / "workload.py").verdict == HOLDS
+    assert _decide("contiguous", OPT / "scale_workload.py").verdict == PARTIAL
+    assert _decide("aligned_16", OPT / "scale_workload.py").verdict == PARTIAL
+
+
+def test_dtypes():
+    assert _decide("dtype_fp32", OPT / "rowsum_workload.py").verdict == HOLDS
+    assert _decide("dtype_bf16", OPT / "rowsum_workload.py").verdict == VIOLATED
+    assert _decide("dtype_fp16", EXAMPLES / "softmax" / "workload.py").verdict == PARTIAL
+
+
+def test_an_atomic_kernel_is_not_idempotent():
+    source = (OPT / "rowsum_naive.py").read_text()
+    decision = _decide("idempotent_launch", OPT / "rowsum_workload.py", source, "rowsum_kernel")
+    assert decision.verdict == VIOLATED and "atomic" in decision.reason
+    assert _decide("idempotent_launch", OPT / "scale_workload.py", (OPT / "scale_naive.py").read_text(),
+                   "scale_kernel").verdict == HOLDS  # fmt: skip
+
+
+def test_in_place_workload_violates_no_aliasing():
+    assert _decide("no_aliasing", EXAMPLES / "cross_entropy" / "workload.py").verdict == VIOLATED
+
+
+def test_gate_checked_predicates_are_left_to_the_gates():
+    assert _decide("tolerance", OPT / "scale_workload.py").verdict == GATED
+    assert _decide("shared_memory_fits", OPT / "scale_workload.py").verdict == GATED
+
+
+def test_guard_keeps_both_kernels_and_dispatches_on_the_tensor_arguments():
+    source = (OPT / "scale_naive.py").read_text()
+    optimized = source.replace("    offs = tl.program_id(0)", "    offs = 1 + tl.program_id(0)")  # any kernel change
+    out = guarded(source, optimized, "scale_kernel", "contiguous")
+    assert out is not None
+    compile(out, "guarded", "exec")
+    assert "def scale_kernel(" in out and "def scale_kernel_when_contiguous(" in out
+    assert "if _klineage_all_contiguous(x, y, N, x.stride(0)):" in out
+    assert "scale_kernel_when_contiguous[(triton.cdiv(N, 128),)]" in out
+    assert guarded(source, optimized, "scale_kernel", "divisible_by_block") is None  # no run-time check for it

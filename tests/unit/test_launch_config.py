@@ -1,0 +1,42 @@
+"""Launch-configuration search space: which launch parameters are tunable, and rewriting them consistently."""
+
+from klineage.launch_config import neighbours, tunables, with_values
+from tests.conftest import EXAMPLES, FIXTURES
+
+
+def test_tunables_of_the_naive_matmul_follow_the_host_names():
+    found = {t.key: t for t in tunables((EXAMPLES / "matmul" / "naive.py").read_text())}
+    assert {"BLOCK_M", "BLOCK_N", "BLOCK_K", "matmul_kernel.num_warps", "matmul_kernel.num_stages"} == set(found)
+    assert found["BLOCK_M"].bound == "assigned" and found["BLOCK_M"].value == 32
+    assert found["matmul_kernel.num_stages"].bound == "literal" and found["matmul_kernel.num_stages"].value == 1
+
+
+def test_with_values_splits_a_chained_assignment_and_keeps_the_grid_consistent():
+    source = (EXAMPLES / "matmul" / "naive.py").read_text()
+    new = with_values(source, {"BLOCK_M": 128, "matmul_kernel.num_warps": 8})
+    assert "BLOCK_M = 128\n" in new and "BLOCK_N = 32\n" in new and "BLOCK_K = 32\n" in new
+    assert "num_warps=8" in new and "num_warps=4" not in new
+    assert "triton.cdiv(M, BLOCK_M)" in new  # the grid reads the same name, so it follows the tile
+    compile(new, "new", "exec")
+
+
+def test_literal_tile_at_the_launch_is_tunable():
+    source = (FIXTURES / "optimize" / "scale_naive.py").read_text()
+    (t,) = tunables(source)
+    assert t.key == "scale_kernel.BLOCK" and t.value == 128 and t.bound == "literal"
+    assert "BLOCK=256" in with_values(source, {t.key: 256})
+
+
+def test_neighbours_stay_in_bounds():
+    source = (EXAMPLES / "matmul" / "naive.py").read_text()
+    by_key = {t.key: t for t in tunables(source)}
+    assert neighbours(by_key["BLOCK_M"]) == [64, 16]
+    assert neighbours(by_key["matmul_kernel.num_stages"]) == [2]  # never below 1
+    assert neighbours(by_key["matmul_kernel.num_warps"]) == [8, 2]
+
+
+def test_unknown_key_is_an_error():
+    import pytest
+
+    with pytest.raises(KeyError):
+        with_values((EXAMPLES / "softmax" / "naive.py").read_text(), {"BLOCK": 64})  # computed, not a literal
