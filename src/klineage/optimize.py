@@ -1,77 +1,49 @@
 """Optimizing (the forward walk): apply skills to a new program under the same gates, within a budget.
 
-Each round, a *method* proposes candidates from the current program, best first; each candidate costs one gate
-evaluation (compile, correctness on every check case, and on a GPU a profile of current and candidate timed
-interleaved). A candidate is kept when it passes and, on a GPU, is faster than the current program beyond both
-sides' measured spread; the next round proposes from it. The run stops at the budget, when a round keeps nothing,
-or near the roofline.
+Each round, a method's proposer (klineage.proposers) lists candidates from the current program, best first; each
+candidate costs one gate evaluation (compile and correctness on every check case; on a GPU the current program and
+the candidate are then timed interleaved). A candidate is kept when it passes and, on a GPU, is faster than the
+current program beyond both sides' measured spread; the next round proposes from it. The run stops at the budget,
+when a round keeps nothing, or near the roofline.
 
-Methods (same gates, budget and starting program):
-- `klineage`: the library's optimization skills. Each skill's conditions are decided against the workload's domain
-  (klineage.conditions): apply where they hold, apply behind a run-time guard where they hold on part of it, refuse
-  (no budget spent, the reason recorded) where they never hold. The expert's parameters are carried over and a
-  small neighbourhood around them searched; candidates are ordered by the effect the skill measured.
-- `blind`: the same transform catalog with default parameters, no conditions, no effects (knows what, not when).
-- `memory`: a knowledge base of past outcomes (program features -> transform, parameters -> observed speedup),
-  retrieved by feature similarity, no conditions (a KernelBlaster/KernelSkill-style baseline).
-- `autotune`: launch configuration only (tile sizes, warps, stages).
-
-Without a GPU nothing is timed: a correct candidate is kept only when its evidence (a skill's measured effect, or
-a memory entry's) says it is faster, and the report says that no time was taken."""
+Without a GPU nothing is timed: a correct candidate is kept only when it comes from evidence (a mined skill, a
+remembered outcome) that does not say it is slower, and the report says that no time was taken."""
 
 from __future__ import annotations
 
-import ast
 import datetime
 import difflib
 import json
 import math
-import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from klineage import launch_config
 from klineage.check import check
-from klineage.conditions import GATED, HOLDS, PARTIAL, VIOLATED, Decision, decide, guarded
 from klineage.config import Settings, device_name, versions
 from klineage.gates import GateRequest
 from klineage.library import Library
-from klineage.mine import _module_sources, _with_source
+from klineage.mine import _module_sources
 from klineage.program import Program
+from klineage.proposers import (
+    AutotuneProposer,
+    BlindProposer,
+    Candidate,
+    MemoryEntry,
+    MemoryProposer,
+    Proposer,
+    Refusal,
+    SkillProposer,
+    features,
+    load_memory,
+    memory_path,
+)
 from klineage.sandbox import Job, Sandbox
-from klineage.skills import Skill
-from klineage.transform import TRANSFORMS, Site, Transform, load_families
-from klineage.transforms.launch_knobs import is_kernel
-from klineage.workload import UserError, Workload, load_workload
+from klineage.workload import UserError, Workload
 
 METHODS = ("klineage", "blind", "memory", "autotune")
 NEAR_ROOFLINE = 0.95  # stop when the profile gate puts the program at this fraction of the roofline
-PRIOR_SPEEDUP = 1.0  # an unmeasured skill promises nothing: candidates are then ordered by family cost
-# Families whose expert form buys robustness, not speed (int64 offsets past 2^31, fp32 math in half-precision
-# kernels): KLineage applies them where the domain needs them (their predicate fails on part of it), never for speed.
-ROBUSTNESS = {"int64_offsets": "offsets_below_2_31", "fp32_upcast": "tolerance"}
-
-
-@dataclass(frozen=True)
-class Candidate:
-    label: str  # what is tried, in a few words
-    origin: str  # skill id, "catalog", "memory:<entry>" or "launch_config"
-    transform: str  # transform id, or "launch_config"
-    module: str
-    function: str
-    params: dict
-    expected: float  # expected speedup from the evidence (1.0: none)
-    guard: str  # predicate dispatched on at launch ("" for none)
-    decided_by: tuple[str, ...]  # conditions that were checked for it, "predicate: verdict"
-    program: Program = field(repr=False, compare=False)
-
-    def as_dict(self) -> dict:
-        d = asdict(self)
-        d.pop("program")
-        d["program_hash"] = self.program.hash
-        return d
 
 
 @dataclass(frozen=True)
@@ -86,15 +58,6 @@ class Attempt:
     def as_dict(self) -> dict:
         return {"evaluation": self.evaluation, "candidate": self.candidate.as_dict(), "kept": self.kept,
                 "outcome": self.outcome, "verdicts": self.verdicts, "effect": self.effect}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Refusal:
-    origin: str
-    transform: str
-    function: str
-    predicate: str
-    reason: str
 
 
 @dataclass(frozen=True)
@@ -150,464 +113,7 @@ class Trajectory:
         }  # fmt: skip
 
 
-# --- program features (the memory baseline's retrieval key) -----------------------------------------------------
-
-FEATURES = {
-    "dot": r"tl\.dot\(",
-    "reduction": r"tl\.(sum|max|min|argmax|argmin|reduce|cumsum)\(",
-    "exp": r"tl\.(exp|exp2|log|log2)\(|libdevice\.",
-    "atomic": r"tl\.atomic_",
-    "loop": r"\n\s+for .* in (range|tl\.range|tl\.static_range)\(",
-    "mask": r"mask=",
-    "where": r"tl\.where\(",
-    "fp32_cast": r"\.to\(tl\.float32\)",
-    "rsqrt": r"rsqrt\(",
-    "two_d": r"\[:, None\]",
-}
-
-
-def features(program: Program, workload: Workload | None = None) -> dict[str, float]:
-    """A small fixed vector: which constructs the program's kernels use, and the workload's arithmetic intensity."""
-    text = "\n".join(source for _, source in _module_sources(program))
-    out = {name: 1.0 if re.search(pattern, text) else 0.0 for name, pattern in FEATURES.items()}
-    out["compute_bound"] = 0.0
-    if workload is not None:
-        case = workload.cases.get(workload.bench_case(), {})
-        dtype = case.get("dtype", "")
-        out.update({f"dtype_{d}": 1.0 if dtype == d else 0.0 for d in ("float32", "float16", "bfloat16")})
-        intensity = _intensity(workload)
-        out["compute_bound"] = 1.0 if intensity is not None and intensity > 50 else 0.0
-    return out
-
-
-def _intensity(workload: Workload) -> float | None:
-    from klineage.workload import case_roofline, import_file
-
-    try:
-        module = import_file(workload.path, f"_klineage_features_{workload.hash}")
-        found = case_roofline(module, workload.cases[workload.bench_case()])
-    except Exception:
-        return None
-    if not found or not found[1]:
-        return None
-    return found[0] / found[1]
-
-
-def similarity(a: dict[str, float], b: dict[str, float]) -> float:
-    keys = set(a) | set(b)
-    dot = sum(a.get(k, 0.0) * b.get(k, 0.0) for k in keys)
-    na = math.sqrt(sum(a.get(k, 0.0) ** 2 for k in keys))
-    nb = math.sqrt(sum(b.get(k, 0.0) ** 2 for k in keys))
-    return dot / (na * nb) if na and nb else 0.0
-
-
-# --- parameters: carried over and a neighbourhood ----------------------------------------------------------------
-
-
-def _literal_int(text) -> int | None:
-    try:
-        value = ast.literal_eval(str(text))
-    except (ValueError, SyntaxError):
-        return None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def expert_tiles(skill_params: dict) -> list[dict[str, int]]:
-    """The tile/warps/stages settings an expert's autotune configs (or launch) chose, as {name: value} dicts."""
-    out = []
-    configs = skill_params.get("configs")
-    if configs:
-        try:
-            tree = ast.parse(configs, mode="eval")
-        except SyntaxError:
-            tree = None
-        for call in ast.walk(tree) if tree is not None else []:
-            if isinstance(call, ast.Call) and getattr(call.func, "attr", getattr(call.func, "id", "")) == "Config":
-                values: dict[str, int] = {}
-                if call.args and isinstance(call.args[0], ast.Dict):
-                    for k, v in zip(call.args[0].keys, call.args[0].values):
-                        if isinstance(k, ast.Constant) and isinstance(v, ast.Constant) and isinstance(v.value, int):
-                            values[str(k.value)] = v.value
-                for kw in call.keywords:
-                    if kw.arg in launch_config.KNOBS and isinstance(kw.value, ast.Constant):
-                        values[kw.arg] = kw.value.value
-                if values:
-                    out.append(values)
-    knobs = {k: v for k, v in ((k, _literal_int(skill_params.get(k))) for k in launch_config.KNOBS) if v}
-    if knobs:
-        out.append(knobs)
-    return out
-
-
-def adapt(params: dict, source: str, defaults: dict) -> dict:
-    """The expert's parameters where this program can evaluate them; an expression naming something the program
-    does not define (an expert's helper such as `_num_warps(BLOCK)`) falls back to the family's default."""
-    out = {}
-    for key, text in params.items():
-        try:
-            names = {n.id for n in ast.walk(ast.parse(str(text), mode="eval")) if isinstance(n, ast.Name)}
-        except SyntaxError:
-            names = set()
-        missing = {n for n in names if n not in ("tl", "triton", "torch", "True", "False", "None")
-                   and not re.search(rf"\b{re.escape(n)}\b", source)}  # fmt: skip
-        if missing and key in defaults:
-            out[key] = defaults[key]
-        elif not missing:
-            out[key] = text
-        else:
-            return {}
-    return out
-
-
-def numeric_neighbours(params: dict) -> list[dict]:
-    """Params with one integer-literal value doubled or halved (powers of two), the carried-over params first."""
-    out = [params]
-    for key, text in params.items():
-        value = _literal_int(text)
-        if value is None or value < 2 or value & (value - 1) or key in ("decorator",):
-            continue
-        for other in (value * 2, value // 2):
-            if 1 <= other <= 4096:
-                out.append({**params, key: str(other)})
-    return out
-
-
-SIZE_PARAM = re.compile(r"^([A-Z]|n_\w+|\w+_size|num_\w+|n\w*)$")
-
-
-def autotune_params(source: str, kernel: str, tiles: list[dict[str, int]]) -> dict | None:
-    """Params for `autotune_single_config.optimize` on this program: the first config is what the launches pass
-    now (their trailing tile and knob keywords), the others that config changed by each of `tiles`; the key is the
-    kernel's size arguments. None when the launch's trailing keywords are not all tunable literals."""
-    import libcst as cst
-
-    try:
-        module = cst.parse_module(source)
-    except cst.ParserSyntaxError:
-        return None
-    fn = next((s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == kernel), None)
-    launches = [t for t in launch_config.tunables(source) if t.kernel == kernel]
-    launch = re.search(rf"{re.escape(kernel)}\[.*?\]\((.*?)\)\s*(#.*)?$", source, re.S | re.M)
-    if fn is None or not launches or launch is None:
-        return None
-    values = {t.keyword: t.value for t in launches}
-    trailing = []
-    for part in reversed([a.strip() for a in launch.group(1).split(",") if a.strip()]):
-        name = part.split("=")[0].strip() if "=" in part else None
-        if name is None or name not in values:
-            break
-        trailing.insert(0, name)
-    if not trailing:
-        return None
-    first = {k: values[k] for k in trailing}
-    configs = [first]
-    for tile in tiles:
-        config = {**first, **{k: v for k, v in tile.items() if k in first or k in launch_config.KNOBS}}
-        if config not in configs:
-            configs.append(config)
-    params = [p.name.value for p in fn.params.params]
-    constexpr = {p.name.value for p in fn.params.params if p.annotation is not None
-                 and "constexpr" in cst.Module([]).code_for_node(p.annotation.annotation)}  # fmt: skip
-    key = [p for p in params if p not in constexpr and SIZE_PARAM.match(p) and not p.endswith("_ptr")]
-
-    def config_code(c: dict) -> str:
-        meta = ", ".join(f"'{k}': {v}" for k, v in c.items() if k not in launch_config.KNOBS)
-        knobs = "".join(f", {k}={v}" for k, v in c.items() if k in launch_config.KNOBS)
-        return f"triton.Config({{{meta}}}{knobs})"
-
-    return {"configs": "[" + ", ".join(config_code(c) for c in configs) + "]", "key": repr(key)}
-
-
-def _tile_assignment(tunables: list[launch_config.Tunable], tile: dict[str, int]) -> dict[str, int]:
-    """Map an expert's tile onto a program's tunables by keyword name (BLOCK_M -> BLOCK_M, num_warps -> ...)."""
-    values = {}
-    for t in tunables:
-        if t.keyword in tile and tile[t.keyword] != t.value:
-            values[t.key] = int(tile[t.keyword])
-    return values
-
-
-# --- candidate generation --------------------------------------------------------------------------------------
-
-
-def _kernel_of(site: Site, source: str) -> str | None:
-    """The Triton kernel a site is in, or that its launch launches."""
-    import libcst as cst
-
-    try:
-        module = cst.parse_module(source)
-    except cst.ParserSyntaxError:
-        return None
-    kernels = [s.name.value for s in module.body if isinstance(s, cst.FunctionDef) and is_kernel(s)]
-    if site.function in kernels:
-        return site.function
-    launched = re.findall(r"(\w+)\[[^\]]*\]\(", site.before)
-    return next((k for k in launched if k in kernels), None)
-
-
-def _apply(transform: Transform, source: str, site: Site, params: dict) -> str | None:
-    try:
-        out = transform.optimize(source, site, params)
-    except Exception:
-        return None
-    if out == source:
-        return None
-    try:
-        compile(out, "<candidate>", "exec")
-    except SyntaxError:
-        return None
-    return out
-
-
-class Proposer:
-    """Turns the current program into an ordered list of candidates. Subclasses say where ideas come from."""
-
-    method = ""
-
-    def __init__(self, workload: Workload, settings: Settings, device: str):
-        self.workload, self.settings, self.device = workload, settings, device
-        self.refusals: list[Refusal] = []
-
-    def propose(self, program: Program) -> list[Candidate]:
-        raise NotImplementedError
-
-    def launch_candidates(self, program: Program, origin: str, expected: float) -> Iterator[Candidate]:
-        """One tunable changed to a neighbouring value (the launch-configuration search)."""
-        for module, source in _module_sources(program):
-            for t in launch_config.tunables(source):
-                for value in launch_config.neighbours(t):
-                    new = launch_config.with_values(source, {t.key: value})
-                    yield Candidate(f"{t.key}: {t.value} -> {value}", origin, "launch_config", module, t.function,
-                                    {t.key: value}, expected, "", (), _with_source(program, module, new))  # fmt: skip
-
-
-def _transforms() -> dict[str, Transform]:
-    load_families()
-    return {tid: cls() for tid, cls in sorted(TRANSFORMS.items(), key=lambda kv: (kv[1].cost, kv[0]))}
-
-
-class SkillProposer(Proposer):
-    """KLineage: the library's skills, their conditions decided on the domain, parameters carried over."""
-
-    method = "klineage"
-
-    def __init__(self, workload, settings, device, skills: list[Skill]):
-        super().__init__(workload, settings, device)
-        self.skills = [s for s in skills if s.kind == "optimization"]
-        self.transforms = _transforms()
-        self.context = features_from_workload(workload)
-        self._refused: set[tuple] = set()
-
-    def expected(self, skill: Skill) -> float:
-        """The skill's measured speedup on this device (any device if none here), discounted by how unlike the
-        skill's workload this one is; 1.0 without a measurement."""
-        effects = [e for e in skill.effect.values() if e.get("measured") and e.get("speedup")]
-        here = [e for d, e in skill.effect.items() if d == device_name(self.device) and e.get("measured")]
-        chosen = (here or effects)[:1]
-        if not chosen:
-            return PRIOR_SPEEDUP
-        e = chosen[0]
-        gain = math.log(max(e["speedup"], 1e-3))
-        if not e.get("significant", True):
-            gain = min(gain, 0.0) if gain < 0 else gain * 0.25  # within the noise: a weak hint
-        weight = 0.5 + 0.5 * similarity(self.context, skill.provenance.get("features") or {})
-        return math.exp(gain * weight)
-
-    def propose(self, program: Program) -> list[Candidate]:
-        out: list[Candidate] = []
-        for skill in self.skills:
-            transform = self.transforms.get(skill.transform["id"])
-            if transform is None:
-                continue
-            for module, source in _module_sources(program):
-                try:
-                    sites = transform.optimize_sites(source)
-                except Exception:
-                    continue
-                for site in sites:
-                    out.extend(self._for_site(skill, transform, program, module, source, site))
-        out.extend(self._expert_tiles(program))
-        return _ordered(out)
-
-    def _for_site(self, skill, transform, program, module, source, site) -> list[Candidate]:
-        kernel = _kernel_of(site, source)
-        decisions = [decide(c["predicate"], self.workload, source, kernel, self.device, self.settings.target)
-                     for c in skill.conditions if c.get("status") in ("condition", "unprobed", "required")]  # fmt: skip
-        decided_by = tuple(f"{d.predicate}: {d.verdict}" for d in decisions)
-        violated = [d for d in decisions if d.verdict == VIOLATED]
-        partial = [d for d in decisions if d.verdict == PARTIAL]
-        if violated or any(not d.guardable for d in partial) or len(partial) > 1:
-            d = (violated or [p for p in partial if not p.guardable] or partial)[0]
-            why = d.reason if d in violated else f"holds on part of the domain only ({d.reason}); " + (
-                "no run-time guard exists for this predicate" if not d.guardable else "more than one guard needed")
-            self._refuse(Refusal(skill.id, transform.id, site.function, d.predicate, why))
-            return []
-        guard = partial[0] if partial else None
-        if guard is not None and kernel is not None and f"def {kernel}_when_{guard.predicate}(" in source:
-            return []  # already applied behind this guard: the original kernel is the fallback path
-        if transform.id in ROBUSTNESS:
-            need = decide(ROBUSTNESS[transform.id], self.workload, source, kernel, self.device, self.settings.target)
-            if need.verdict in (HOLDS, GATED):
-                self._refuse(Refusal(skill.id, transform.id, site.function, need.predicate,
-                                     f"a robustness skill, not needed here: {need.reason}"))  # fmt: skip
-                return []
-            decided_by += (f"{need.predicate}: {need.verdict} ({need.reason})",)
-        expected = self.expected(skill)
-        if transform.id == "autotune_single_config":  # the expert's configs, renamed onto this kernel's launch
-            carried = autotune_params(source, site.function, expert_tiles(skill.transform.get("params") or {}))
-            variants = [carried] if carried else []
-        else:
-            carried = adapt(skill.transform.get("params") or {}, source, transform_defaults(transform))
-            if skill.transform.get("params") and not carried:
-                return []
-            variants = numeric_neighbours(carried or transform_defaults(transform))[:3]
-        out = []
-        for params in variants:
-            new = _apply(transform, source, site, params)
-            if new is None:
-                continue
-            if guard is not None:
-                if kernel is None or (new := guarded(source, new, kernel, guard.predicate)) is None:
-                    self._refuse(Refusal(skill.id, transform.id, site.function, guard.predicate,
-                                         f"holds on part of the domain ({guard.reason}); the change could not be "
-                                         "isolated behind a launch-time guard"))  # fmt: skip
-                    return []
-            label = f"{transform.id} at {site.function}:{site.line}" + (
-                f" guarded by {guard.predicate}" if guard else "")
-            if params != carried:
-                label += " (" + ", ".join(f"{k}={v}" for k, v in params.items() if k != "decorator")[:60] + ")"
-            out.append(Candidate(label, skill.id, transform.id, module, site.function, params,
-                                 expected if params == carried else expected ** 0.5,
-                                 guard.predicate if guard else "", decided_by,
-                                 _with_source(program, module, new)))  # fmt: skip
-        return out
-
-    def _expert_tiles(self, program: Program) -> list[Candidate]:
-        """The tiles, warps and stages experts chose (autotune configs and launch knobs), set on this program's
-        launch parameters of the same names; then the neighbourhood of each."""
-        out = []
-        for skill in self.skills:
-            if skill.transform["id"] not in ("autotune_single_config", "launch_knobs"):
-                continue
-            for tile in expert_tiles(skill.transform.get("params") or {}):
-                for module, source in _module_sources(program):
-                    tunables = launch_config.tunables(source)
-                    values = _tile_assignment(tunables, tile)
-                    if not values:
-                        continue
-                    new = launch_config.with_values(source, values)
-                    out.append(Candidate(f"expert tile {launch_config.describe(values)}", skill.id, "launch_config",
-                                         module, tunables[0].function, values, self.expected(skill), "", (),
-                                         _with_source(program, module, new)))  # fmt: skip
-        if self.device == "cuda":  # the neighbourhood is only worth searching where speed is measured
-            out.extend(self.launch_candidates(program, "launch_config", 1.0))
-        return out
-
-    def _refuse(self, refusal: Refusal) -> None:
-        key = (refusal.origin, refusal.function, refusal.predicate)
-        if key not in self._refused:
-            self._refused.add(key)
-            self.refusals.append(refusal)
-
-
-def transform_defaults(transform: Transform) -> dict:
-    return transform.default_params() if hasattr(transform, "default_params") else {}
-
-
-def blind_params(transform: Transform, source: str, site: Site) -> dict | None:
-    """What a method without expert parameters applies: the family's defaults; for autotune, the current config
-    plus every tile doubled and 8 warps."""
-    if transform.id != "autotune_single_config":
-        return transform_defaults(transform)
-    current = {t.keyword: t.value for t in launch_config.tunables(source) if t.kernel == site.function}
-    doubled = {k: v * 2 for k, v in current.items() if k not in launch_config.KNOBS}
-    return autotune_params(source, site.function, [doubled, {"num_warps": 8}, {**doubled, "num_warps": 8}])
-
-
-def features_from_workload(workload: Workload) -> dict[str, float]:
-    return {k: v for k, v in features(Program("workload", "", {}), workload).items() if k.startswith(("dtype_",
-            "compute_bound"))}  # fmt: skip
-
-
-def _ordered(candidates: list[Candidate]) -> list[Candidate]:
-    """Best expected effect first; cheaper families break ties; one candidate per resulting program."""
-    cost = {tid: cls.cost for tid, cls in TRANSFORMS.items()}
-    seen, out = set(), []
-    for c in sorted(candidates, key=lambda c: (-c.expected, cost.get(c.transform, 5), c.label)):
-        if c.program.hash not in seen:
-            seen.add(c.program.hash)
-            out.append(c)
-    return out
-
-
-class BlindProposer(Proposer):
-    """The transform catalog in its fixed order with default parameters: no conditions, no effects."""
-
-    method = "blind"
-
-    def __init__(self, workload, settings, device):
-        super().__init__(workload, settings, device)
-        self.transforms = _transforms()
-
-    def propose(self, program: Program) -> list[Candidate]:
-        out = []
-        for transform in self.transforms.values():
-            for module, source in _module_sources(program):
-                try:
-                    sites = transform.optimize_sites(source)
-                except Exception:
-                    continue
-                for site in sites:
-                    params = blind_params(transform, source, site)
-                    new = _apply(transform, source, site, params) if params is not None else None
-                    if new is not None:
-                        label = f"{transform.id} at {site.function}:{site.line}"
-                        out.append(Candidate(label, "catalog", transform.id, module, site.function, params, 1.0, "", (),
-                                             _with_source(program, module, new)))  # fmt: skip
-        out.extend(self.launch_candidates(program, "launch_config", 1.0))
-        return _ordered(out)
-
-
-class AutotuneProposer(Proposer):
-    """Launch configuration only: tile sizes, warps, stages (adding the knobs where a launch has none)."""
-
-    method = "autotune"
-
-    def propose(self, program: Program) -> list[Candidate]:
-        out = list(self.launch_candidates(program, "launch_config", 1.0))
-        knobs = _transforms()["launch_knobs"]
-        for module, source in _module_sources(program):
-            for site in knobs.optimize_sites(source):
-                for warps in ("2", "8", "16"):
-                    new = _apply(knobs, source, site, {"num_warps": warps})
-                    if new is not None:
-                        out.append(Candidate(f"num_warps={warps} at {site.function}", "launch_config",
-                                             "launch_knobs", module, site.function, {"num_warps": warps}, 1.0, "",
-                                             (), _with_source(program, module, new)))  # fmt: skip
-        return _ordered(out)
-
-
-# --- the memory baseline's knowledge base -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class MemoryEntry:
-    features: dict
-    transform: str
-    params: dict
-    speedup: float | None  # observed; None where nothing was timed
-    passed: bool
-    source: str  # which run it came from
-
-
-def memory_path(settings: Settings) -> Path:
-    return settings.data_dir / "memory.json"
-
-
-def load_memory(path: Path) -> list[MemoryEntry]:
-    if not path.is_file():
-        return []
-    return [MemoryEntry(**e) for e in json.loads(path.read_text())]
+# --- the memory baseline's knowledge base, filled from trajectories -----------------------------------
 
 
 def remember(trajectory: Trajectory, workload: Workload, path: Path) -> int:
@@ -626,59 +132,7 @@ def remember(trajectory: Trajectory, workload: Workload, path: Path) -> int:
     return added
 
 
-class MemoryProposer(Proposer):
-    """Past outcomes retrieved by feature similarity: transforms that helped similar programs, with the parameters
-    that helped, ranked by similarity x observed speedup. No conditions are consulted."""
-
-    method = "memory"
-
-    def __init__(self, workload, settings, device, memory: list[MemoryEntry]):
-        super().__init__(workload, settings, device)
-        self.memory = memory
-        self.transforms = _transforms()
-
-    def propose(self, program: Program) -> list[Candidate]:
-        here = features(program, self.workload)
-        ranked = sorted(
-            ((similarity(here, e.features) * math.log(max(e.speedup or 1.0, 1e-3) + (0.01 if e.passed else -1)),
-              i, e) for i, e in enumerate(self.memory)), key=lambda t: -t[0])  # fmt: skip
-        out = []
-        for score, i, entry in ranked:
-            if score <= 0:
-                continue
-            expected = math.exp(score)
-            if entry.transform == "launch_config":
-                for module, source in _module_sources(program):
-                    tunables = launch_config.tunables(source)
-                    names = {t.keyword: t for t in tunables}
-                    values = {names[k.split(".")[-1]].key: v for k, v in entry.params.items()
-                              if k.split(".")[-1] in names and names[k.split(".")[-1]].value != v}  # fmt: skip
-                    if values:
-                        new = launch_config.with_values(source, values)
-                        out.append(Candidate(f"remembered {launch_config.describe(values)}", f"memory:{i}",
-                                             "launch_config", module, tunables[0].function, values, expected, "", (),
-                                             _with_source(program, module, new)))  # fmt: skip
-                continue
-            transform = self.transforms.get(entry.transform)
-            if transform is None:
-                continue
-            for module, source in _module_sources(program):
-                try:
-                    sites = transform.optimize_sites(source)
-                except Exception:
-                    continue
-                for site in sites:
-                    fallback = blind_params(transform, source, site)
-                    new = _apply(transform, source, site, entry.params) or (
-                        _apply(transform, source, site, fallback) if fallback is not None else None)
-                    if new is not None:
-                        out.append(Candidate(f"remembered {transform.id} at {site.function}:{site.line}", f"memory:{i}",
-                                             transform.id, module, site.function, entry.params, expected, "", (),
-                                             _with_source(program, module, new)))  # fmt: skip
-        return _ordered(out)
-
-
-# --- the walk ----------------------------------------------------------------------------------------------------
+# --- the walk ---------------------------------------------------------------------------------------------------
 
 
 def proposer_for(method: str, workload: Workload, settings: Settings, device: str,
@@ -875,5 +329,6 @@ def write_outputs(trajectory: Trajectory, out: Path) -> dict[str, Path]:
     return paths
 
 
-__all__ = ["METHODS", "Attempt", "Candidate", "Decision", "GATED", "HOLDS", "Refusal", "Trajectory", "diff",
-           "features", "load_workload", "optimize", "proposer_for", "remember", "report", "write_outputs"]
+__all__ = ["METHODS", "Attempt", "AutotuneProposer", "BlindProposer", "Candidate", "MemoryEntry", "MemoryProposer",
+           "Proposer", "Refusal", "SkillProposer", "Trajectory", "diff", "features", "load_memory", "memory_path",
+           "optimize", "proposer_for", "remember", "report", "write_outputs"]
