@@ -6,8 +6,8 @@ from pathlib import Path
 import klineage
 
 ORDER = ["config", "workload", "program", "compare", "interp", "guards", "sass", "sandbox", "timing", "gates",
-         "cache", "check", "audit", "transform", "transforms", "mine", "probe", "skills", "library", "cli",
-         "__main__"]  # fmt: skip
+         "cache", "check", "audit", "transform", "transforms", "mine", "probe", "skills", "library", "reference",
+         "suites", "llm", "launch_config", "conditions", "proposers", "optimize", "bench", "cli", "__main__"]  # fmt: skip
 PACKAGE = Path(klineage.__file__).parent
 
 

@@ -1,0 +1,55 @@
+"""An existing kernel as its own reference: an inputs file plus the original program make the workload, and a
+candidate must match the original's outputs. Proven on our naive RMSNorm and on Liger-Kernel's installed RMSNorm
+(someone else's kernel), whose rewritten copy serves the candidate while the installed one serves the reference."""
+
+import importlib.util
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from klineage.check import check
+from klineage.cli import main
+from klineage.library import Library
+from klineage.program import Program, load_program
+from klineage.reference import self_reference_workload
+from klineage.workload import WorkloadError, load_workload
+from tests.conftest import EXAMPLES
+from tests.optimize.skillmaker import make_skill
+
+pytestmark = pytest.mark.interpreter
+RMS = EXAMPLES / "rmsnorm"
+
+
+def test_the_original_passes_against_itself_and_a_changed_one_does_not(settings, sandbox):
+    original = load_program(RMS / "naive.py")
+    wl = load_workload(self_reference_workload(RMS / "workload.py", original, settings.data_dir))
+    assert check(wl, original, settings, "cpu", ("correctness",), sandbox).passed
+    marker = "y.to(y_ptr.dtype.element_ty)"
+    assert marker in original.source
+    wrong = Program("wrong", original.source.replace(marker, "(y * 1.01).to(y_ptr.dtype.element_ty)"))
+    verdict = check(wl, wrong, settings, "cpu", ("correctness",), sandbox).verdicts[0]
+    assert verdict.status == "fail" and verdict.code == "mismatch"
+
+
+def test_inputs_file_without_inputs_is_a_one_line_error(settings, tmp_path):
+    empty = tmp_path / "inputs.py"
+    empty.write_text("X = 1\n")
+    with pytest.raises(WorkloadError, match="make_inputs"):
+        self_reference_workload(empty, load_program(RMS / "naive.py"), settings.data_dir)
+    with pytest.raises(WorkloadError, match="single file"):
+        self_reference_workload(RMS / "workload.py", Program("p", "class ModelNew: pass"), settings.data_dir)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("liger_kernel") is None, reason="needs the experts extra")
+def test_optimizing_liger_rmsnorm_against_the_installed_original(tmp_path):
+    with Library(tmp_path / "lib") as lib:
+        lib.save(make_skill("cache_hints", {"eviction_policy": '"evict_first"'}, ("contiguous",)))
+    result = CliRunner().invoke(main, ["optimize", str(RMS / "workload.py"), str(RMS / "liger.py"), "--self-reference",
+                                       "--module", "liger_kernel.ops.rms_norm", "--library", str(tmp_path / "lib"),
+                                       "--budget", "2", "--device", "cpu", "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    (attempt,) = data["attempts"]
+    assert attempt["kept"] and attempt["candidate"]["module"] == "liger_kernel.ops.rms_norm"
+    assert "backward" not in attempt["candidate"]["function"]  # only kernels the forward workload runs
