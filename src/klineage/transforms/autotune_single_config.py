@@ -194,6 +194,8 @@ class AutotuneSingleConfig(Transform):
                 if a.keyword is not None and a.keyword.value not in ("configs", "key"):
                     params[a.keyword.value] = _code(a.value)
             params["decorator"] = _code(call)
+            # the configs themselves, also when a helper returns them: what a forward walk carries to other kernels
+            params["config_list"] = "[" + ", ".join(_code(c) for c in calls) + "]"
             yield stmt, decorator, params, kwargs, launches
 
     def _plain_sites(self, module: cst.Module):
