@@ -104,7 +104,8 @@ def check(
                 request = GateRequest(
                     **{**request.__dict__, "ceilings": ceilings_for(device, settings, sandbox, cache)}
                 )
-            extra = {"seeds": settings.seeds, "seed_base": settings.seed_base, "target": target,
+            extra = {"seeds": settings.seeds, "seed_base": settings.seed_base, "seed_case": settings.seed_case,
+                     "target": target,
                      "guard": settings.guard_bytes}
             if gate == "profile":
                 extra.update(rep=settings.profile_rep_ms, sets=settings.rotate_sets)
