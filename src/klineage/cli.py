@@ -53,6 +53,28 @@ def _settings(seeds: int | None, no_cache: bool, cold: bool, target: str | None)
                              target=target)  # fmt: skip
 
 
+def _llm_budget_options(command):
+    """The model's share of a run's budget: calls, tokens, repairs of a failed candidate."""
+    command = click.option("--repairs", type=int, default=1, show_default=True,
+                           help="Model repairs of one failed candidate (llm materializer).")(command)  # fmt: skip
+    command = click.option("--max-tokens", type=int, default=None,
+                           help="Cap on prompt + completion tokens (llm materializer; default: no cap).")(command)
+    return click.option("--max-calls", type=int, default=40, show_default=True,
+                        help="Cap on model calls (llm materializer).")(command)  # fmt: skip
+
+
+def _llm_client(max_calls, max_tokens):
+    from klineage.llm import LLMClient, LLMConfig
+
+    return LLMClient(LLMConfig.from_env(), max_calls=max_calls, max_tokens=max_tokens)
+
+
+def _with_llm(proposer, max_calls, max_tokens, repairs, mechanical=True):
+    from klineage.llm_propose import llm_proposer
+
+    return llm_proposer(proposer, _llm_client(max_calls, max_tokens), mechanical, repairs)
+
+
 class Group(click.Group):
     """Turn a `UserError` anywhere below into one line and exit code 2."""
 
@@ -322,14 +344,18 @@ def mine(workload, expert, library_dir, device, max_steps, no_probe, modules, as
               help="Gate evaluations this run may spend (the starting program's check counts as one).")  # fmt: skip
 @click.option("--method", type=click.Choice(["klineage", "blind", "memory", "autotune"]), default="klineage",
               show_default=True)  # fmt: skip
-@click.option("--materializer", type=click.Choice(["mechanical", "llm"]), default="mechanical", show_default=True)
+@click.option("--materializer", type=click.Choice(["mechanical", "llm"]), default="mechanical", show_default=True,
+              help="llm: a model (KLINEAGE_LLM_* settings, docs/AGENTS.md) also materializes skills the mechanical "
+              "rewrites cannot and repairs candidates that failed a gate.")  # fmt: skip
+@_llm_budget_options
 @click.option("--memory", "memory_path", type=click.Path(path_type=Path), default=None,
               help="Knowledge base for --method memory (default: $KLINEAGE_HOME/memory.json).")  # fmt: skip
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Write program.py, changes.diff, trajectory.json and report.md here.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the trajectory as JSON.")
-def optimize(workload, program, library_dir, budget, method, materializer, memory_path, device, out, as_json) -> None:
+def optimize(workload, program, library_dir, budget, method, materializer, memory_path, device, out, as_json,
+             **llm) -> None:
     """Apply skills to PROGRAM under the gates within a budget; print the report (and write the outputs)."""
     from klineage.check import resolve_device
     from klineage.optimize import optimize as run_optimize
@@ -339,11 +365,11 @@ def optimize(workload, program, library_dir, budget, method, materializer, memor
 
     if budget < 2:
         raise UserError("--budget: at least 2 (the starting program's check is the first evaluation)")
-    if materializer == "llm":
-        raise UserError("--materializer llm: no model endpoint is configured (set KLINEAGE_LLM_BASE_URL)")
     wl, prog, dev = load_workload(workload), load_program(program), resolve_device(device)
     settings = Settings.from_env()
     proposer = proposer_for(method, wl, settings, dev, library_dir or settings.data_dir / "library", memory_path)
+    if materializer == "llm":
+        proposer = _with_llm(proposer, **llm)
     with _progress(as_json) as progress:
         task = progress.add_task(f"optimizing ({method})", total=budget)
 

@@ -24,6 +24,7 @@ from klineage.check import check
 from klineage.config import Settings, device_name, versions
 from klineage.gates import GateRequest
 from klineage.library import Library
+from klineage.llm import usage_line
 from klineage.mine import _module_sources
 from klineage.program import Program
 from klineage.proposers import (
@@ -80,6 +81,7 @@ class Trajectory:
     versions: dict
     date: str
     seconds: float
+    llm: dict | None = None  # model calls and tokens (klineage.llm.Usage) when a model materialized candidates
 
     @property
     def speedup(self) -> float | None:
@@ -108,7 +110,7 @@ class Trajectory:
             "best_hash": self.best.hash, "start_ms": self.start_ms, "best_ms": self.best_ms,
             "speedup": self.speedup, "roofline_fraction": self.roofline_fraction, "stop": self.stop,
             "timed": self.timed, "evaluations_to_95": self.evaluations_to(0.95), "versions": self.versions,
-            "date": self.date, "seconds": self.seconds,
+            "date": self.date, "seconds": self.seconds, "llm": self.llm,
             "attempts": [a.as_dict() for a in self.attempts], "refusals": [asdict(r) for r in self.refusals],
         }  # fmt: skip
 
@@ -210,11 +212,10 @@ def optimize(
                 stop = f"within {1 - NEAR_ROOFLINE:.0%} of the roofline"
                 break
             kept = None
-            for cand in proposer.propose(current):
+            pending, follow = iter(proposer.propose(current)), []  # follow: a proposer's follow-up (a repair), next
+            while evaluations < budget and (cand := follow.pop() if follow else next(pending, None)) is not None:
                 if cand.program.hash in seen:
                     continue
-                if evaluations >= budget:
-                    break
                 if device != "cuda" and not explore and (cand.origin in ("catalog", "launch_config")
                                                          or cand.expected < 1.0):
                     continue  # untimed here, and no evidence that it is faster: nothing to decide it on
@@ -236,6 +237,8 @@ def optimize(
                 attempts.append(attempt)
                 if on_attempt:
                     on_attempt(attempt)
+                if (fix := proposer.observe(attempt, budget - evaluations)) is not None:
+                    follow.append(fix)
                 if attempt.kept:
                     kept = cand
                     break
@@ -259,7 +262,7 @@ def optimize(
         best=current, start_ms=start_ms, best_ms=best_ms, roofline_fraction=roofline, stop=stop,
         timed=device == "cuda", versions=versions(),
         date=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        seconds=time.perf_counter() - started,
+        seconds=time.perf_counter() - started, llm=proposer.llm_usage(),
     )  # fmt: skip
 
 
@@ -282,6 +285,8 @@ def report(trajectory: Trajectory) -> str:
     lines = [f"# Optimization report: {t.program} on {t.workload}", "",
              f"Method `{t.method}`, device {t.device}, budget {t.budget} gate evaluations, {t.evaluations} spent "
              f"(the first checks the starting program), {t.seconds:.0f} s; stopped: {t.stop}.", ""]  # fmt: skip
+    if t.llm:
+        lines += [usage_line(t.llm), ""]
     if t.timed and t.speedup:
         lines.append(f"Time on the bench case: {t.start_ms:.4g} ms -> {t.best_ms:.4g} ms (x{t.speedup:.3f})"
                      + (f", {t.roofline_fraction:.0%} of the roofline" if t.roofline_fraction else "") + ".")

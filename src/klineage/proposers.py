@@ -286,6 +286,15 @@ class Proposer:
     def propose(self, program: Program) -> list[Candidate]:
         raise NotImplementedError
 
+    def observe(self, attempt, evaluations_left: int) -> Candidate | None:
+        """Told every gated attempt in order; may return a follow-up candidate to gate next (the llm materializer's
+        repair of a failed one)."""
+        return None
+
+    def llm_usage(self) -> dict | None:
+        """Model calls and tokens spent (None for a proposer that uses no model)."""
+        return None
+
     def launch_candidates(self, program: Program, origin: str, expected: float) -> Iterator[Candidate]:
         """One tunable changed to a neighbouring value (the launch-configuration search)."""
         for module, source in _module_sources(program):
