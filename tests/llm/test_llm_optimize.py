@@ -82,6 +82,7 @@ def test_the_llm_materializer_without_a_model_is_one_line(monkeypatch, tmp_path)
     monkeypatch.delenv("KLINEAGE_LLM_MODEL", raising=False)
     with Library(tmp_path / "library") as lib:
         lib.save(llm_skill("a", 0))
-    result = CliRunner().invoke(main, ["optimize", str(WORKLOAD), str(NAIVE_PATH), "--library",
-                                       str(tmp_path / "library"), "--materializer", "llm", "--device", "cpu"])  # fmt: skip
+    args = ["optimize", str(WORKLOAD), str(NAIVE_PATH), "--library", str(tmp_path / "library"), "--materializer",
+            "llm", "--device", "cpu"]  # fmt: skip
+    result = CliRunner().invoke(main, args)
     assert result.exit_code == 2 and "KLINEAGE_LLM_MODEL" in result.output
