@@ -63,7 +63,11 @@ class GateRequest:
     settings: Settings
     target: str = "sm_90"
     ceilings: dict | None = None
-    probe: dict | None = None  # {"case": {...}, "layout": None | "strided" | "misaligned"}: check this case only
+    # A condition probe (see probe.py): check this one case only. {"case": {...}, "layout": None | "strided" |
+    # "misaligned"; optional: "inputs": predicate (inputs from the workload's make_probe_inputs), "keep_inputs":
+    # True (CLOBBERED_INPUTS withdrawn: every input must come back unchanged), "compile": True (forward under
+    # torch.compile), "trials": 1 or 2}
+    probe: dict | None = None
 
 
 def _prepare(request: GateRequest, interpret: bool):
@@ -174,16 +178,16 @@ def _correctness(request: GateRequest, started: float) -> Verdict:
         return Verdict("correctness", "fail", "import_error", f"{type(e).__name__}: {e}")
     state = _TrialState(device, request.settings.guard_bytes, host_ops=frozenset(workload.host_ops))
     trials = plan_trials(workload, device, request.settings.seeds)
-    if request.probe is not None:  # a probe: one case that violates one condition, two seeds
-        workload = replace(workload, cases={"probe": request.probe["case"]})
-        state.layout = request.probe.get("layout")
-        trials = [Trial("probe", 0, "normal"), Trial("probe", 1, "normal")]
+    if request.probe is not None:  # a probe: one case that violates one condition
+        workload, trials = _probe_plan(workload, request.probe, state)
     for index, trial in enumerate(trials):
         case = workload.cases[trial.case]
         if trial.case not in state.models:
             init = make_case_init_inputs(wl_module, case)
             ref_model = _build(wl_module.Model, init).to(device)
             new_model = _build(program_module.ModelNew, init).to(device)
+            if state.compile:
+                new_model = _compiled(new_model)
             state.models[trial.case] = (ref_model, copy.deepcopy(ref_model).double(), new_model)
             runs = 2  # run twice on each case's first trial: both runs must agree
         else:
@@ -221,6 +225,45 @@ def _correctness(request: GateRequest, started: float) -> Verdict:
     )
 
 
+def _probe_plan(workload, probe: dict, state):
+    """The workload and trials a probe runs: its case alone; seed 0 with the workload's own inputs, then (unless
+    the probe makes its inputs with the workload's hook, whose values may encode the probe) a fresh seed drawn
+    from the next distribution, as a check does."""
+    workload = replace(workload, cases={"probe": probe["case"]})
+    if probe.get("keep_inputs"):
+        workload = replace(workload, clobbered_inputs=())
+    state.layout = probe.get("layout")
+    state.probe_inputs = probe.get("inputs")
+    state.compile = bool(probe.get("compile"))
+    dists = workload.distributions
+    second = Trial("probe", 1, "normal") if state.probe_inputs else Trial("probe", 1000, dists[1 % len(dists)])
+    return workload, [Trial("probe", 0, "normal"), second][: int(probe.get("trials", 2))]
+
+
+def _compiled(model):
+    """The model with its forward compiled by torch.compile (Inductor): the launch path of family 26."""
+    import torch
+
+    torch._dynamo.reset()
+    return torch.compile(model)
+
+
+def _compiled_call(model, inputs):
+    """A torch.compile probe's forward. Dynamo runs a frame eagerly under a dispatch mode, so the compute ban is
+    off for it (the program's own check already enforced it), and Inductor's compile workers are not the
+    program's threads; the launch tracer does not see Inductor's launches, so launch findings are skipped too."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    from klineage.guards import TRACER
+
+    TRACER.depth += 1
+    try:
+        with _disable_current_modes():
+            return model(*inputs)
+    finally:
+        TRACER.depth -= 1
+
+
 @dataclass
 class _TrialState:
     """What persists across a correctness check's trials."""
@@ -237,6 +280,8 @@ class _TrialState:
     layout: str | None = None
     functions: set = field(default_factory=set)  # program functions that ran, by name
     host_ops: frozenset = frozenset()  # PyTorch ops the workload allows on the host (HOST_OPS)
+    probe_inputs: str | None = None  # a probe whose inputs come from the workload's make_probe_inputs(predicate)
+    compile: bool = False  # a probe that runs forward under torch.compile
 
 
 def _inputs_for(trial: Trial, cpu_inputs: list, state: _TrialState) -> tuple[list, list]:
@@ -272,12 +317,12 @@ def _run_trial(workload, wl_module, trial: Trial, runs: int, state: _TrialState)
     device = state.device
     ref_model, ref64_model, new_model = state.models[trial.case]
     inputs, input_log = _inputs_for(trial, make_case_inputs(wl_module, workload.cases[trial.case], trial.seed,
-                                                            trial.distribution), state)  # fmt: skip
+                                                            trial.distribution, state.probe_inputs), state)  # fmt: skip
     originals = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
     main_stream = torch.cuda.current_stream().cuda_stream if device == "cuda" else None
     done = []  # (record, outputs, clones of outputs)
     for run in range(runs):
-        for i in workload.mutated_inputs:  # an in-place op starts each run from the same inputs
+        for i in (*workload.mutated_inputs, *workload.clobbered_inputs):  # each run starts from the same inputs
             if run and isinstance(inputs[i], torch.Tensor):
                 inputs[i].copy_(originals[i])
         outputs, failure = _guarded_call(new_model, inputs, state)
@@ -297,8 +342,8 @@ def _run_trial(workload, wl_module, trial: Trial, runs: int, state: _TrialState)
             _outputs_finding(workload, clones, ref64, expected, state.previous_outputs, outputs)
             or check_guards(record.allocations + input_log)
             or _mutation_finding(workload, inputs, originals, ref64_inputs)
-            or _replay_finding(record, outputs, state)
-            or launch_findings(record, outputs, main_stream)
+            or (None if state.compile else _replay_finding(record, outputs, state))
+            or (None if state.compile else launch_findings(record, outputs, main_stream))
         )
         if finding is not None:
             return finding
@@ -361,7 +406,10 @@ def _guarded_call(model, inputs, state: _TrialState):
     try:
         guard = guarded_forward(state.guard_bytes, state.host_ops)
         with torch.no_grad(), guard as record, _calls_into(state.functions):
-            outputs = flatten_outputs(model(*inputs))
+            if state.compile:
+                outputs = flatten_outputs(_compiled_call(model, inputs))
+            else:
+                outputs = flatten_outputs(model(*inputs))
             _sync(state.device)
     except TorchComputeError as e:
         return None, Finding("torch_compute", str(e))
@@ -387,6 +435,8 @@ def _mutation_finding(workload, inputs, originals, ref64_inputs) -> Finding | No
             finding = compare_output(now, ref64_inputs[i], ref64_inputs[i].to(now.dtype), tol, f"mutated input {i}")
             if finding is not None:
                 return finding
+        elif i in workload.clobbered_inputs:
+            continue  # the caller never reads it again: any contents will do
         elif not bitwise_equal(now, before):
             return Finding("input_mutated", f"input {i} was modified by the program (not declared in MUTATED_INPUTS)")
     return None

@@ -1,7 +1,9 @@
 """Workloads: what must be computed. A workload file is a KernelBench problem file (`Model`, `get_inputs`,
 `get_init_inputs`), optionally with KLineage's extensions: named cases, `make_inputs(case, seed)`, the input domain,
-tolerances per dtype, flops and bytes per case, inputs the op mutates in place, allowed input distributions, and
-PyTorch ops a program may run on the host (HOST_OPS: an expert's bookkeeping, such as Liger's final loss sum).
+tolerances per dtype, flops and bytes per case, inputs the op mutates in place, allowed input distributions,
+PyTorch ops a program may run on the host (HOST_OPS: an expert's bookkeeping, such as Liger's final loss sum), and
+the probe hooks: inputs the caller lets the op overwrite (CLOBBERED_INPUTS, withdrawn by the `no_aliasing` probe)
+and probe cases only the workload can make (PROBES, with an optional `make_probe_inputs`).
 
 Loading runs the file, so it happens in the caller for validation (a malformed file becomes one `WorkloadError`
 line) and again inside every sandboxed evaluation."""
@@ -65,6 +67,10 @@ class Workload:
     has_extensions: bool = False
     has_roofline: bool = False
     host_ops: tuple[str, ...] = ()  # PyTorch ops a program may run on the host (bookkeeping, final reductions)
+    # probe hooks: inputs whose contents the caller never reads again (the op may overwrite them with anything),
+    # and per condition predicate the case overrides of probe cases that only the workload can make
+    clobbered_inputs: tuple[int, ...] = ()
+    probes: dict[str, list[dict]] = field(default_factory=dict, hash=False)
 
     def tolerance(self, dtype: str) -> Tolerance:
         return self.tolerances.get(dtype, DEFAULT_TOLERANCES.get(dtype, DEFAULT_TOLERANCES["float32"]))
@@ -156,6 +162,10 @@ def workload_from_module(path: Path, source: str, module: types.ModuleType) -> W
     mutated = tuple(getattr(module, "MUTATED_INPUTS", ()))
     if not all(isinstance(i, int) for i in mutated):
         raise fail("MUTATED_INPUTS must be a tuple of input indices")
+    clobbered = tuple(getattr(module, "CLOBBERED_INPUTS", ()))
+    if not all(isinstance(i, int) for i in clobbered) or set(clobbered) & set(mutated):
+        raise fail("CLOBBERED_INPUTS must be a tuple of input indices, none of them in MUTATED_INPUTS")
+    probes = _probe_overrides(getattr(module, "PROBES", None) or {}, fail)
     return Workload(
         path=path.resolve(),
         name=path.stem if path.stem != "workload" else path.parent.name,
@@ -169,18 +179,41 @@ def workload_from_module(path: Path, source: str, module: types.ModuleType) -> W
         has_extensions=has_extensions,
         has_roofline=callable(getattr(module, "flops", None)) and callable(getattr(module, "bytes_moved", None)),
         host_ops=host_ops,
+        clobbered_inputs=clobbered,
+        probes=probes,
     )
+
+
+def _probe_overrides(declared, fail) -> dict[str, list[dict]]:
+    """PROBES: {predicate: overrides or [overrides, ...]}, each a dict of case keys to change (may be empty)."""
+    if not isinstance(declared, dict):
+        raise fail("PROBES must be a dict of condition predicate -> case overrides (a dict, or a list of dicts)")
+    out = {}
+    for predicate, value in declared.items():
+        items = value if isinstance(value, list) else [value]
+        if not isinstance(predicate, str) or not items or not all(isinstance(v, dict) for v in items):
+            raise fail(f"PROBES[{predicate!r}] must be a dict of case overrides or a non-empty list of them")
+        out[predicate] = [dict(v) for v in items]
+    return out
 
 
 # --- inputs (used inside the sandbox) -------------------------------------------------------------------------
 
 
-def make_case_inputs(module: types.ModuleType, case: dict, seed: int, distribution: str = "normal") -> list:
+def make_case_inputs(module: types.ModuleType, case: dict, seed: int, distribution: str = "normal",
+                     probe: str | None = None) -> list:  # fmt: skip
     """Inputs for one case and seed, on the CPU. Floating tensors are redrawn from `distribution` (same shape, dtype
-    and seed) so that a check sees heavy-tailed and signed data, not only what the workload's maker draws."""
+    and seed) so that a check sees heavy-tailed and signed data, not only what the workload's maker draws. With
+    `probe` (a condition predicate the workload lists in PROBES), the workload's `make_probe_inputs(predicate,
+    case, seed)` makes them when it is defined and returns something other than None."""
     import torch
 
-    if callable(getattr(module, "make_inputs", None)):
+    made = None
+    if probe is not None and callable(getattr(module, "make_probe_inputs", None)):
+        made = module.make_probe_inputs(probe, case, seed)
+    if made is not None:
+        inputs = list(made)
+    elif callable(getattr(module, "make_inputs", None)):
         inputs = list(module.make_inputs(case, seed))
     else:
         torch.manual_seed(seed)
