@@ -9,21 +9,50 @@ correctness gate on both programs:
 | passes | passes | not a condition (the code already guards it, or it does not matter here) |
 | fails | fails | outside what either program handles |
 
-Probes are made from the workload's own `make_inputs` with the case changed (sizes perturbed so no block divides
-them, another dtype) or with the inputs' layout changed (rows padded: non-contiguous; base shifted by one element:
-not 16-byte aligned). Predicates that only a GPU can show (alignment hints, offsets beyond 2^31, torch.compile
-launches) are reported as not probed on the CPU, never as "not a condition"."""
+A verdict that is a harness error, or an out-of-memory, says nothing about either program: that predicate is
+reported as not probed, with the reason.
+
+The probes, per predicate (`make_probes`):
+
+- `divisible_by_block`: sizes perturbed so that no block divides them (even sizes + 1), and sizes divisible by
+  small blocks only (64-multiples + 1/8: catches a flag computed with the wrong block).
+- `contiguous`, `aligned_16`: the inputs' layout changed (rows padded: non-contiguous; base shifted by one element:
+  not 16-byte aligned). Alignment only matters to compiled code: GPU only.
+- `dtype_*`: the case in that dtype, when the workload's DOMAIN admits it; the second seed draws heavy-tailed
+  values, as a check does, so an overflow in a narrow type shows.
+- `offsets_below_2_31` (GPU only): the bench case scaled within the DOMAIN until one tensor holds more than 2^31
+  elements, in the narrowest dtype the DOMAIN admits (`overflow_case`, a pure function of the workload). Where the
+  DOMAIN's largest sizes stay below 2^31 elements, the predicate holds on all of the domain: not probed, and why.
+- `fully_masked_rows` (and any predicate the workload lists in PROBES): the workload's own probe cases (PROBES,
+  with `make_probe_inputs`); without them, not probed.
+- `no_aliasing`: the caller reads its inputs again after the call. A workload that lets the op overwrite inputs
+  (CLOBBERED_INPUTS) has that permission withdrawn: every input must come back unchanged. An in-place contract
+  (MUTATED_INPUTS) is outside the predicate; a workload with neither already checks it on every call.
+- `idempotent_launch`: repeated launches on the same buffers (every check runs a case's first trial twice, and
+  autotuning benchmarks each config more than once; the interpreter runs each config twice). When the optimized
+  form carries a guard that makes its repeated launches safe (autotune's `reset_to_zero` / `restore_value`), the
+  probe is an ablation: the optimized form without that guard, against the simple form. A failure then shows
+  that the kernel is not idempotent and that the guard is what makes the optimization valid; the condition's
+  evidence says exactly that.
+- `torch_compile_launch` (GPU only): forward compiled by torch.compile (Inductor's launch path).
+
+Predicates that only a GPU can show are reported as not probed on the CPU, never as "not a condition". Neither is a
+family whose rewrite changes only what the Triton interpreter ignores (hints, cache modifiers, launch knobs): on
+the CPU its parent and child run identically, so any probe would pass both vacuously (`INTERPRETER_BLIND`)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+import libcst as cst
 
 from klineage.config import Settings
 from klineage.gates import GateRequest, run_gate
 from klineage.mine import Lineage, LineageStore, Step
 from klineage.program import Program
 from klineage.sandbox import Sandbox
-from klineage.transform import CONDITIONS
+from klineage.transform import CONDITIONS, dotted, node_code, without_kwargs
 from klineage.workload import DTYPES, Workload
 
 GPU_ONLY = {
@@ -33,6 +62,23 @@ GPU_ONLY = {
     "arch_sm90": "needs an sm_90 device",
     "shared_memory_fits": "shared memory limits exist only on a GPU",
 }
+
+# Families whose simplification changes only what the Triton interpreter ignores: on the CPU parent and child
+# compute identically, so a probe there cannot tell them apart.
+INTERPRETER_BLIND = {
+    "alignment_hints": "tl.multiple_of / tl.max_contiguous are no-ops in the interpreter",
+    "assume_hints": "tl.assume is a no-op in the interpreter",
+    "cache_hints": "the interpreter ignores cache and eviction modifiers",
+    "specialization": "the interpreter does not specialize arguments",
+    "launch_knobs": "the interpreter has no warps or pipeline stages",
+    "pipelining": "the interpreter does not pipeline loops",
+}
+
+OFFSET_LIMIT = 2**31
+OVERFLOW_TARGET = OFFSET_LIMIT + OFFSET_LIMIT // 16  # the largest offset clearly past 2^31, not just at it
+OVERFLOW_MAX_BYTES = 24 * 2**30  # one probe's input and output tensors (the float64 reference needs ~4x more)
+ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+AUTOTUNE_GUARDS = ("reset_to_zero", "restore_value")  # autotune arguments that make repeated launches safe
 
 
 @dataclass(frozen=True)
@@ -45,7 +91,14 @@ class ProbeResult:
     why: str = ""
 
     def as_condition(self) -> dict:
-        if self.status == "condition":
+        guard = self.probe.get("ablation", {}).get("removed")
+        if guard and self.status == "condition":
+            evidence = (f"ablation: the optimized form without `{guard}` fails ({self.parent['code']}) on repeated "
+                        f"launches where the simple form passes: the kernel is not idempotent, so the optimization "
+                        f"is valid only with `{guard}` (or on an idempotent kernel)")  # fmt: skip
+        elif guard and self.status == "not_a_condition":
+            evidence = f"ablation: the optimized form passes even without `{guard}`: repeated launches are harmless"
+        elif self.status == "condition":
             evidence = f"violating it breaks the optimized form ({self.parent['code']}) but not the simple one"
         elif self.status == "required":
             evidence = f"the simple form breaks ({self.child['code']}) where the optimized one passes"
@@ -60,15 +113,52 @@ class ProbeResult:
 
 
 def _sizes(case: dict, change) -> dict | None:
-    out = {k: (change(v) if isinstance(v, int) and not isinstance(v, bool) else v) for k, v in case.items()}
+    out = {k: (change(v) if _is_size(v) else v) for k, v in case.items()}
     return out if out != case else None
 
 
-def make_probes(predicate: str, workload: Workload, device: str) -> tuple[list[dict], str]:
-    """(probes, why none). A probe is {"name", "case", "layout"}; a predicate may need several."""
+def _is_size(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _allowed_dtypes(workload: Workload) -> list[str]:
+    return list(workload.domain.get("dtype") or workload.domain.get("dtypes") or DTYPES[:3])
+
+
+def base_case(workload: Workload) -> dict:
+    """The case probes perturb: the tiny one (the interpreter runs it in seconds)."""
+    return workload.cases.get("tiny") or next(iter(workload.cases.values()))
+
+
+def make_probes(predicate: str, workload: Workload, device: str, transform: str = "", parent: Program | None = None,
+                step: Step | None = None) -> tuple[list[dict], str]:  # fmt: skip
+    """(probes, why none). A probe is {"name", "case", "layout"} plus what the gate honours (see
+    `GateRequest.probe`) and, for an ablation, {"ablation": {...}} (the parent to run instead, see `ablated`).
+    A predicate may need several probes; the workload's own (PROBES) come first."""
     if device != "cuda" and predicate in GPU_ONLY:
         return [], f"not probed on the CPU: {GPU_ONLY[predicate]}"
-    base = workload.cases.get("tiny") or next(iter(workload.cases.values()))
+    if device != "cuda" and transform in INTERPRETER_BLIND:
+        return [], (f"not probed on the CPU: {INTERPRETER_BLIND[transform]}, so both forms run identically there; "
+                    "a GPU decides it")  # fmt: skip
+    base = base_case(workload)
+    own = [{"name": f"the workload's {predicate} probe ({_describe(overrides) or 'its own inputs'})",
+            "case": {**base, **overrides}, "layout": None, "inputs": predicate}
+           for overrides in workload.probes.get(predicate, [])]  # fmt: skip
+    probes, why = _generic_probes(predicate, workload, device, base, transform, parent, step)
+    probes = own + probes
+    if probes:
+        return probes, ""
+    if predicate == "fully_masked_rows" and not why:
+        why = ("the workload makes no case with a fully masked row or tile: declare PROBES['fully_masked_rows'] "
+               "(case overrides) and, where case keys cannot say it, make_probe_inputs(predicate, case, seed)")
+    return [], why or "no probe generator for this predicate yet"
+
+
+def _describe(overrides: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in overrides.items())
+
+
+def _generic_probes(predicate, workload, device, base, transform, parent, step) -> tuple[list[dict], str]:
     if predicate == "divisible_by_block":
         probes = []
         odd = _sizes(base, lambda v: v + 1 if v % 2 == 0 else v)  # no power-of-two block divides these
@@ -87,13 +177,248 @@ def make_probes(predicate: str, workload: Workload, device: str) -> tuple[list[d
         return [{"name": "base shifted by one element (not 16-byte aligned)", "case": base, "layout": "misaligned"}], ""
     if predicate.startswith("dtype_"):
         wanted = {"dtype_fp32": "float32", "dtype_fp16": "float16", "dtype_bf16": "bfloat16"}[predicate]
-        allowed = workload.domain.get("dtype") or workload.domain.get("dtypes") or list(DTYPES[:3])
-        if wanted not in allowed:
+        if wanted not in _allowed_dtypes(workload):
             return [], f"{wanted} is outside the workload's domain"
         if base.get("dtype") == wanted:
             return [], f"the check cases already run {wanted}"
-        return [{"name": f"{wanted} inputs", "case": {**base, "dtype": wanted}, "layout": None}], ""
-    return [], "no probe generator for this predicate yet"
+        return [{"name": f"{wanted} inputs (seed 0, then heavy-tailed values)", "case": {**base, "dtype": wanted},
+                 "layout": None}], ""  # fmt: skip
+    if predicate == "offsets_below_2_31":
+        case, why = overflow_case(workload)
+        if case is None:
+            return [], why
+        return [{"name": f"largest tensor past 2^31 elements ({why})", "case": case, "layout": None, "trials": 1}], ""
+    if predicate == "no_aliasing":
+        return _aliasing_probes(workload, base)
+    if predicate == "idempotent_launch":
+        return _idempotence_probes(base, transform, parent, step)
+    if predicate == "torch_compile_launch":
+        return [{"name": "forward compiled by torch.compile (Inductor launches the kernels)", "case": base,
+                 "layout": None, "compile": True}], ""  # fmt: skip
+    return [], ""
+
+
+def _aliasing_probes(workload: Workload, base: dict) -> tuple[list[dict], str]:
+    if workload.clobbered_inputs:
+        which = ", ".join(str(i) for i in workload.clobbered_inputs)
+        return [{"name": f"the caller reads input {which} again after the call (CLOBBERED_INPUTS withdrawn)",
+                 "case": base, "layout": None, "keep_inputs": True}], ""  # fmt: skip
+    if workload.mutated_inputs:
+        return [], ("the op writes its inputs in place by contract (MUTATED_INPUTS): a caller that reads them again "
+                    "is outside the workload")  # fmt: skip
+    return [], ("the workload lets no input be overwritten, so every check already requires the inputs back "
+                "unchanged; only the program's own buffers can alias, and the check covers them")  # fmt: skip
+
+
+def _idempotence_probes(base: dict, transform: str, parent: Program | None, step: Step | None):
+    repeated = "repeated launches on the same buffers (the first trial run twice, each autotune config benchmarked)"
+    if parent is not None and step is not None:
+        found = autotune_guard(_module_source(parent, step.module), step.site.get("function", ""))
+        if found is not None:
+            removed = found[1]
+            ablation = {"kind": "autotune_guard", "module": step.module, "kernel": step.site["function"],
+                        "removed": removed}  # fmt: skip
+            return [{"name": f"{repeated}, the optimized form without `{removed}` (ablation)", "case": base,
+                     "layout": None, "ablation": ablation}], ""  # fmt: skip
+    return [{"name": repeated, "case": base, "layout": None}], ""
+
+
+# --- offsets beyond 2^31 ------------------------------------------------------------------------------------------
+
+
+def overflow_case(workload: Workload, module=None) -> tuple[dict | None, str]:
+    """A case whose largest tensor (an input, or an output of the reference) holds more than 2^31 elements, within
+    the workload's DOMAIN: (case, description) or (None, why there is none). Pure: it runs the workload's
+    make_inputs and reference on the tiny case and on copies with one size doubled (CPU, seconds), reads off how
+    each tensor's element count grows with each size, then scales the bench case. The dtype is the narrowest the
+    DOMAIN admits (offsets count elements; bytes only cost memory)."""
+    from klineage.workload import import_file
+
+    module = module or import_file(workload.path, "klineage_probe_workload")
+    small = base_case(workload)
+    keys = [k for k, v in small.items() if _is_size(v) and v > 0]
+    counts = _tensor_counts(module, small)
+    if counts is None:
+        return None, "the workload's inputs could not be made for its tiny case"
+    exponents: dict[str, list[float]] = {}
+    for key in keys:
+        doubled = _tensor_counts(module, {**small, key: small[key] * 2})
+        if doubled is not None and len(doubled) == len(counts):
+            exponents[key] = [round(math.log2(d / c), 6) if c else 0.0 for d, c in zip(doubled, counts)]
+    big = dict(workload.cases.get("bench") or max(workload.cases.values(), key=_volume))
+    unknown = [k for k in keys if k in big and big[k] != small[k] and k not in exponents]
+    if unknown:
+        return None, f"cannot tell how the tensors grow with {', '.join(unknown)} (doubling it failed)"
+    if "dtype" in big:
+        dtypes = [d for d in _allowed_dtypes(workload) if d in ELEMENT_BYTES] or [big["dtype"]]
+        big["dtype"] = min(dtypes, key=lambda d: ELEMENT_BYTES[d])
+
+    def sizes(case: dict) -> list[float]:
+        out = []
+        for t, count in enumerate(counts):
+            scale = 1.0
+            for key, e in exponents.items():
+                if e[t] and key in case:
+                    scale *= (case[key] / small[key]) ** e[t]
+            out.append(count * scale)
+        return out
+
+    best = None
+    for t in range(len(counts)):  # grow the sizes of one tensor at a time; keep the smallest case that overflows
+        case = dict(big)
+        growable = sorted((k for k in exponents if exponents[k][t] > 0 and k in case),
+                          key=lambda k: -_ceiling(workload, k, case[k]) / case[k])  # fmt: skip
+        for key in growable:
+            need = sizes(case)[t]
+            if need >= OVERFLOW_TARGET:
+                break
+            wanted = math.ceil(case[key] * (OVERFLOW_TARGET / need) ** (1 / exponents[key][t]) - 1e-6)
+            case[key] = _allowed_value(workload, key, wanted)
+        if sizes(case)[t] >= OVERFLOW_TARGET and (best is None or sum(sizes(case)) < sum(sizes(best))):
+            best = case
+    if best is None:
+        most = dict(big)
+        for key in exponents:
+            if key in most:
+                most[key] = _ceiling(workload, key, most[key])
+        largest = max(sizes(most))
+        return None, (f"holds on all of the DOMAIN: its largest sizes give at most {largest:,.0f} elements in one "
+                      f"tensor (2^31 = {OFFSET_LIMIT:,}), so offsets always fit int32")  # fmt: skip
+    total = sum(sizes(best)) * ELEMENT_BYTES.get(best.get("dtype", "float32"), 4)
+    if total > OVERFLOW_MAX_BYTES:
+        return None, f"a case past 2^31 elements needs ~{total / 2**30:.0f} GiB of tensors, more than a probe may take"
+    described = ", ".join(f"{k}={best[k]}" for k in best if best[k] != big.get(k) or k == "dtype")
+    return best, f"{described}: {max(sizes(best)):,.0f} elements"
+
+
+def _volume(case: dict) -> int:
+    return math.prod(v for v in case.values() if _is_size(v) and v > 0)
+
+
+def _ceiling(workload: Workload, key: str, current: int) -> int:
+    """The largest value of a size the DOMAIN admits ([lo, hi] bounds, or a list of allowed values)."""
+    allowed = workload.domain.get(key)
+    if isinstance(allowed, (list, tuple)) and allowed and all(_is_size(v) for v in allowed):
+        return max(max(allowed), current) if len(allowed) != 2 else max(allowed[1], current)
+    return max(current, 2**40)  # unbounded
+
+
+def _allowed_value(workload: Workload, key: str, wanted: int) -> int:
+    allowed = workload.domain.get(key)
+    if isinstance(allowed, (list, tuple)) and len(allowed) > 2 and all(_is_size(v) for v in allowed):
+        above = [v for v in sorted(allowed) if v >= wanted]
+        return above[0] if above else max(allowed)
+    return min(wanted, _ceiling(workload, key, 0))
+
+
+def _tensor_counts(module, case: dict) -> list[int] | None:
+    """Element counts of the case's input tensors, then of the reference's outputs (CPU)."""
+    import torch
+
+    from klineage.workload import make_case_init_inputs, make_case_inputs
+
+    try:
+        inputs = make_case_inputs(module, case, 0)
+        torch.manual_seed(42)
+        model = module.Model(*make_case_init_inputs(module, case))
+        with torch.no_grad():
+            outputs = model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+    except Exception:
+        return None
+    outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+    return [x.numel() for x in [*inputs, *outputs] if isinstance(x, torch.Tensor)]
+
+
+# --- ablation: the optimized form without its guard --------------------------------------------------------------
+
+
+def _module_source(program: Program, module: str) -> str:
+    return program.source if module == "program" else program.modules.get(module, "")
+
+
+def autotune_guard(source: str, kernel: str) -> tuple[str, str] | None:
+    """`source` with reset_to_zero / restore_value removed from the @triton.autotune decorator of `kernel`:
+    (new source, what was removed, as source text), or None when that decorator has neither."""
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError:
+        return None
+    for stmt in module.body:
+        if not isinstance(stmt, cst.FunctionDef) or stmt.name.value != kernel:
+            continue
+        for decorator in stmt.decorators:
+            call = decorator.decorator
+            if not isinstance(call, cst.Call) or dotted(call.func) not in ("triton.autotune", "autotune"):
+                continue
+            found = [a for a in call.args if a.keyword is not None and a.keyword.value in AUTOTUNE_GUARDS]
+            if not found:
+                return None
+            removed = ", ".join(f"{a.keyword.value}={node_code(a.value)}" for a in found)
+            stripped = decorator.with_changes(decorator=without_kwargs(call, set(AUTOTUNE_GUARDS)))
+            return module.deep_replace(decorator, stripped).code, removed
+    return None
+
+
+def ablated(parent: Program, ablation: dict) -> Program | None:
+    """The parent program an ablation probe runs instead of the parent."""
+    if ablation.get("kind") != "autotune_guard":
+        return None
+    found = autotune_guard(_module_source(parent, ablation["module"]), ablation["kernel"])
+    if found is None:
+        return None
+    if ablation["module"] == "program":
+        return Program(parent.name, found[0], parent.modules, parent.path)
+    return parent.with_module(ablation["module"], found[0])
+
+
+# --- running probes -----------------------------------------------------------------------------------------------
+
+RANK = ["condition", "required", "outside_domain", "not_a_condition", "not_probed"]
+
+
+def classify(parent: dict, child: dict) -> tuple[str, str]:
+    """(status, why) from the two verdicts. A harness error or an out-of-memory tells nothing about the programs."""
+    for name, v in (("optimized", parent), ("simple", child)):
+        if v["status"] == "error" or v["code"] == "oom":
+            return "not_probed", f"the probe did not run to a verdict on the {name} form ({v['code']}: {v['reason']})"
+    p_ok, c_ok = parent["status"] == "pass", child["status"] == "pass"
+    return {(False, True): "condition", (True, False): "required", (True, True): "not_a_condition",
+            (False, False): "outside_domain"}[(p_ok, c_ok)], ""  # fmt: skip
+
+
+def in_expert_context(expert: Program, step: Step) -> Program | None:
+    """The expert with only this step's simplification applied (the same family, function and code), or None."""
+    from klineage.transform import TRANSFORMS
+
+    cls = TRANSFORMS.get(step.transform)
+    source = _module_source(expert, step.module)
+    if cls is None or not source:
+        return None
+    transform = cls()
+    try:
+        for site in transform.sites(source):
+            if site.function == step.site["function"] and site.before == step.site["before"]:
+                simplified = transform.simplify(source, site)
+                if step.module == "program":
+                    return Program(expert.name, simplified, expert.modules, expert.path)
+                return expert.with_module(step.module, simplified)
+    except Exception:
+        return None
+    return None
+
+
+def _run_probe(predicate, probe, parent, child, workload, settings, device, sandbox) -> ProbeResult:
+    if "ablation" in probe:
+        parent = ablated(parent, probe["ablation"])
+        if parent is None:
+            return ProbeResult(predicate, "not_probed", probe, {}, {}, "the ablation did not apply")
+    verdicts = []
+    for program in (parent, child):
+        request = GateRequest(str(workload.path), program, device, settings, settings.target, probe=probe)
+        v = run_gate("correctness", request, sandbox)
+        verdicts.append({"status": v.status, "code": v.code, "reason": v.reason[:300]})
+    status, why = classify(*verdicts)
+    return ProbeResult(predicate, status, probe, verdicts[0], verdicts[1], why)
 
 
 def probe_step(
@@ -105,27 +430,28 @@ def probe_step(
     settings: Settings,
     device: str,
     sandbox: Sandbox,
+    expert: Program | None = None,
 ) -> list[ProbeResult]:
+    """Probe one accepted step. Where both forms fail a probe, the failure may come from an earlier step of the
+    lineage (both carry every earlier simplification): with `expert`, that probe is run again on the expert
+    against the expert with only this step undone, and that outcome is the one recorded (marked "in the expert")."""
     results = []
     for predicate in conditions:
-        probes, why = make_probes(predicate, workload, device)
+        probes, why = make_probes(predicate, workload, device, step.transform, parent, step)
         if not probes:
             results.append(ProbeResult(predicate, "not_probed", {}, {}, {}, why))
             continue
         outcomes = []
         for probe in probes:
-            verdicts = []
-            for program in (parent, child):
-                request = GateRequest(str(workload.path), program, device, settings, settings.target, probe=probe)
-                v = run_gate("correctness", request, sandbox)
-                verdicts.append({"status": v.status, "code": v.code, "reason": v.reason[:300]})
-            p_ok, c_ok = (v["status"] == "pass" for v in verdicts)
-            status = {(False, True): "condition", (True, False): "required", (True, True): "not_a_condition",
-                      (False, False): "outside_domain"}[(p_ok, c_ok)]  # fmt: skip
-            outcomes.append(ProbeResult(predicate, status, probe, verdicts[0], verdicts[1]))
+            outcome = _run_probe(predicate, probe, parent, child, workload, settings, device, sandbox)
+            if outcome.status == "outside_domain" and expert is not None and expert.hash != parent.hash:
+                alone = in_expert_context(expert, step)
+                if alone is not None:
+                    again = {**probe, "name": f"{probe['name']}, in the expert (earlier steps not undone)"}
+                    outcome = _run_probe(predicate, again, expert, alone, workload, settings, device, sandbox)
+            outcomes.append(outcome)
         # the most telling outcome wins: one counterexample makes it a condition
-        rank = ["condition", "required", "outside_domain", "not_a_condition"]
-        results.append(min(outcomes, key=lambda r: rank.index(r.status)))
+        results.append(min(outcomes, key=lambda r: RANK.index(r.status)))
     return results
 
 
@@ -143,13 +469,14 @@ def probe_lineage(lineage: Lineage, workload: Workload, settings: Settings, devi
     own = sandbox is None
     sandbox = sandbox or Sandbox(warm=settings.warm)
     try:
+        expert = store.load_program(lineage.expert_hash, lineage.expert)
         for step in lineage.accepted:
             if str(step.index) in done or step.transform not in TRANSFORMS:
                 continue
             parent = store.load_program(step.parent, lineage.expert)
             child = store.load_program(step.child, lineage.expert)
             results = probe_step(workload, parent, child, step, TRANSFORMS[step.transform].conditions, settings,
-                                 device, sandbox)  # fmt: skip
+                                 device, sandbox, expert)  # fmt: skip
             done[str(step.index)] = [r.as_condition() | {"parent": r.parent, "child": r.child} for r in results]
             path.write_text(json.dumps(done, indent=2))
     finally:

@@ -91,10 +91,14 @@ def _optimization(step: Step, cls, provenance: dict, probed: list[dict] | None) 
         ]  # fmt: skip
     else:
         conditions = [{k: c[k] for k in ("predicate", "description", "status", "evidence", "probe")} for c in probed]
+    # a counterexample either breaks the optimized form (a condition: the failure its assumptions avoid, where they
+    # hold) or the simple one (required: the failure that applying the optimization avoids)
+    broken = {"condition": ("parent", "optimized"), "required": ("child", "simple")}
     failures = [
-        {"violated": c["predicate"], "gate": "correctness", "code": c["parent"]["code"],
-         "detail": c["parent"]["reason"], "case": c["probe"].get("name", "")}
-        for c in probed or [] if c["status"] == "condition"
+        {"violated": c["predicate"], "gate": "correctness", "code": c[broken[c["status"]][0]]["code"],
+         "detail": c[broken[c["status"]][0]]["reason"], "case": c["probe"].get("name", ""),
+         "breaks": broken[c["status"]][1]}
+        for c in probed or [] if c["status"] in broken
     ]  # fmt: skip
     effect = {provenance["device"]: {"case": step.effect.get("case", "bench"), **step.effect}}
     return Skill(
@@ -163,8 +167,10 @@ def card(skill: Skill) -> str:
             delta = ", ".join(f"{k} {-v:+g}" for k, v in effect["static_delta"].items() if v)
             lines.append(f"  - static metrics with the optimization: {delta or 'unchanged'}")
     lines += ["", "## Failures avoided", ""]
-    lines += [f"- {f['violated']}: {f['gate']} gate `{f['code']}` on {f['case'] or 'the check cases'}: {f['detail']}"
-              for f in skill.failures]  # fmt: skip
+    broke = {"optimized": " (breaks the optimized form)", "simple": " (breaks the simple form; the optimization "
+             "handles it)"}  # fmt: skip
+    lines += [f"- {f['violated']}{broke.get(f.get('breaks'), '')}: {f['gate']} gate `{f['code']}` on "
+              f"{f['case'] or 'the check cases'}: {f['detail']}" for f in skill.failures]  # fmt: skip
     probed = skill.conditions and all(c["status"] != "unprobed" for c in skill.conditions)
     if not skill.failures:
         lines.append("- none found by probing" if probed else "- none recorded (conditions not probed)")
