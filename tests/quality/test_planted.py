@@ -7,12 +7,6 @@ import json
 import pytest
 
 from klineage.library import Library
-from klineage.mine import mine
-from klineage.probe import probe_lineage
-from klineage.program import load_program
-from klineage.skills import skills_from_lineage
-from klineage.workload import load_workload
-from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.interpreter
 
@@ -20,14 +14,9 @@ PLANTED_ACCEPTED = {"cache_hints", "int64_offsets", "launch_knobs", "divisibilit
 
 
 @pytest.fixture(scope="module")
-def mined(tmp_path_factory, sandbox):
-    from klineage.config import Settings
-
-    settings = Settings(data_dir=tmp_path_factory.mktemp("planted"), seeds=3)
-    workload = load_workload(FIXTURES / "planted" / "workload.py")
-    lineage = mine(workload, load_program(FIXTURES / "planted" / "expert.py"), settings, "cpu", sandbox)
-    probes = probe_lineage(lineage, workload, settings, "cpu", sandbox)
-    return settings, lineage, skills_from_lineage(lineage, probes)
+def mined(planted):
+    """Mined and probed once per session (tests/quality/conftest.py)."""
+    return planted
 
 
 def test_recovers_exactly_the_planted_optimizations(mined):
@@ -52,6 +41,10 @@ def test_probing_finds_exactly_the_planted_condition(mined):
     # GPU-only predicates are reported as not probed, never as "not a condition"
     (int64,) = [s for s in skills if s.transform["id"] == "int64_offsets"]
     assert [c["status"] for c in int64.conditions] == ["not_probed"]
+    # so are hints the interpreter ignores: its parent and child run identically there
+    for hint in [s for s in skills if s.transform["id"] == "cache_hints"]:
+        assert {c["status"] for c in hint.conditions} == {"not_probed"}
+        assert all("interpreter ignores" in c["evidence"] for c in hint.conditions)
 
 
 def test_the_planted_guard_is_found_once(mined):
