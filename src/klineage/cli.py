@@ -539,6 +539,17 @@ def skills_export(out, library_dir, fmt) -> None:
     console.print(f"{len(written)} SKILL.md folders written to {out}")
 
 
+@main.command("mcp")
+@click.option("--library", "library_dir", type=click.Path(path_type=Path), default=None,
+              help="Skill library directory (default: $KLINEAGE_HOME/library).")  # fmt: skip
+def mcp_command(library_dir) -> None:
+    """Serve the skill library and the gates to an MCP-capable agent over stdio (tools: search_skills,
+    suggest_skills, apply_skill, check_program; resources: skill://<id>). See docs/AGENTS.md."""
+    from klineage.mcp_server import serve
+
+    serve(library_dir or Settings.from_env().data_dir / "library")
+
+
 def _program_available(program: Path) -> bool:
     """The Liger example needs the optional `experts` extra."""
     if "liger_kernel" in program.read_text():
