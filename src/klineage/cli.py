@@ -294,8 +294,15 @@ def demo(device, budget, as_json) -> None:
 @click.option("--module", "modules", multiple=True,
               help="Also mine this installed module's kernels (e.g. liger_kernel.ops.rms_norm); a copy is rewritten, "
               "the installed file never is.")  # fmt: skip
+@click.option("--llm", "use_llm", is_flag=True,
+              help="Then ask a model (KLINEAGE_LLM_* settings) for simplifications beyond the catalog; each is gated "
+              "and probed like any step (docs/AGENTS.md).")  # fmt: skip
+@click.option("--llm-steps", type=int, default=4, show_default=True, help="Model steps that reach the gates (--llm).")
+@click.option("--max-calls", type=int, default=12, show_default=True, help="Cap on model calls (--llm).")
+@click.option("--max-tokens", type=int, default=None, help="Cap on prompt + completion tokens (--llm).")
 @click.option("--json", "as_json", is_flag=True)
-def mine(workload, expert, library_dir, device, max_steps, no_probe, modules, as_json) -> None:
+def mine(workload, expert, library_dir, device, max_steps, no_probe, modules, as_json, use_llm, llm_steps, max_calls,
+         max_tokens) -> None:  # fmt: skip
     """Walk EXPERT backward against WORKLOAD, probe each step's conditions, add the skills to the library."""
     from klineage.check import resolve_device
     from klineage.library import Library
@@ -308,6 +315,7 @@ def mine(workload, expert, library_dir, device, max_steps, no_probe, modules, as
     wl, dev = load_workload(workload), resolve_device(device)
     prog = with_installed_modules(load_program(expert), list(modules))
     settings = Settings.from_env()
+    client = _llm_client(max_calls, max_tokens) if use_llm else None  # a missing model setting fails before mining
     with _progress(as_json) as progress:
         task = progress.add_task("mining", total=None)
 
@@ -321,15 +329,24 @@ def mine(workload, expert, library_dir, device, max_steps, no_probe, modules, as
             progress.update(task, description=f"probing conditions of {len(lineage.accepted)} accepted steps")
             probes = probe_lineage(lineage, wl, settings, dev)
     skills = skills_from_lineage(lineage, probes)
+    model_lineage = None
+    if use_llm:
+        model_lineage, model_skills, usage = _mine_llm(wl, lineage, settings, dev, llm_steps, client,
+                                                       probe=not no_probe, quiet=as_json)  # fmt: skip
+        skills += model_skills
     with Library(library_dir or settings.data_dir / "library") as library:
         for skill in skills:
             library.save(skill)
         where = library.root
     if as_json:
+        llm = {"llm_lineage": model_lineage.as_dict(), "llm": usage.as_dict()} if model_lineage else {}
         click.echo(json.dumps({"lineage": lineage.as_dict(), "skills": [s.id for s in skills],
-                               "library": str(where)}, indent=2, default=str))  # fmt: skip
+                               "library": str(where), **llm}, indent=2, default=str))  # fmt: skip
         return
     console.print(lineage_table(lineage))
+    if model_lineage is not None:
+        console.print(lineage_table(model_lineage))
+        console.print(usage.line())
     console.print(f"{len(skills)} skills written to {where}")
     if dev == "cpu":
         console.print("No GPU: effects are unmeasured (static metric deltas only).", style="dim")
@@ -386,6 +403,19 @@ def optimize(workload, program, library_dir, budget, method, materializer, memor
     console.print(report(trajectory))
     if paths:
         console.print(f"written: {', '.join(str(p) for p in paths.values())}", style="dim")
+
+
+def _mine_llm(wl, lineage, settings, dev, steps, client, probe, quiet):
+    """The model's part of `mine --llm`: its steps (gated), their probes, their skills, what it spent."""
+    from klineage.llm_mine import llm_skills, mine_with_llm, probe_llm_lineage
+
+    with _progress(quiet) as progress:
+        task = progress.add_task("mining with the model", total=None)
+        found = mine_with_llm(wl, lineage, client, settings, dev, max_steps=steps,
+                              on_step=lambda st: progress.update(task, description=f"model step {st.index}: "
+                                                                 f"{'accepted' if st.accepted else 'rejected'}"))
+        probes = probe_llm_lineage(found, wl, settings, dev) if probe else None
+    return found, llm_skills(found, probes), client.usage
 
 
 def lineage_table(lineage) -> Table:

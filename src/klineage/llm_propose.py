@@ -36,6 +36,7 @@ from klineage.llm import (
     repair_messages,
     skill_guidance,
 )
+from klineage.llm_mine import LLM_TRANSFORM
 from klineage.mine import _module_sources, _with_source
 from klineage.program import Program
 from klineage.proposers import (
@@ -52,7 +53,6 @@ from klineage.proposers import (
 from klineage.skills import Skill
 from klineage.transform import TRANSFORMS, load_families
 
-LLM_TRANSFORM = "llm_rewrite"  # the transform id of skills mined by a model (no mechanical rewrite exists)
 MEMORY_NOTES = 8  # retrieved notes offered to the model per round
 CHECKED = ("condition", "unprobed", "required")  # condition statuses decided against the domain (as SkillProposer)
 
