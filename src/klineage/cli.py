@@ -580,6 +580,46 @@ def mcp_command(library_dir) -> None:
     serve(library_dir or Settings.from_env().data_dir / "library")
 
 
+@main.command("llm-compare")
+@click.argument("workload", type=click.Path(path_type=Path))
+@click.argument("program", type=click.Path(path_type=Path))
+@click.option("--library", "library_dir", type=click.Path(path_type=Path), default=None,
+              help="Skill library (default: $KLINEAGE_HOME/library).")  # fmt: skip
+@click.option("--memory", "memory_path", type=click.Path(path_type=Path), default=None,
+              help="The memory baseline's knowledge base (default: $KLINEAGE_HOME/memory.json).")  # fmt: skip
+@click.option("--budget", type=int, default=12, show_default=True, help="Gate evaluations per arm.")
+@_llm_budget_options
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), default=Path("llm-compare-out"), show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def llm_compare(workload, program, library_dir, memory_path, budget, max_calls, max_tokens, repairs, device, out,
+                as_json) -> None:  # fmt: skip
+    """The same model run twice on PROGRAM under one budget: with the library's skills as a curriculum in lineage
+    order, and with the memory baseline's retrieved notes. Writes both trajectories and a side-by-side report."""
+    from klineage.check import resolve_device
+    from klineage.llm_compare import markdown, run_comparison, summary, write_comparison
+    from klineage.program import load_program
+    from klineage.workload import load_workload
+
+    if budget < 2:
+        raise UserError("--budget: at least 2 (the starting program's check is the first evaluation)")
+    _llm_client(max_calls, max_tokens)  # a missing model setting fails now, not after the first arm
+    wl, prog, dev = load_workload(workload), load_program(program), resolve_device(device)
+    settings = Settings.from_env()
+    with _progress(as_json) as progress:
+        task = progress.add_task("comparing", total=None)
+        arms = run_comparison(wl, prog, settings, dev, library_dir or settings.data_dir / "library", memory_path,
+                              budget, lambda: _llm_client(max_calls, max_tokens), repairs,
+                              on_progress=lambda text: progress.update(task, description=text))  # fmt: skip
+    paths = write_comparison(arms, out)
+    if as_json:
+        click.echo(json.dumps({**summary(arms), "outputs": {k: str(v) for k, v in paths.items()}}, indent=2,
+                              default=str))  # fmt: skip
+        return
+    console.print(markdown(arms))
+    console.print(f"written: {', '.join(str(p) for p in paths.values())}", style="dim")
+
+
 def _program_available(program: Path) -> bool:
     """The Liger example needs the optional `experts` extra."""
     if "liger_kernel" in program.read_text():

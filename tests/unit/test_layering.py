@@ -8,7 +8,7 @@ import klineage
 ORDER = ["config", "workload", "program", "compare", "interp", "guards", "sass", "sandbox", "timing", "gates",
          "cache", "check", "audit", "transform", "transforms", "mine", "probe", "skills", "library", "reference",
          "suites", "llm", "llm_mine", "launch_config", "conditions", "proposers", "llm_propose", "optimize", "bench",
-         "mcp_server", "cli", "__main__"]  # fmt: skip
+         "llm_compare", "mcp_server", "cli", "__main__"]  # fmt: skip
 PACKAGE = Path(klineage.__file__).parent
 
 
