@@ -7,6 +7,7 @@ Skills are schema-versioned JSON records, rendered as Markdown cards and as agen
 from __future__ import annotations
 
 import datetime
+import hashlib
 import re
 from dataclasses import asdict, dataclass, field
 
@@ -182,7 +183,9 @@ def card(skill: Skill) -> str:
 
 def skill_md(skill: Skill) -> str:
     """An Agent Skills `SKILL.md`: YAML front matter `name` and `description`, then the card's body."""
-    name = _slug(skill.id)[:64].strip("-")
+    name = _slug(skill.id)
+    if len(name) > 64:  # the spec's limit; a hash of the id keeps two long ids with one prefix apart
+        name = name[:55].strip("-") + "-" + hashlib.sha256(skill.id.encode()).hexdigest()[:8]
     description = f"{skill.intent} Applies to {skill.location['construct'].replace('_', ' ')} sites in Triton kernels."
     description = description.replace("\n", " ")[:1024]
     body = card(skill)
