@@ -66,7 +66,8 @@ class GateRequest:
     # A condition probe (see probe.py): check this one case only. {"case": {...}, "layout": None | "strided" |
     # "misaligned"; optional: "inputs": predicate (inputs from the workload's make_probe_inputs), "keep_inputs":
     # True (CLOBBERED_INPUTS withdrawn: every input must come back unchanged), "compile": True (forward under
-    # torch.compile), "trials": 1 or 2}
+    # torch.compile), "trials": 1 or 2, "runs": 1 (the first trial once), "chunk": N (compare outputs N elements at
+    # a time: a probe past 2^31 elements cannot hold float64 copies of whole outputs)}
     probe: dict | None = None
 
 
@@ -189,7 +190,7 @@ def _correctness(request: GateRequest, started: float) -> Verdict:
             if state.compile:
                 new_model = _compiled(new_model)
             state.models[trial.case] = (ref_model, copy.deepcopy(ref_model).double(), new_model)
-            runs = 2  # run twice on each case's first trial: both runs must agree
+            runs = state.first_runs  # run twice on each case's first trial: both runs must agree
         else:
             runs = 1
         finding = _run_trial(workload, wl_module, trial, runs, state)
@@ -235,6 +236,8 @@ def _probe_plan(workload, probe: dict, state):
     state.layout = probe.get("layout")
     state.probe_inputs = probe.get("inputs")
     state.compile = bool(probe.get("compile"))
+    state.chunk = int(probe.get("chunk", 0))
+    state.first_runs = int(probe.get("runs", 2))
     dists = workload.distributions
     second = Trial("probe", 1, "normal") if state.probe_inputs else Trial("probe", 1000, dists[1 % len(dists)])
     return workload, [Trial("probe", 0, "normal"), second][: int(probe.get("trials", 2))]
@@ -282,6 +285,8 @@ class _TrialState:
     host_ops: frozenset = frozenset()  # PyTorch ops the workload allows on the host (HOST_OPS)
     probe_inputs: str | None = None  # a probe whose inputs come from the workload's make_probe_inputs(predicate)
     compile: bool = False  # a probe that runs forward under torch.compile
+    chunk: int = 0  # a probe that compares outputs this many elements at a time (0: whole tensors)
+    first_runs: int = 2  # runs of each case's first trial
 
 
 def _inputs_for(trial: Trial, cpu_inputs: list, state: _TrialState) -> tuple[list, list]:
@@ -339,7 +344,7 @@ def _run_trial(workload, wl_module, trial: Trial, runs: int, state: _TrialState)
         ref64 = flatten_outputs(ref64_model(*ref64_inputs))
     for record, outputs, clones in done:
         finding = (
-            _outputs_finding(workload, clones, ref64, expected, state.previous_outputs, outputs)
+            _outputs_finding(workload, clones, ref64, expected, state.previous_outputs, outputs, state.chunk)
             or check_guards(record.allocations + input_log)
             or _mutation_finding(workload, inputs, originals, ref64_inputs)
             or (None if state.compile else _replay_finding(record, outputs, state))
@@ -350,7 +355,8 @@ def _run_trial(workload, wl_module, trial: Trial, runs: int, state: _TrialState)
         state.output_storages.update(_storages(outputs))
     for out, ref in zip(done[-1][2], ref64):
         if isinstance(out, torch.Tensor):
-            state.worst_error = max(state.worst_error, relative_error(out, ref))
+            pieces = _chunks(out, ref, state.chunk) if state.chunk else [(out, ref)]
+            state.worst_error = max(state.worst_error, *(relative_error(o, r) for o, r in pieces))
     if runs == 2:
         first_run, second_run = done[0][2], done[1][2]
         if not all(bitwise_equal(a, b) for a, b in zip(first_run, second_run)):
@@ -442,9 +448,19 @@ def _mutation_finding(workload, inputs, originals, ref64_inputs) -> Finding | No
     return None
 
 
-def _outputs_finding(workload, outputs, ref64, expected, previous_outputs, originals=None) -> Finding | None:
+def _chunks(out, ref, chunk: int) -> list:
+    """(out, ref) pieces of at most `chunk` elements each, as flat views (a probe's huge outputs)."""
+    if out.numel() <= chunk or out.shape != ref.shape:
+        return [(out, ref)]
+    o, r = out.reshape(-1), ref.reshape(-1)
+    return [(o[i : i + chunk], r[i : i + chunk]) for i in range(0, o.numel(), chunk)]
+
+
+def _outputs_finding(workload, outputs, ref64, expected, previous_outputs, originals=None,
+                     chunk: int = 0) -> Finding | None:  # fmt: skip
     """Judge output values (clones taken right after the call); `originals` are the returned objects, whose exact
-    type is checked (a subclass can hide behind a plain clone)."""
+    type is checked (a subclass can hide behind a plain clone). With `chunk` (a probe past 2^31 elements), each
+    piece of `chunk` elements is judged on its own: its own scale for the absolute floor and its own error norm."""
     import torch
 
     for i, out in enumerate(originals or []):
@@ -454,7 +470,11 @@ def _outputs_finding(workload, outputs, ref64, expected, previous_outputs, origi
         return Finding("shape_mismatch", f"program returned {len(outputs)} outputs, expected {len(expected)}")
     for i, (out, ref, exp) in enumerate(zip(outputs, ref64, expected)):
         tol = workload.tolerance(str(exp.dtype).removeprefix("torch."))
-        finding = compare_output(out, ref, exp, tol, f"output {i}")
+        if chunk and isinstance(out, torch.Tensor) and out.numel() > chunk and out.shape == exp.shape:
+            finding = next((f for (o, r), (_, e) in zip(_chunks(out, ref, chunk), _chunks(out, exp, chunk))
+                            if (f := compare_output(o, r, e, tol, f"output {i}")) is not None), None)  # fmt: skip
+        else:
+            finding = compare_output(out, ref, exp, tol, f"output {i}")
         if finding is None:
             continue
         if finding.code == "mismatch":

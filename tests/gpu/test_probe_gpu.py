@@ -1,0 +1,77 @@
+"""Condition probing on a real GPU: what the CPU leaves to it. A contiguity hint that a strided input falsifies,
+int32 offsets past 2^31 elements (tests/fixtures/hinted), the autotune trap on the first launch, and a forward
+compiled by torch.compile (tests/fixtures/probed)."""
+
+import pytest
+
+from klineage.config import Settings
+from klineage.gates import GateRequest, run_gate
+from klineage.mine import mine
+from klineage.probe import probe_lineage
+from klineage.program import load_program
+from klineage.skills import skills_from_lineage
+from klineage.workload import load_workload
+from tests.conftest import FIXTURES
+
+pytestmark = pytest.mark.gpu
+
+
+def mined(name, gpu_home, sandbox):
+    settings = Settings(data_dir=gpu_home / name, seeds=2, use_cache=False)
+    workload = load_workload(FIXTURES / name / "workload.py")
+    lineage = mine(workload, load_program(FIXTURES / name / "expert.py"), settings, "cuda", sandbox)
+    probes = probe_lineage(lineage, workload, settings, "cuda", sandbox)
+    return lineage, skills_from_lineage(lineage, probes)
+
+
+def condition(skills, transform, predicate):
+    (skill,) = [s for s in skills if s.transform["id"] == transform]
+    (found,) = [c for c in skill.conditions if c["predicate"] == predicate]
+    return skill, found
+
+
+@pytest.fixture(scope="module")
+def hinted(gpu_home, sandbox):
+    return mined("hinted", gpu_home, sandbox)
+
+
+@pytest.fixture(scope="module")
+def probed(gpu_home, sandbox):
+    return mined("probed", gpu_home, sandbox)
+
+
+def test_contiguity_hint_breaks_on_a_strided_input(hinted):
+    lineage, skills = hinted
+    assert [s.transform for s in lineage.accepted] == ["alignment_hints", "int64_offsets"]
+    skill, contiguous = condition(skills, "alignment_hints", "contiguous")
+    assert contiguous["status"] == "condition", contiguous
+    (failure,) = [f for f in skill.failures if f["violated"] == "contiguous"]
+    assert failure["breaks"] == "optimized" and failure["code"] == "mismatch"
+
+
+def test_int32_offsets_break_past_2_31_elements(hinted):
+    _, skills = hinted
+    skill, offsets = condition(skills, "int64_offsets", "offsets_below_2_31")
+    assert offsets["status"] == "required", offsets
+    assert offsets["probe"]["case"]["n"] > 2**31
+    (failure,) = skill.failures
+    wrapped = ("crash", "forward_error", "mismatch", "out_of_bounds_write", "nan_mismatch", "unwritten_output")
+    assert failure["breaks"] == "simple" and failure["code"] in wrapped, failure
+
+
+def test_probed_conditions_hold_on_the_gpu(probed):
+    """The autotune trap is a first-launch failure on the GPU (the benchmark runs each config many times)."""
+    _, skills = probed
+    assert condition(skills, "autotune_single_config", "idempotent_launch")[1]["status"] == "condition"
+    assert condition(skills, "inplace_aliasing", "no_aliasing")[1]["status"] == "condition"
+    assert condition(skills, "work_skipping", "fully_masked_rows")[1]["status"] == "required"
+
+
+def test_torch_compile_probe_runs_the_forward_compiled(gpu_home, sandbox):
+    settings = Settings(data_dir=gpu_home / "compile", seeds=2, use_cache=False)
+    workload = load_workload(FIXTURES / "hinted" / "workload.py")
+    probe = {"name": "compiled", "case": workload.cases["tiny"], "layout": None, "compile": True}
+    request = GateRequest(str(workload.path), load_program(FIXTURES / "hinted" / "expert.py"), "cuda", settings,
+                          probe=probe)  # fmt: skip
+    verdict = run_gate("correctness", request, sandbox)
+    assert verdict.passed, (verdict.code, verdict.reason, verdict.evidence.get("log", "")[-1500:])
