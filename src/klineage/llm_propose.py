@@ -181,6 +181,8 @@ def skill_guidance_for(proposer: SkillProposer, skills: list[Skill]) -> Callable
         kernel = kernels[0] if len(kernels) == 1 else None
         out = []
         for skill in ordered:
+            if _already_there(skill, source):
+                continue
             checked = [c["predicate"] for c in skill.conditions if c.get("status") in CHECKED]
             decisions = [decide(p, proposer.workload, source, kernel, proposer.device, proposer.settings.target)
                          for p in checked]  # fmt: skip
@@ -202,6 +204,19 @@ def skill_guidance_for(proposer: SkillProposer, skills: list[Skill]) -> Callable
         return out
 
     return guidance
+
+
+def _already_there(skill: Skill, source: str) -> bool:
+    """The skill's family is a catalog transform whose expert form this program already has (its backward
+    `sites` match): nothing for the model to add."""
+    load_families()
+    cls = TRANSFORMS.get(skill.transform["id"])
+    if cls is None:
+        return False
+    try:
+        return bool(cls().sites(source))
+    except Exception:
+        return False
 
 
 def memory_note(index: int, entry: MemoryEntry) -> str:
