@@ -370,20 +370,31 @@ def mine(workload, expert, library_dir, device, max_steps, no_probe, modules, as
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Write program.py, changes.diff, trajectory.json and report.md here.")  # fmt: skip
+@click.option("--self-reference", is_flag=True,
+              help="WORKLOAD is an inputs file; the reference is PROGRAM itself (match its outputs).")  # fmt: skip
+@click.option("--module", "modules", multiple=True,
+              help="Also optimize this installed module's kernels (a rewritten copy travels with the program).")
 @click.option("--json", "as_json", is_flag=True, help="Print the trajectory as JSON.")
-def optimize(workload, program, library_dir, budget, method, materializer, memory_path, device, out, as_json,
-             **llm) -> None:
-    """Apply skills to PROGRAM under the gates within a budget; print the report (and write the outputs)."""
+def optimize(workload, program, library_dir, budget, method, materializer, memory_path, device, out, self_reference,
+             modules, as_json, **llm) -> None:  # fmt: skip
+    """Apply skills to PROGRAM under the gates within a budget; print the report (and write the outputs).
+    With --self-reference, WORKLOAD only says how to make inputs and the original PROGRAM is the reference."""
     from klineage.check import resolve_device
     from klineage.optimize import optimize as run_optimize
     from klineage.optimize import proposer_for, report, write_outputs
-    from klineage.program import load_program
+    from klineage.program import load_program, with_installed_modules
     from klineage.workload import load_workload
 
     if budget < 2:
         raise UserError("--budget: at least 2 (the starting program's check is the first evaluation)")
-    wl, prog, dev = load_workload(workload), load_program(program), resolve_device(device)
+    prog, dev = load_program(program), resolve_device(device)
     settings = Settings.from_env()
+    if self_reference:
+        from klineage.reference import self_reference_workload
+
+        workload = self_reference_workload(workload, prog, settings.data_dir)
+    wl = load_workload(workload)
+    prog = with_installed_modules(prog, list(modules))
     proposer = proposer_for(method, wl, settings, dev, library_dir or settings.data_dir / "library", memory_path)
     if materializer == "llm":
         proposer = _with_llm(proposer, **llm)

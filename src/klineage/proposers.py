@@ -30,6 +30,10 @@ from klineage.transform import TRANSFORMS, Site, Transform, load_families
 from klineage.transforms.launch_knobs import is_kernel
 from klineage.workload import Workload
 
+# Condition statuses decided against the domain before applying: backed by a counterexample, required where
+# violated, or never probed (conservative: a predicate nobody could test must hold). "not_a_condition" (both
+# forms passed the probe) and "outside_domain" (both failed) say nothing about applying.
+CHECKED = ("condition", "required", "unprobed", "not_probed")
 PRIOR_SPEEDUP = 1.0  # an unmeasured skill promises nothing: candidates are then ordered by family cost
 # Families whose expert form buys robustness, not speed (int64 offsets past 2^31, fp32 math in half-precision
 # kernels): KLineage applies them where the domain needs them (their predicate fails on part of it), never for speed.
@@ -130,7 +134,7 @@ def _literal_int(text) -> int | None:
 def expert_tiles(skill_params: dict) -> list[dict[str, int]]:
     """The tile/warps/stages settings an expert's autotune configs (or launch) chose, as {name: value} dicts."""
     out = []
-    configs = skill_params.get("configs")
+    configs = skill_params.get("config_list") or skill_params.get("configs")
     if configs:
         try:
             tree = ast.parse(configs, mode="eval")
@@ -356,7 +360,7 @@ class SkillProposer(Proposer):
     def _for_site(self, skill, transform, program, module, source, site) -> list[Candidate]:
         kernel = _kernel_of(site, source)
         decisions = [decide(c["predicate"], self.workload, source, kernel, self.device, self.settings.target)
-                     for c in skill.conditions if c.get("status") in ("condition", "unprobed", "required")]  # fmt: skip
+                     for c in skill.conditions if c.get("status") in CHECKED]  # fmt: skip
         decided_by = tuple(f"{d.predicate}: {d.verdict}" for d in decisions)
         violated = [d for d in decisions if d.verdict == VIOLATED]
         partial = [d for d in decisions if d.verdict == PARTIAL]
@@ -453,11 +457,20 @@ def features_from_workload(workload: Workload) -> dict[str, float]:
             "compute_bound"))}  # fmt: skip
 
 
+# Tie-break when the evidence does not separate candidates (unmeasured, or within the noise): changes to the work
+# decomposition (tiles, warps, stages, program order) before code-level rewrites, hints last. The backward walk's
+# `cost` orders the other way on purpose: it undoes the cheapest, least entangled families first.
+FORWARD_RANK = {"launch_config": 0, "autotune_single_config": 1, "launch_knobs": 1, "grouped_ordering": 2,
+                "pipelining": 2, "rows_per_program": 2, "block_cap_dispatch": 2, "divisibility_fast_path": 3,
+                "wrapped_indices": 3, "work_skipping": 3, "fast_math": 3, "static_range": 3, "dot_precision": 3,
+                "constexpr_flags": 4, "specialization": 4, "scalar_dtype_pin": 4, "inplace_aliasing": 4}  # fmt: skip
+
+
 def _ordered(candidates: list[Candidate]) -> list[Candidate]:
-    """Best expected effect first; cheaper families break ties; one candidate per resulting program."""
-    cost = {tid: cls.cost for tid, cls in TRANSFORMS.items()}
+    """Best expected effect first (to 1%: closer is noise), then FORWARD_RANK, then proposal order (an expert's
+    config list is in its order of preference); one candidate per program."""
     seen, out = set(), []
-    for c in sorted(candidates, key=lambda c: (-c.expected, cost.get(c.transform, 5), c.label)):
+    for c in sorted(candidates, key=lambda c: (-round(c.expected, 2), FORWARD_RANK.get(c.transform, 5))):
         if c.program.hash not in seen:
             seen.add(c.program.hash)
             out.append(c)

@@ -49,7 +49,12 @@ def test_autotune_is_refused_on_an_accumulating_kernel_without_spending_budget(s
 def test_blind_autotune_on_the_accumulating_kernel_fails_the_correctness_gate(settings, sandbox):
     """What the condition avoids: the same rewrite, applied without asking, adds the benchmark runs up."""
     wl, prog = _rowsum()
-    trajectory = optimize(wl, prog, BlindProposer(wl, settings, "cpu"), settings, "cpu", budget=6, sandbox=sandbox,
+
+    class BlindAutotune(BlindProposer):  # the catalog's autotune candidates only
+        def propose(self, program):
+            return [c for c in super().propose(program) if c.transform == "autotune_single_config"]
+
+    trajectory = optimize(wl, prog, BlindAutotune(wl, settings, "cpu"), settings, "cpu", budget=3, sandbox=sandbox,
                           explore=True)  # fmt: skip
     tried = [a for a in trajectory.attempts if a.candidate.transform == "autotune_single_config"]
     assert tried and all(a.outcome == "failed_gate" for a in tried)
