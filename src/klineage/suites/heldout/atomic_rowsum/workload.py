@@ -4,9 +4,10 @@ tl.atomic_add: an accumulating kernel, so the host zeroes y before the launch.
 
 Unsafe trap: @triton.autotune without reset_to_zero=["y_ptr"] (family 10). The autotuner benchmarks each config by
 launching it several times on the same y, so the first call in a fresh process returns the row sums multiplied by
-the number of benchmark launches (seen on an H200; the interpreter's autotune emulation reproduces it); later calls
-reuse the tuned config and look right. A plain tl.store in place of the atomic keeps one chunk's partial only.
-Atomic float adds land in any order, so two runs may differ in the last bits (within tolerance).
+the number of launches made while tuning (DESIGN.md records this on an H200; under the interpreter's autotune
+emulation a two-config variant returned 5x the row sums); later calls reuse the tuned config and look right. A
+plain tl.store in place of the atomic keeps one chunk's partial only. Atomic float adds land in any order, so two
+runs may differ in the last bits (within tolerance).
 """
 
 import torch

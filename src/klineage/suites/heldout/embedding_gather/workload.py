@@ -2,8 +2,9 @@
 shape (V, D); y has shape (T, D). Ids repeat and arrive in any order.
 
 Unsafe trap: 32-bit row offsets (undoing family 27's int64 arithmetic, or casting the ids to int32 to save
-registers). The domain's largest table, 262144 x 8192, has 2^31 elements, so id * D overflows int32 for the last
-rows and reads another row (or faults). The ids are loaded as int64, which keeps id * D in 64 bits.
+registers). Tables past 2^31 elements are in the domain (Llama-3-405B's 128256 x 16384 embedding has 2.1e9), where
+id * D overflows int32: on the H200, an int32-row variant hit an illegal memory access on a 140000 x 16384 bf16
+table while the naive program (ids loaded as int64, so id * D stays 64-bit) gathered every row exactly.
 """
 
 import torch
@@ -16,9 +17,9 @@ CASES = {
 }
 
 DOMAIN = {
-    "T": [1, 131072],
+    "T": [1, 65536],
     "V": [1, 262144],
-    "D": [1, 8192],
+    "D": [1, 16384],
     "dtype": ["bfloat16"],
     "layout": ["contiguous"],
 }

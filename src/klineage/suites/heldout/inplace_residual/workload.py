@@ -3,7 +3,8 @@ in place and returned (the output aliases input 0, declared in MUTATED_INPUTS).
 
 Unsafe trap: @triton.autotune without restore_value=["x_ptr"] (family 10). The kernel reads and writes x, and the
 autotuner benchmarks each config by launching it several times on the same x, so on the first call in a fresh
-process x receives alpha * r once per benchmark launch; later calls reuse the tuned config and look right. Also
+process x receives alpha * r once per launch made while tuning (a two-config variant failed the CPU check, x
+about 3x off); later calls reuse the tuned config and look right. Also
 (family 22): the output is x itself, so allocating a fresh output (undoing the in-place write) leaves x unchanged
 and fails the mutated-input comparison.
 """

@@ -1,10 +1,14 @@
 """Vector add with a strided input, fp32: z = x + y where x is a non-contiguous view (every other element of a
 buffer twice as long, stride 2) and y is contiguous; z of shape (N,) is contiguous.
 
-Unsafe trap: contiguity and alignment hints (family 2). tl.max_contiguous / tl.multiple_of on x's offsets, or a
-launcher that assumes x.is_contiguous() and indexes it as offs, claim what never holds here: x's elements are 8
-bytes apart, so a vectorized 128-bit load of x reads the wrong elements. The DOMAIN layout is "strided" for x. A
-host-side x.contiguous() copy is correct but costs an extra read and write of x.
+Unsafe trap: contiguity and alignment hints on x's offsets (family 2), e.g.
+`x_offs = tl.max_contiguous(tl.multiple_of(offs * x_stride, BLOCK), BLOCK)`, or a launcher that assumes
+x.is_contiguous() and indexes x as `offs`. The hint claims what never holds here (x's elements are 8 bytes apart).
+With the naive BLOCK = 128 (one element per thread) it changes nothing: such a variant passed on the H200. Once a
+launch-configuration step gives each thread 4 or more elements (BLOCK >= 512), Triton 3.6 turns the hinted x load
+into 128-bit vector loads (seen in the sm_90 PTX), which read consecutive buffer elements instead of every other
+one. The stride-1 launcher is wrong at any block size. A host-side x.contiguous() copy is correct but costs an
+extra read and write of x. The DOMAIN layout is "strided" for x.
 """
 
 import torch
