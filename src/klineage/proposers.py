@@ -249,6 +249,18 @@ def _tile_assignment(tunables: list[launch_config.Tunable], tile: dict[str, int]
 # --- candidate generation --------------------------------------------------------------------------------------
 
 
+def _callee(code: str) -> str | None:
+    match = re.match(r"\s*(?:\w+\s*=\s*)?([\w.]+)\(", code)
+    return match.group(1) if match else None
+
+
+def _same_construct(skill_code: str, site_code: str) -> bool:
+    """Whether a skill's site and a program's site are the same kind of construct (the same call, `tl.load` vs
+    `tl.store`); sites that are not a call (launches, statement groups) are not told apart here."""
+    a, b = _callee(skill_code), _callee(site_code)
+    return a is None or b is None or a == b
+
+
 def _kernel_of(site: Site, source: str) -> str | None:
     """The Triton kernel a site is in, or that its launch launches."""
     import libcst as cst
@@ -358,6 +370,8 @@ class SkillProposer(Proposer):
         return _ordered(out)
 
     def _for_site(self, skill, transform, program, module, source, site) -> list[Candidate]:
+        if not _same_construct(skill.location.get("before", ""), site.before):
+            return []  # a hint learned on a load is not evidence for a store
         kernel = _kernel_of(site, source)
         decisions = [decide(c["predicate"], self.workload, source, kernel, self.device, self.settings.target)
                      for c in skill.conditions if c.get("status") in CHECKED]  # fmt: skip
