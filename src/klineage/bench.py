@@ -272,6 +272,38 @@ def run_bench(
     }
 
 
+def shard(instances: list[Instance], spec: str) -> list[Instance]:
+    """`I/N`: every N-th instance starting at the I-th (1-based), so N machines or GPUs split one suite."""
+    try:
+        i, n = (int(x) for x in spec.split("/"))
+    except ValueError:
+        raise UserError(f"--shard {spec}: expected I/N, e.g. 1/2") from None
+    if not 1 <= i <= n:
+        raise UserError(f"--shard {spec}: I must be between 1 and N")
+    return instances[i - 1 :: n]
+
+
+def merge(results: list[dict]) -> dict:
+    """One report from shards of the same run (same methods, budget and commit)."""
+    if not results:
+        raise UserError("nothing to merge")
+    first = results[0]["stamp"]
+    for r in results[1:]:
+        for key in ("methods", "budget", "commit", "device"):
+            if r["stamp"][key] != first[key]:
+                raise UserError(f"shards differ in {key}: {first[key]} vs {r['stamp'][key]}")
+    rows = [row for r in results for row in r["rows"]]
+    stamp = {**first, "instances": [i for r in results for i in r["stamp"]["instances"]],
+             "seconds": max(r["stamp"]["seconds"] for r in results), "shards": len(results)}  # fmt: skip
+    return {
+        "stamp": stamp,
+        "rows": rows,
+        "summary": summarize([Row(**row) for row in rows], first["methods"]),
+        "references": {k: v for r in results for k, v in r["references"].items()},
+        "trajectories": {k: v for r in results for k, v in r["trajectories"].items()},
+    }
+
+
 def geomean(values: list[float]) -> float | None:
     values = [v for v in values if v and v > 0]
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None

@@ -453,12 +453,15 @@ def lineage_table(lineage) -> Table:
 @click.option("--library", "library_dir", type=click.Path(path_type=Path), default=None)
 @click.option("--memory", "memory_path", type=click.Path(path_type=Path), default=None)
 @click.option("--instances", default=None, help="Comma-separated instance names (default: the whole suite).")
+@click.option("--shard", default=None, help="I/N: run every N-th instance from the I-th (split over GPUs).")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Report folder (default: ./bench-out).")
 @click.option("--json", "as_json", is_flag=True)
-def bench(suite_name, methods, budget, library_dir, memory_path, instances, device, out, as_json) -> None:
-    """Run methods x instances of SUITE (heldout, naive, experts or a folder) under one budget; write the report."""
+def bench(suite_name, methods, budget, library_dir, memory_path, instances, shard, device, out, as_json) -> None:
+    """Run methods x instances of SUITE (heldout, naive, experts or a folder) under one budget; write the report.
+    `klineage bench-merge` joins the reports of shards."""
     from klineage.bench import markdown, run_bench, suite, write_report
+    from klineage.bench import shard as take_shard
     from klineage.check import resolve_device
     from klineage.optimize import METHODS
 
@@ -472,6 +475,8 @@ def bench(suite_name, methods, budget, library_dir, memory_path, instances, devi
         if missing := [n for n in names if n not in {i.name for i in chosen}]:
             raise UserError(f"--instances: no instance {missing[0]!r} in suite {suite_name}")
         chosen = [i for i in chosen if i.name in names]
+    if shard:
+        chosen = take_shard(chosen, shard)
     if not chosen:
         raise UserError(f"suite {suite_name} has no instances (experts: run `klineage mine` first)")
     with _progress(as_json) as progress:
@@ -483,6 +488,25 @@ def bench(suite_name, methods, budget, library_dir, memory_path, instances, devi
         click.echo(json.dumps({**result["summary"], "outputs": {k: str(v) for k, v in paths.items()}}, indent=2))
         return
     console.print(markdown(result))
+    console.print(f"written: {', '.join(str(p) for p in paths.values())}", style="dim")
+
+
+@main.command("bench-merge")
+@click.argument("shards", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), required=True)
+def bench_merge(shards, out) -> None:
+    """Join the reports (bench.json) of SHARDS of one bench run into one report in OUT."""
+    from klineage.bench import markdown, merge, write_report
+
+    results = []
+    for folder in shards:
+        path = folder / "bench.json" if folder.is_dir() else folder
+        if not path.is_file():
+            raise UserError(f"{folder}: no bench.json there")
+        results.append(json.loads(path.read_text()))
+    merged = merge(results)
+    paths = write_report(merged, out)
+    console.print(markdown(merged))
     console.print(f"written: {', '.join(str(p) for p in paths.values())}", style="dim")
 
 

@@ -51,3 +51,27 @@ def test_escape_recheck_catches_a_program_wrong_only_off_the_checked_sizes(setti
     found = escapes(wl, start, wrong, settings, "cpu", sandbox)
     assert found and found[0]["check"].startswith("divisible_by_block") and found[0]["code"] == "mismatch"
     assert escapes(wl, start, start, settings, "cpu", sandbox) == []
+
+
+def test_shards_split_a_suite_and_merge_back(settings):
+    from klineage.bench import merge, shard
+    from klineage.workload import UserError
+
+    instances = suite("heldout", settings)
+    parts = [shard(instances, f"{i}/3") for i in (1, 2, 3)]
+    assert sorted(i.name for p in parts for i in p) == sorted(i.name for i in instances)
+    with pytest.raises(UserError):
+        shard(instances, "4/3")
+    stamp = {"methods": ["klineage"], "budget": 4, "commit": "abc", "device": "cpu", "instances": [], "seconds": 1.0,
+             "timed": False, "versions": {}, "date": "d"}  # fmt: skip
+    row = {"instance": "x", "method": "klineage", "speedup": 2.0, "expert_fraction": None, "roofline_fraction": None,
+           "vs_torch_compile": None, "evaluations": 4, "evaluations_to_95": 2, "failed_share": 0.0, "kept": 1,
+           "refusals": 0, "escapes": [], "seconds": 1.0, "stop": "s", "best_hash": "h"}  # fmt: skip
+    a = {"stamp": {**stamp, "instances": ["x"]}, "rows": [row], "references": {}, "trajectories": {}}
+    b = {"stamp": {**stamp, "instances": ["y"]}, "rows": [{**row, "instance": "y", "speedup": 8.0}],
+         "references": {}, "trajectories": {}}  # fmt: skip
+    merged = merge([a, b])
+    assert merged["stamp"]["instances"] == ["x", "y"] and merged["stamp"]["shards"] == 2
+    assert merged["summary"]["klineage"]["geomean_speedup"] == pytest.approx(4.0)
+    with pytest.raises(UserError):
+        merge([a, {**b, "stamp": {**b["stamp"], "budget": 8}}])
