@@ -27,3 +27,42 @@ def test_chunked_probe_passes_a_right_program_and_fails_a_wrong_one(tmp_path, sa
     assert wrong.source != right.source
     verdict = run_gate("correctness", GateRequest(str(workload.path), wrong, "cpu", settings, probe=PROBE), sandbox)
     assert verdict.status == "fail" and verdict.code == "mismatch", (verdict.code, verdict.reason)
+
+
+STRIDED = '''
+import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+CASES = {"tiny": {"n": __N__, "dtype": "float32"}}
+
+
+def make_inputs(case, seed):
+    return [torch.randn(2 * case["n"], generator=torch.Generator().manual_seed(seed))[::2]]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("n, hinted_bits", [(1024, 128), (1000, 32)])
+def test_the_contiguity_hint_widens_strided_loads(tmp_path, sandbox, n, hinted_bits):
+    """The premise of the GPU contiguity probe (tests/gpu/test_probe_gpu.py), read off the sm_90 SASS on the CPU:
+    for a stride-2 input the hinted kernel loads 128 bits at a time (adjacent elements: wrong) where the unhinted
+    one loads 32; with a length that is not a multiple of 16 the mask keeps both at 32 bits (the hint is harmless,
+    so the fixture's check case must be a multiple of 16)."""
+    path = tmp_path / f"strided_{n}.py"
+    path.write_text(STRIDED.replace("__N__", str(n)))
+    settings = Settings(data_dir=tmp_path, seeds=2)
+    expert = load_program(FIXTURES / "hinted" / "expert.py")
+    plain = Program("plain", expert.source.replace("tl.max_contiguous(tl.multiple_of(offs * stride, BLOCK), BLOCK)",
+                                                   "offs * stride"))  # fmt: skip
+    assert plain.source != expert.source
+    bits = [run_gate("compile", GateRequest(str(path), p, "cpu", settings), sandbox).metrics["max_load_bits"]
+            for p in (expert, plain)]  # fmt: skip
+    assert bits == [hinted_bits, 32]
