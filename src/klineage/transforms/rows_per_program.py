@@ -88,7 +88,7 @@ class RowsPerProgram(AnchoredTransform):
     family = 11
     tag = "S"
     cost = 4
-    conditions = ("fully_masked_rows",)
+    conditions = ("fully_masked_rows", "divisible_by_block")  # a row count that BLOCK_ROW does not divide
     intent = "process a tile of narrow rows per program instead of one row"
 
     def expert_anchors(self, module: Module):
