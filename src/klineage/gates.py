@@ -347,16 +347,15 @@ def _run_trial(workload, wl_module, trial: Trial, runs: int, state: _TrialState)
             ref64_inputs = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
                             for x in ref_inputs]  # fmt: skip
             ref64 = [e.double() if isinstance(e, torch.Tensor) and e.is_floating_point() else e for e in expected]
-        else:
-            ref64_inputs = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
-                            for x in originals]  # fmt: skip
-            ref64_inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in ref64_inputs]
+        else:  # fresh float64 copies (one copy each: a probe past 2^31 elements has no room for two)
+            ref64_inputs = [(x.double() if x.is_floating_point() and x.dtype != torch.float64 else x.clone())
+                            if isinstance(x, torch.Tensor) else x for x in originals]  # fmt: skip
             ref64 = flatten_outputs(ref64_model(*ref64_inputs))
     for record, outputs, clones in done:
         finding = (
             _outputs_finding(workload, clones, ref64, expected, state.previous_outputs, outputs, state.chunk)
             or check_guards(record.allocations + input_log)
-            or _mutation_finding(workload, inputs, originals, ref64_inputs)
+            or _mutation_finding(workload, inputs, originals, ref64_inputs, state.chunk)
             or (None if state.compile else _replay_finding(record, outputs, state))
             or (None if state.compile else launch_findings(record, outputs, main_stream))
         )
@@ -440,7 +439,7 @@ def _guarded_call(model, inputs, state: _TrialState):
     return (record, outputs), None
 
 
-def _mutation_finding(workload, inputs, originals, ref64_inputs) -> Finding | None:
+def _mutation_finding(workload, inputs, originals, ref64_inputs, chunk: int = 0) -> Finding | None:
     import torch
 
     for i, (now, before) in enumerate(zip(inputs, originals)):
@@ -448,7 +447,9 @@ def _mutation_finding(workload, inputs, originals, ref64_inputs) -> Finding | No
             continue
         if i in workload.mutated_inputs:
             tol = workload.tolerance(str(now.dtype).removeprefix("torch."))
-            finding = compare_output(now, ref64_inputs[i], ref64_inputs[i].to(now.dtype), tol, f"mutated input {i}")
+            pieces = _chunks(now, ref64_inputs[i], chunk) if chunk else [(now, ref64_inputs[i])]
+            label = f"mutated input {i}"
+            finding = next((f for o, r in pieces if (f := compare_output(o, r, r.to(now.dtype), tol, label))), None)
             if finding is not None:
                 return finding
         elif i in workload.clobbered_inputs:
