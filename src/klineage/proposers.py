@@ -373,8 +373,11 @@ class SkillProposer(Proposer):
         if not _same_construct(skill.location.get("before", ""), site.before):
             return []  # a hint learned on a load is not evidence for a store
         kernel = _kernel_of(site, source)
+        # a robustness family's own predicate says where its expert form is *needed* (decided below), not where
+        # it is valid: it must not become a guard that runs the int64 kernel only when int32 would do
+        own = ROBUSTNESS.get(transform.id)
         decisions = [decide(c["predicate"], self.workload, source, kernel, self.device, self.settings.target)
-                     for c in skill.conditions if c.get("status") in CHECKED]  # fmt: skip
+                     for c in skill.conditions if c.get("status") in CHECKED and c["predicate"] != own]  # fmt: skip
         decided_by = tuple(f"{d.predicate}: {d.verdict}" for d in decisions)
         violated = [d for d in decisions if d.verdict == VIOLATED]
         partial = [d for d in decisions if d.verdict == PARTIAL]

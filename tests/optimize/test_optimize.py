@@ -155,3 +155,16 @@ def test_write_outputs_keeps_override_modules(tmp_path, settings, sandbox):
     trajectory = optimize(wl, prog, BlindProposer(wl, settings, "cpu"), settings, "cpu", budget=2, sandbox=sandbox)
     paths = write_outputs(trajectory, tmp_path / "o")
     assert paths["program"].read_text() == prog.source and paths["diff"].read_text() == ""
+
+
+def test_a_robustness_skill_is_applied_unguarded_where_the_domain_needs_it(settings):
+    """int64 offsets are needed where offsets may pass 2^31: never dispatched to only when they do not."""
+    wl, prog = load_workload(EXAMPLES / "softmax" / "workload.py"), load_program(EXAMPLES / "softmax" / "naive.py")
+    skill = make_skill("int64_offsets", {}, ("offsets_below_2_31",), status="unprobed")
+    candidates = SkillProposer(wl, settings, "cpu", [skill]).propose(prog)
+    assert candidates and all(c.guard == "" for c in candidates)
+    assert any("offsets_below_2_31: partial" in d for c in candidates for d in c.decided_by)
+    small = load_workload(OPT / "scale_workload.py")  # 2^28 elements at most: not needed
+    proposer = SkillProposer(small, settings, "cpu", [skill])
+    assert proposer.propose(load_program(OPT / "scale_naive.py")) == []
+    assert proposer.refusals[0].predicate == "offsets_below_2_31" and "not needed" in proposer.refusals[0].reason
