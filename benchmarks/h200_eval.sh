@@ -7,7 +7,8 @@
 #   bash benchmarks/h200_eval.sh memory      # the memory baseline's base: blind runs on the experts' simplest forms
 #   bash benchmarks/h200_eval.sh bench SUITE METHODS BUDGET [SHARDS]   # SHARDS GPUs in parallel, then merged
 #
-# Environment: BUDGET-independent knobs go through KLINEAGE_* (seeds drawn on the tiny case; the bench case is still
+# Before each device call, here: `git rev-parse --short HEAD > .state/COMMIT` (the tree travels without its history;
+# reports are stamped with that commit). Environment: budget-independent knobs go through KLINEAGE_* (seeds drawn on the tiny case; the bench case is still
 # checked once per candidate; final programs are re-checked with hidden seeds and probe cases).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,8 @@ else
     export PYTHONPATH="$PWD/src:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 fi
 export KLINEAGE_HOME="$PWD/.state/home" KLINEAGE_SEED_CASE=tiny PYTHONUNBUFFERED=1
+KLINEAGE_COMMIT="$(cat .state/COMMIT 2>/dev/null || echo unknown)"
+export KLINEAGE_COMMIT
 [ -f .state/home.tgz ] && tar -xzf .state/home.tgz -C .state
 KL="python3 -m klineage"
 DEVICE="${DEVICE:-cuda}"  # DEVICE=cpu: a dry run of the same stages without a GPU
