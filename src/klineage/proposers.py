@@ -159,8 +159,9 @@ def expert_tiles(skill_params: dict) -> list[dict[str, int]]:
 
 
 def adapt(params: dict, source: str, defaults: dict) -> dict:
-    """The expert's parameters where this program can evaluate them; an expression naming something the program
-    does not define (an expert's helper such as `_num_warps(BLOCK)`) falls back to the family's default."""
+    """The expert's parameters where this program can evaluate them: an expression naming something the program
+    does not define (an expert's helper such as `_num_warps(BLOCK)`) falls back to the family's default, or is
+    dropped when the family has none (a role name such as the expert's `pid_m`: the site's own names fill it)."""
     out = {}
     for key, text in params.items():
         try:
@@ -173,8 +174,6 @@ def adapt(params: dict, source: str, defaults: dict) -> dict:
             out[key] = defaults[key]
         elif not missing:
             out[key] = text
-        else:
-            return {}
     return out
 
 
@@ -403,8 +402,6 @@ class SkillProposer(Proposer):
             variants = [carried] if carried else []
         else:
             carried = adapt(skill.transform.get("params") or {}, source, transform_defaults(transform))
-            if skill.transform.get("params") and not carried:
-                return []
             variants = numeric_neighbours(carried or transform_defaults(transform))[:3]
         out = []
         for params in variants:

@@ -86,3 +86,17 @@ def test_skips():
     # host code is not a kernel
     assert t.optimize_sites(SIMPLE.replace("@triton.jit\n", "")) == []
     assert t.sites("def broken(:\n") == []
+
+
+def test_a_kernel_counting_only_its_column_tiles_is_grouped_after_counting_its_rows():
+    """The naive matmul computes num_pid_n only; optimize adds num_pid_m = tl.cdiv(M, BLOCK_M) (names read off
+    num_pid_n's with N -> M) and the result is an expert site again."""
+    naive = (EXAMPLES / "matmul" / "naive.py").read_text()
+    t = GroupedOrdering()
+    (site,) = t.optimize_sites(naive)
+    assert site.params["num_pid_m_from"] == "tl.cdiv(M, BLOCK_M)"
+    grouped = t.optimize(naive, site, {"GROUP_SIZE_M": "8"})
+    assert "num_pid_m = tl.cdiv(M, BLOCK_M)\n    num_pid_in_group = 8 * num_pid_n" in grouped
+    (expert_site,) = t.sites(grouped)
+    assert expert_site.params["GROUP_SIZE_M"] == "8"
+    compile(grouped, "grouped", "exec")

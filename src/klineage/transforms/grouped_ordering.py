@@ -136,7 +136,27 @@ def match_row_major(body, i: int, fn: cst.FunctionDef) -> dict | None:
     context = {"pid": pm_val.left.value, "num_pid_n": pm_val.right.value, "pid_m": pm, "pid_n": pn}
     if len(set(context.values())) != 4 or not _same(body[i : i + 2], ROW_MAJOR.format(**context)):
         return None
-    return _tiled(body, i, context)
+    return _tiled(body, i, dict(context)) or _untiled_m(body, i, context, fn)
+
+
+def _untiled_m(body, i: int, context: dict, fn: cst.FunctionDef) -> dict | None:
+    """A row-major kernel that counts only its column tiles (`num_pid_n = tl.cdiv(N, BLOCK_N)`) can still be
+    grouped: optimize first adds `num_pid_m = tl.cdiv(M, BLOCK_M)`, the names read off num_pid_n's with N -> M,
+    when the kernel has both as parameters (a naive matmul's usual form)."""
+    pids, counts = _tile_counts(body, i)
+    if context["pid"] not in pids or counts != {context["num_pid_n"]}:
+        return None
+    value = next(a[1] for s in body[:i] if (a := _assign(s)) and a[0] == context["num_pid_n"])
+    if len(value.args) != 2 or not all(isinstance(a.value, cst.Name) for a in value.args):
+        return None
+    size, block = (a.value.value for a in value.args)
+    if not (size.endswith("N") and block.endswith("N")):
+        return None
+    params = {p.name.value for p in fn.params.params}
+    size_m, block_m = size[:-1] + "M", block[:-1] + "M"
+    if size_m not in params or block_m not in params or _names(fn.body)["num_pid_m"]:
+        return None
+    return {**context, "num_pid_m": "num_pid_m", "num_pid_m_from": f"{dotted(value.func)}({size_m}, {block_m})"}
 
 
 class _Finder(cst.CSTVisitor):
@@ -254,7 +274,10 @@ class GroupedOrdering(Transform):
         if any(used[values[k]] for k in INTERMEDIATES):
             raise ValueError("the grouped mapping's intermediate names are already used in the kernel")
         leading = list(block.body[i].leading_lines)
-        body = [*block.body[:i], *_statements(GROUPED.format(**values), leading), *block.body[i + 2 :]]
+        code = GROUPED.format(**values)
+        if "num_pid_m_from" in context:  # the kernel counted only its column tiles: count the rows first
+            code = f"{context['num_pid_m']} = {context['num_pid_m_from']}\n" + code
+        body = [*block.body[:i], *_statements(code, leading), *block.body[i + 2 :]]
         return module.deep_replace(block, block.with_changes(body=body)).code
 
 
