@@ -87,9 +87,20 @@ def expert_instances(settings: Settings) -> list[Instance]:
         key = (lineage.workload, lineage.expert)
         mtime = lineage_json.stat().st_mtime
         if key not in found or found[key][0] < mtime:
-            found[key] = (mtime, Instance(f"{lineage.workload}-{lineage.expert}", Path(meta["workload"]), simplest,
-                                          expert))  # fmt: skip
+            found[key] = (mtime, Instance(f"{lineage.workload}-{lineage.expert}", _relocated(meta["workload"]),
+                                          simplest, expert))  # fmt: skip
     return [inst for _, inst in sorted(found.values(), key=lambda t: t[1].name)]
+
+
+def _relocated(path: str) -> Path:
+    """A workload path recorded on another machine (a data directory carried between device calls): a bundled
+    workload is found again in this installation's package."""
+    recorded = Path(path)
+    if recorded.is_file() or "klineage/" not in path:
+        return recorded
+    tail = path.rsplit("klineage/", 1)[1]
+    moved = Path(__file__).parent / tail
+    return moved if moved.is_file() else recorded
 
 
 # --- references and escapes ---------------------------------------------------------------------------------------

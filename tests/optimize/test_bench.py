@@ -75,3 +75,11 @@ def test_shards_split_a_suite_and_merge_back(settings):
     assert merged["summary"]["klineage"]["geomean_speedup"] == pytest.approx(4.0)
     with pytest.raises(UserError):
         merge([a, {**b, "stamp": {**b["stamp"], "budget": 8}}])
+
+
+def test_a_bundled_workload_recorded_on_another_machine_is_found_here():
+    from klineage.bench import _relocated
+
+    here = _relocated("/elsewhere/site-packages/klineage/examples/matmul/workload.py")
+    assert here.is_file() and here.parent.name == "matmul"
+    assert str(_relocated("/nowhere/w.py")) == "/nowhere/w.py"
