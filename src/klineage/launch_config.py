@@ -11,6 +11,7 @@ nearby values (x2, /2, powers of two within bounds)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -84,22 +85,38 @@ def _literal_bindings(function: cst.FunctionDef) -> dict[str, int]:
         for small in stmt.body:
             if not isinstance(small, cst.Assign):
                 continue
-            value = _int(small.value)
             for target in small.targets:
-                if isinstance(target.target, cst.Name):
-                    name = target.target.value
+                for name, value in _bound(target.target, small.value):
                     counts[name] = counts.get(name, 0) + 1
                     if value is not None:
                         values[name] = value
     return {k: v for k, v in values.items() if counts[k] == 1}
 
 
+def _bound(target: cst.BaseExpression, value: cst.BaseExpression) -> list[tuple[str, int | None]]:
+    """(name, integer literal or None) pairs an assignment binds: `A = 32`, and `A, B = 512, 128` element-wise."""
+    if isinstance(target, cst.Name):
+        return [(target.value, _int(value))]
+    if isinstance(target, cst.Tuple):
+        names = [e.value for e in target.elements]
+        values = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [None] * len(names)
+        if len(values) != len(names):
+            values = [None] * len(names)
+        return [(n.value, _int(v) if v is not None else None) for n, v in zip(names, values) if isinstance(n, cst.Name)]
+    return []
+
+
 def tunables(source: str) -> list[Tunable]:
     """Every tunable launch parameter, in source order, one entry per distinct `key`."""
+    return list(_tunables(source))
+
+
+@functools.lru_cache(maxsize=64)  # a proposal round asks for the same source's tunables many times
+def _tunables(source: str) -> tuple[Tunable, ...]:
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError:
-        return []
+        return ()
     finder = _Finder()
     module.visit(finder)
     out, seen = [], set()
@@ -107,7 +124,7 @@ def tunables(source: str) -> list[Tunable]:
         if t.key not in seen:
             seen.add(t.key)
             out.append(t)
-    return out
+    return tuple(out)
 
 
 class _Rewriter(cst.CSTTransformer):
@@ -127,10 +144,13 @@ class _Rewriter(cst.CSTTransformer):
         return updated.with_changes(args=args)
 
     def leave_SimpleStatementLine(self, original, updated):
-        """`A = B = 32` with B retuned becomes `A = 32` and `B = 64` on separate lines."""
+        """`A = B = 32` with B retuned becomes `A = 32` and `B = 64` on separate lines; in `A, B = 512, 128` the
+        retuned element changes in place."""
         if len(updated.body) != 1 or not isinstance(updated.body[0], cst.Assign):
             return updated
         assign = updated.body[0]
+        if len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Tuple):
+            return self._tuple(updated, assign)
         names = [t.target.value for t in assign.targets if isinstance(t.target, cst.Name)]
         if _int(assign.value) is None or not any(n in self.values for n in names):
             return updated
@@ -142,6 +162,18 @@ class _Rewriter(cst.CSTTransformer):
             for n in names
         ]  # fmt: skip
         return cst.FlattenSentinel(lines)
+
+    def _tuple(self, line, assign: cst.Assign):
+        target, value = assign.targets[0].target, assign.value
+        if not isinstance(value, cst.Tuple) or len(value.elements) != len(target.elements):
+            return line
+        elements = []
+        for t, v in zip(target.elements, value.elements):
+            name = t.value.value if isinstance(t.value, cst.Name) else None
+            if name in self.values and _int(v.value) is not None:
+                v = v.with_changes(value=cst.Integer(str(self.values[name])))
+            elements.append(v)
+        return line.with_changes(body=[assign.with_changes(value=value.with_changes(elements=elements))])
 
 
 def with_values(source: str, values: dict[str, int]) -> str:

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import math
 import re
@@ -34,6 +35,9 @@ from klineage.workload import Workload
 # violated, or never probed (conservative: a predicate nobody could test must hold). "not_a_condition" (both
 # forms passed the probe) and "outside_domain" (both failed) say nothing about applying.
 CHECKED = ("condition", "required", "unprobed", "not_probed")
+# Predicates about the program being optimized (does its kernel accumulate, does it write its inputs), decided on
+# the target for every skill of a family that lists them: the expert's probe result describes the expert's code.
+TARGET_PROPERTIES = ("idempotent_launch", "no_aliasing")
 PRIOR_SPEEDUP = 1.0  # an unmeasured skill promises nothing: candidates are then ordered by family cost
 # Families whose expert form buys robustness, not speed (int64 offsets past 2^31, fp32 math in half-precision
 # kernels): KLineage applies them where the domain needs them (their predicate fails on part of it), never for speed.
@@ -260,15 +264,20 @@ def _same_construct(skill_code: str, site_code: str) -> bool:
     return a is None or b is None or a == b
 
 
-def _kernel_of(site: Site, source: str) -> str | None:
-    """The Triton kernel a site is in, or that its launch launches."""
+@functools.lru_cache(maxsize=64)
+def _kernel_names(source: str) -> tuple[str, ...]:
     import libcst as cst
 
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError:
-        return None
-    kernels = [s.name.value for s in module.body if isinstance(s, cst.FunctionDef) and is_kernel(s)]
+        return ()
+    return tuple(s.name.value for s in module.body if isinstance(s, cst.FunctionDef) and is_kernel(s))
+
+
+def _kernel_of(site: Site, source: str) -> str | None:
+    """The Triton kernel a site is in, or that its launch launches."""
+    kernels = _kernel_names(source)
     if site.function in kernels:
         return site.function
     launched = re.findall(r"(\w+)\[[^\]]*\]\(", site.before)
@@ -354,16 +363,19 @@ class SkillProposer(Proposer):
 
     def propose(self, program: Program) -> list[Candidate]:
         out: list[Candidate] = []
+        sites: dict[tuple[str, str], list[Site]] = {}  # many skills share a family: list its sites once
         for skill in self.skills:
             transform = self.transforms.get(skill.transform["id"])
             if transform is None:
                 continue
             for module, source in _module_sources(program):
-                try:
-                    sites = transform.optimize_sites(source)
-                except Exception:
-                    continue
-                for site in sites:
+                key = (transform.id, module)
+                if key not in sites:
+                    try:
+                        sites[key] = transform.optimize_sites(source)
+                    except Exception:
+                        sites[key] = []
+                for site in sites[key]:
                     out.extend(self._for_site(skill, transform, program, module, source, site))
         out.extend(self._expert_tiles(program))
         return _ordered(out)
@@ -375,8 +387,10 @@ class SkillProposer(Proposer):
         # a robustness family's own predicate says where its expert form is *needed* (decided below), not where
         # it is valid: it must not become a guard that runs the int64 kernel only when int32 would do
         own = ROBUSTNESS.get(transform.id)
-        decisions = [decide(c["predicate"], self.workload, source, kernel, self.device, self.settings.target)
-                     for c in skill.conditions if c.get("status") in CHECKED and c["predicate"] != own]  # fmt: skip
+        predicates = [c["predicate"] for c in skill.conditions if c.get("status") in CHECKED and c["predicate"] != own]
+        # properties of the target's own code: what probing showed about the expert's code does not carry over
+        predicates += [p for p in transform.conditions if p in TARGET_PROPERTIES and p not in predicates]
+        decisions = [decide(p, self.workload, source, kernel, self.device, self.settings.target) for p in predicates]
         decided_by = tuple(f"{d.predicate}: {d.verdict}" for d in decisions)
         violated = [d for d in decisions if d.verdict == VIOLATED]
         partial = [d for d in decisions if d.verdict == PARTIAL]
@@ -446,7 +460,7 @@ class SkillProposer(Proposer):
         return out
 
     def _refuse(self, refusal: Refusal) -> None:
-        key = (refusal.origin, refusal.function, refusal.predicate)
+        key = (refusal.transform, refusal.function, refusal.predicate)  # one line per family, not per skill
         if key not in self._refused:
             self._refused.add(key)
             self.refusals.append(refusal)

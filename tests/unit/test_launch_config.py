@@ -40,3 +40,10 @@ def test_unknown_key_is_an_error():
 
     with pytest.raises(KeyError):
         with_values((EXAMPLES / "softmax" / "naive.py").read_text(), {"BLOCK": 64})  # computed, not a literal
+
+
+def test_a_tuple_assignment_binds_each_name():
+    source = "def forward(x):\n    CHUNK, BLOCK = 512, 128\n    k[(1,)](x, CHUNK=CHUNK, BLOCK=BLOCK)\n"
+    (t,) = tunables(source)  # CHUNK is not a tile name
+    assert t.key == "BLOCK" and t.value == 128
+    assert "CHUNK, BLOCK = 512, 256" in with_values(source, {"BLOCK": 256})
