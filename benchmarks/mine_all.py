@@ -61,6 +61,7 @@ def parse_pair(text: str) -> tuple[Path, Path, list[str]]:
 def mine_one(workload_path: Path, expert_path: Path, modules: list[str], settings, device: str, sandbox,
              max_steps: int | None) -> tuple[dict, list]:  # fmt: skip
     """One lineage: mine, probe, skills. (row, skills); a failure is a row with `error`."""
+    from klineage.features import features
     from klineage.mine import mine
     from klineage.probe import probe_lineage
     from klineage.program import load_program, with_installed_modules
@@ -76,7 +77,7 @@ def mine_one(workload_path: Path, expert_path: Path, modules: list[str], setting
         lineage = mine(workload, expert, settings, device, sandbox, max_steps=max_steps)
         mined_s = time.perf_counter() - started
         probes = probe_lineage(lineage, workload, settings, device, sandbox)
-        skills = skills_from_lineage(lineage, probes)
+        skills = skills_from_lineage(lineage, probes, features(expert, workload))
     except Exception as e:  # a report: one broken pair must not hide the others
         row.update(error=f"{type(e).__name__}: {str(e)[:300]}", wall_s=time.perf_counter() - started)
         return row, []

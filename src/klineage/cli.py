@@ -236,6 +236,7 @@ def demo(device, budget, as_json) -> None:
     """The main job end to end: mine the bundled softmax expert into a library, optimize the bundled naive softmax
     with the mined skills, print the lineage and the report (on the CPU when there is no GPU)."""
     from klineage.check import resolve_device
+    from klineage.features import features
     from klineage.library import Library
     from klineage.mine import mine as run_mine
     from klineage.optimize import optimize as run_optimize
@@ -260,7 +261,7 @@ def demo(device, budget, as_json) -> None:
                                                               f"{st.transform}"))  # fmt: skip
         progress.update(task, description="probing conditions")
         probes = probe_lineage(lineage, workload, settings, dev, sandbox)
-        skills = skills_from_lineage(lineage, probes)
+        skills = skills_from_lineage(lineage, probes, features(expert, workload))
         with Library(library_dir) as library:
             for skill in skills:
                 library.save(skill)
@@ -305,6 +306,7 @@ def mine(workload, expert, library_dir, device, max_steps, no_probe, modules, as
          max_tokens) -> None:  # fmt: skip
     """Walk EXPERT backward against WORKLOAD, probe each step's conditions, add the skills to the library."""
     from klineage.check import resolve_device
+    from klineage.features import features
     from klineage.library import Library
     from klineage.mine import mine as run_mine
     from klineage.probe import probe_lineage
@@ -328,7 +330,7 @@ def mine(workload, expert, library_dir, device, max_steps, no_probe, modules, as
         if not no_probe:
             progress.update(task, description=f"probing conditions of {len(lineage.accepted)} accepted steps")
             probes = probe_lineage(lineage, wl, settings, dev)
-    skills = skills_from_lineage(lineage, probes)
+    skills = skills_from_lineage(lineage, probes, features(prog, wl))
     model_lineage = None
     if use_llm:
         model_lineage, model_skills, usage = _mine_llm(wl, lineage, settings, dev, llm_steps, client,

@@ -24,6 +24,7 @@ from pathlib import Path
 from klineage import launch_config
 from klineage.conditions import GATED, HOLDS, PARTIAL, VIOLATED, decide, guarded
 from klineage.config import Settings, device_name
+from klineage.features import features, similarity
 from klineage.mine import _module_sources, _with_source
 from klineage.program import Program
 from klineage.skills import Skill
@@ -71,57 +72,6 @@ class Refusal:
     function: str
     predicate: str
     reason: str
-
-
-# --- program features (the memory baseline's retrieval key) -----------------------------------------------------
-
-FEATURES = {
-    "dot": r"tl\.dot\(",
-    "reduction": r"tl\.(sum|max|min|argmax|argmin|reduce|cumsum)\(",
-    "exp": r"tl\.(exp|exp2|log|log2)\(|libdevice\.",
-    "atomic": r"tl\.atomic_",
-    "loop": r"\n\s+for .* in (range|tl\.range|tl\.static_range)\(",
-    "mask": r"mask=",
-    "where": r"tl\.where\(",
-    "fp32_cast": r"\.to\(tl\.float32\)",
-    "rsqrt": r"rsqrt\(",
-    "two_d": r"\[:, None\]",
-}
-
-
-def features(program: Program, workload: Workload | None = None) -> dict[str, float]:
-    """A small fixed vector: which constructs the program's kernels use, and the workload's arithmetic intensity."""
-    text = "\n".join(source for _, source in _module_sources(program))
-    out = {name: 1.0 if re.search(pattern, text) else 0.0 for name, pattern in FEATURES.items()}
-    out["compute_bound"] = 0.0
-    if workload is not None:
-        case = workload.cases.get(workload.bench_case(), {})
-        dtype = case.get("dtype", "")
-        out.update({f"dtype_{d}": 1.0 if dtype == d else 0.0 for d in ("float32", "float16", "bfloat16")})
-        intensity = _intensity(workload)
-        out["compute_bound"] = 1.0 if intensity is not None and intensity > 50 else 0.0
-    return out
-
-
-def _intensity(workload: Workload) -> float | None:
-    from klineage.workload import case_roofline, import_file
-
-    try:
-        module = import_file(workload.path, f"_klineage_features_{workload.hash}")
-        found = case_roofline(module, workload.cases[workload.bench_case()])
-    except Exception:
-        return None
-    if not found or not found[1]:
-        return None
-    return found[0] / found[1]
-
-
-def similarity(a: dict[str, float], b: dict[str, float]) -> float:
-    keys = set(a) | set(b)
-    dot = sum(a.get(k, 0.0) * b.get(k, 0.0) for k in keys)
-    na = math.sqrt(sum(a.get(k, 0.0) ** 2 for k in keys))
-    nb = math.sqrt(sum(b.get(k, 0.0) ** 2 for k in keys))
-    return dot / (na * nb) if na and nb else 0.0
 
 
 # --- parameters: carried over and a neighbourhood ----------------------------------------------------------------
@@ -343,7 +293,7 @@ class SkillProposer(Proposer):
         super().__init__(workload, settings, device)
         self.skills = [s for s in skills if s.kind == "optimization"]
         self.transforms = _transforms()
-        self.context = features_from_workload(workload)
+        self.context: dict[str, float] = {}
         self._refused: set[tuple] = set()
 
     def expected(self, skill: Skill) -> float:
@@ -362,6 +312,7 @@ class SkillProposer(Proposer):
         return math.exp(gain * weight)
 
     def propose(self, program: Program) -> list[Candidate]:
+        self.context = features(program, self.workload)
         out: list[Candidate] = []
         sites: dict[tuple[str, str], list[Site]] = {}  # many skills share a family: list its sites once
         for skill in self.skills:
@@ -478,11 +429,6 @@ def blind_params(transform: Transform, source: str, site: Site) -> dict | None:
     current = {t.keyword: t.value for t in launch_config.tunables(source) if t.kernel == site.function}
     doubled = {k: v * 2 for k, v in current.items() if k not in launch_config.KNOBS}
     return autotune_params(source, site.function, [doubled, {"num_warps": 8}, {**doubled, "num_warps": 8}])
-
-
-def features_from_workload(workload: Workload) -> dict[str, float]:
-    return {k: v for k, v in features(Program("workload", "", {}), workload).items() if k.startswith(("dtype_",
-            "compute_bound"))}  # fmt: skip
 
 
 # Tie-break when the evidence does not separate candidates (unmeasured, or within the noise): changes to the work

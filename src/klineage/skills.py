@@ -46,9 +46,11 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def skills_from_lineage(lineage: Lineage, probes: dict[int, list[dict]] | None = None) -> list[Skill]:
+def skills_from_lineage(lineage: Lineage, probes: dict[int, list[dict]] | None = None,
+                        context: dict[str, float] | None = None) -> list[Skill]:  # fmt: skip
     """One optimization skill per accepted step (its conditions from `probes` where the step was probed), one guard
-    skill per rejected step."""
+    skill per rejected step. `context`: the expert's features (klineage.features), recorded in the provenance so a
+    forward walk can tell how alike a target is."""
     load_families()
     date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
     skills = []
@@ -69,6 +71,8 @@ def skills_from_lineage(lineage: Lineage, probes: dict[int, list[dict]] | None =
             "versions": lineage.versions,
             "date": date,
         }
+        if context:
+            provenance["features"] = context
         if step.accepted:
             skills.append(_optimization(step, cls, provenance, (probes or {}).get(step.index)))
         else:
