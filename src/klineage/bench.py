@@ -3,7 +3,8 @@
 An instance is a workload, the program an optimizer starts from, and optionally the expert program it is compared
 with. Suites:
 - `heldout`: the 22 naive programs of `klineage.suites` (no lineage touched them);
-- `naive`: the bundled examples' naive programs, with their tuned versions as the expert;
+- `naive`: the bundled examples' naive programs, with the project-written expert (else the tuned version) as the
+  reference;
 - `experts`: the simplest form of every finished lineage under `$KLINEAGE_HOME/lineages` (what mining reduced each
   expert to), with the expert itself as the reference.
 
@@ -60,10 +61,11 @@ def suite(name: str, settings: Settings) -> list[Instance]:
     if name == "naive":
         out = []
         for folder in sorted(EXAMPLES_DIR.iterdir()):
-            naive, tuned = folder / "naive.py", folder / "tuned.py"
+            naive = folder / "naive.py"
+            expert = next((folder / f for f in ("expert.py", "tuned.py") if (folder / f).is_file()), None)
             if naive.is_file():
                 out.append(Instance(folder.name, folder / "workload.py", load_program(naive),
-                                    load_program(tuned) if tuned.is_file() else None))  # fmt: skip
+                                    load_program(expert) if expert else None))  # fmt: skip
         return out
     if name == "experts":
         return expert_instances(settings)

@@ -18,8 +18,9 @@ OPT = FIXTURES / "optimize"
 
 def test_naive_suite_pairs_each_naive_program_with_its_tuned_expert(settings):
     found = {i.name: i for i in suite("naive", settings)}
-    assert {"softmax", "rmsnorm", "matmul"} <= set(found)
-    assert found["matmul"].expert is not None and "32" in found["matmul"].start.source
+    assert {"softmax", "rmsnorm", "matmul", "attention"} <= set(found)
+    assert found["matmul"].expert.name == "expert" and found["softmax"].expert.name == "tuned"
+    assert "32" in found["matmul"].start.source
 
 
 def test_experts_suite_is_empty_without_lineages(settings):
