@@ -49,7 +49,7 @@ memory)
 bench)
     suite="$2" methods="$3" budget="$4" shards="${5:-1}"
     pids=()
-    mkdir -p /tmp/shards
+    mkdir -p /tmp/shards .state/home
     for i in $(seq 1 "$shards"); do
         home=".state/shard$i"
         rm -rf "$home" && cp -r .state/home "$home"

@@ -224,8 +224,8 @@ def examples(run_checks, device, as_json) -> None:
     sys.exit(0 if all(r.passed for r in reports) else 1)
 
 
-DEMO_EXPERT = ("softmax", "tuned.py")  # mined by `klineage demo`
-DEMO_TARGET = ("softmax", "naive.py")  # optimized with the mined skills
+DEMO_EXPERT = ("rmsnorm", "tuned.py")  # mined by `klineage demo`
+DEMO_TARGET = ("rmsnorm", "naive.py")  # optimized with the mined skills
 
 
 @main.command()
@@ -233,7 +233,7 @@ DEMO_TARGET = ("softmax", "naive.py")  # optimized with the mined skills
 @click.option("--budget", type=int, default=8, show_default=True, help="Gate evaluations for the optimize step.")
 @click.option("--json", "as_json", is_flag=True)
 def demo(device, budget, as_json) -> None:
-    """The main job end to end: mine the bundled softmax expert into a library, optimize the bundled naive softmax
+    """The main job end to end: mine the bundled RMSNorm expert into a library, optimize the bundled naive RMSNorm
     with the mined skills, print the lineage and the report (on the CPU when there is no GPU)."""
     from klineage.check import resolve_device
     from klineage.features import features

@@ -47,6 +47,9 @@ METHODS = ("klineage", "blind", "memory", "autotune")
 # On a GPU the correctness gate compiles and launches every case itself; the compile gate's separate pass (every
 # case again, for static metrics) cost 8.4 s of a 35 s matmul candidate on the H200 (docs/BENCHMARKS.md).
 CANDIDATE_GATES = {False: ("compile", "correctness"), True: ("correctness",)}
+# Families that only choose a number (tiles, warps, stages): whether the expert's number suits another kernel is a
+# question for a timer, so without a GPU they are not kept, even from a skill.
+NEEDS_TIMING = ("launch_config", "launch_knobs", "pipelining")
 NEAR_ROOFLINE = 0.95  # stop when the profile gate puts the program at this fraction of the roofline
 
 
@@ -230,8 +233,9 @@ def optimize(
                     continue
                 if cand.expected < 1.0:
                     continue  # its own evidence (a skill's measured effect, a remembered outcome) says slower
-                if device != "cuda" and not explore and cand.origin in ("catalog", "launch_config"):
-                    continue  # untimed here, and no evidence that it is faster: nothing to decide it on
+                if device != "cuda" and not explore and (cand.origin in ("catalog", "launch_config")
+                                                         or cand.transform in NEEDS_TIMING):
+                    continue  # untimed here, and nothing else to decide it on
                 seen.add(cand.program.hash)
                 evaluations += 1
                 report = check(workload, cand.program, settings, device, CANDIDATE_GATES[device == "cuda"], sandbox)
@@ -310,8 +314,8 @@ def report(trajectory: Trajectory) -> str:
     elif not t.timed:
         lines.append("No GPU: no time was taken. A candidate was kept when it passed the compile and correctness gates "
                      "and came from evidence (a skill mined from an expert, a remembered outcome) that does not say it "
-                     "is slower; launch-configuration search and catalog guesses need timing. Time the result on a "
-                     "GPU.")
+                     "is slower; numbers (tiles, warps, stages) and catalog guesses need a timer and were not tried. "
+                     "Time the result on a GPU.")
     lines += ["", "## Kept", ""]
     lines += [f"{i}. {a.candidate.label} (from `{a.candidate.origin}`"
               + (f"; {', '.join(a.candidate.decided_by)}" if a.candidate.decided_by else "") + ")"

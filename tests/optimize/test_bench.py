@@ -29,12 +29,12 @@ def test_experts_suite_is_empty_without_lineages(settings):
 
 def test_small_run_writes_a_stamped_report_and_invents_no_time(settings, tmp_path):
     with Library(tmp_path / "lib") as lib:
-        lib.save(make_skill("launch_knobs", {"num_warps": "8"}, ("shared_memory_fits",)))
+        lib.save(make_skill("cache_hints", {"eviction_policy": '"evict_first"'}, ("contiguous",)))
     softmax = [i for i in suite("naive", settings) if i.name == "softmax"]
     result = run_bench(softmax, ["klineage", "autotune"], 3, settings, "cpu", tmp_path / "lib")
     assert result["stamp"]["timed"] is False and result["stamp"]["budget"] == 3 and result["stamp"]["commit"]
     rows = {r["method"]: r for r in result["rows"]}
-    assert rows["klineage"]["kept"] == 1 and rows["klineage"]["escapes"] == []
+    assert rows["klineage"]["kept"] >= 1 and rows["klineage"]["escapes"] == []
     assert rows["autotune"]["kept"] == 0  # nothing to decide launch configurations on without timing
     assert all(r["speedup"] is None and r["vs_torch_compile"] is None for r in result["rows"])
     text = markdown(result)

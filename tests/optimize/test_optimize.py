@@ -79,19 +79,28 @@ def test_a_partial_condition_is_applied_behind_a_launch_guard(settings, sandbox)
 @pytest.mark.interpreter
 def test_skills_are_kept_on_cpu_without_inventing_a_time(settings, sandbox):
     wl, prog = load_workload(EXAMPLES / "softmax" / "workload.py"), load_program(EXAMPLES / "softmax" / "naive.py")
-    skills = [make_skill("launch_knobs", {"num_warps": "8"}, ("shared_memory_fits",)),
-              make_skill("launch_knobs", {"num_warps": "_num_warps(BLOCK)"}, ())]  # an expert helper: not here
+    skills = [make_skill("cache_hints", {"eviction_policy": '"evict_first"'}, ("contiguous",)),
+              make_skill("launch_knobs", {"num_warps": "8"}, ())]  # a number: needs a timer, not tried here
     trajectory = optimize(wl, prog, SkillProposer(wl, settings, "cpu", skills), settings, "cpu", budget=4,
                           sandbox=sandbox)  # fmt: skip
     kept = [a for a in trajectory.attempts if a.kept]
-    assert kept and "num_warps=8" in trajectory.best.source
-    assert "_num_warps" not in trajectory.best.source
+    assert kept and 'eviction_policy="evict_first"' in trajectory.best.source
+    assert not any(a.candidate.transform == "launch_knobs" for a in trajectory.attempts)
     assert not trajectory.timed and trajectory.start_ms is None and trajectory.best_ms is None
     assert trajectory.speedup is None and trajectory.evaluations_to(0.95) is None
     text = report(trajectory)
     assert "No GPU: no time was taken" in text and " ms" not in text
-    assert "+" in diff(trajectory) and "num_warps=8" in diff(trajectory)
+    assert "+" in diff(trajectory) and "evict_first" in diff(trajectory)
     assert trajectory.evaluations <= 4
+
+
+def test_carried_params_the_program_cannot_evaluate_fall_back_or_drop():
+    from klineage.proposers import adapt
+
+    source = (EXAMPLES / "softmax" / "naive.py").read_text()
+    assert adapt({"num_warps": "_num_warps(BLOCK)"}, source, {"num_warps": "8"}) == {"num_warps": "8"}
+    assert adapt({"pid_m": "pid_m", "GROUP_SIZE_M": "8"}, source, {}) == {"GROUP_SIZE_M": "8"}  # no pid_m here
+    assert adapt({"eviction_policy": '"evict_last"'}, source, {}) == {"eviction_policy": '"evict_last"'}
 
 
 def test_blind_spends_nothing_on_cpu_without_evidence(settings, sandbox):
@@ -125,7 +134,7 @@ def test_remember_appends_outcomes(settings, sandbox, tmp_path):
 @pytest.mark.interpreter
 def test_cli_optimize_writes_program_diff_trajectory_and_report(settings, data_dir, tmp_path):
     with Library(tmp_path / "lib") as lib:
-        lib.save(make_skill("launch_knobs", {"num_warps": "8"}, ("shared_memory_fits",)))
+        lib.save(make_skill("cache_hints", {"eviction_policy": '"evict_first"'}, ("contiguous",)))
     out = tmp_path / "out"
     result = CliRunner().invoke(main, ["optimize", str(EXAMPLES / "softmax" / "workload.py"),
                                        str(EXAMPLES / "softmax" / "naive.py"), "--library", str(tmp_path / "lib"),
@@ -133,9 +142,9 @@ def test_cli_optimize_writes_program_diff_trajectory_and_report(settings, data_d
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["method"] == "klineage" and data["attempts"][0]["kept"]
-    assert (out / "program.py").read_text().count("num_warps=8") == 1
+    assert 'eviction_policy="evict_first"' in (out / "program.py").read_text()
     assert json.loads((out / "trajectory.json").read_text())["best_hash"] == data["best_hash"]
-    assert "num_warps=8" in (out / "changes.diff").read_text()
+    assert "evict_first" in (out / "changes.diff").read_text()
     assert (out / "report.md").read_text().startswith("# Optimization report")
 
 

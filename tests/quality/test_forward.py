@@ -1,7 +1,7 @@
-"""Forward quality: skills mined from the planted expert, applied to that expert's simplest form, give back the
-planted optimizations that are valid on the workload's domain, and refuse, with the deciding condition, the one
-whose probe found a counterexample (the fast path behind the wrong divisibility test) and the robustness skill the
-domain does not need."""
+"""Forward quality: skills mined from the planted expert, applied to that expert's simplest form on the CPU, give
+back the planted optimizations that are valid on the workload's domain and need no timer, and refuse, with the
+deciding condition, the one whose probe found a counterexample (the fast path behind the wrong divisibility test)
+and the robustness skill the domain does not need."""
 
 import pytest
 
@@ -27,8 +27,8 @@ def forward(planted, sandbox):
 def test_valid_planted_optimizations_come_back(forward):
     start, trajectory = forward
     kept = sorted(a.candidate.transform for a in trajectory.attempts if a.kept)
-    assert kept == ["cache_hints", "launch_knobs"]
-    assert 'eviction_policy="evict_first"' in trajectory.best.source and "num_warps=8" in trajectory.best.source
+    assert kept == ["cache_hints"]  # the planted num_warps is a number: on the CPU it waits for a timer
+    assert 'eviction_policy="evict_first"' in trajectory.best.source
     assert all(a.outcome != "failed_gate" for a in trajectory.attempts)  # nothing unsafe was tried
 
 
