@@ -47,9 +47,9 @@ METHODS = ("klineage", "blind", "memory", "autotune")
 # On a GPU the correctness gate compiles and launches every case itself; the compile gate's separate pass (every
 # case again, for static metrics) cost 8.4 s of a 35 s matmul candidate on the H200 (docs/BENCHMARKS.md).
 CANDIDATE_GATES = {False: ("compile", "correctness"), True: ("correctness",)}
-# Families that only choose a number (tiles, warps, stages): whether the expert's number suits another kernel is a
-# question for a timer, so without a GPU they are not kept, even from a skill.
-NEEDS_TIMING = ("launch_config", "launch_knobs", "pipelining")
+# Families that choose numbers (tiles, warps, stages, a config list): whether the expert's numbers suit another
+# kernel is a question for a timer, so without a GPU they are not kept, even from a skill.
+NEEDS_TIMING = ("launch_config", "launch_knobs", "pipelining", "autotune_single_config")
 NEAR_ROOFLINE = 0.95  # stop when the profile gate puts the program at this fraction of the roofline
 
 

@@ -118,10 +118,7 @@ def adapt(params: dict, source: str, defaults: dict) -> dict:
     dropped when the family has none (a role name such as the expert's `pid_m`: the site's own names fill it)."""
     out = {}
     for key, text in params.items():
-        try:
-            names = {n.id for n in ast.walk(ast.parse(str(text), mode="eval")) if isinstance(n, ast.Name)}
-        except SyntaxError:
-            names = set()
+        names = _names_in(str(text))
         missing = {n for n in names if n not in ("tl", "triton", "torch", "True", "False", "None")
                    and not re.search(rf"\b{re.escape(n)}\b", source)}  # fmt: skip
         if missing and key in defaults:
@@ -129,6 +126,18 @@ def adapt(params: dict, source: str, defaults: dict) -> dict:
         elif not missing:
             out[key] = text
     return out
+
+
+def _names_in(code: str) -> set[str]:
+    """Names a parameter's code reads: an expression, or statements (an expert's whole host-side branch)."""
+    for mode in ("eval", "exec"):
+        try:
+            tree = ast.parse(code, mode=mode)
+        except SyntaxError:
+            continue
+        bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
+    return set()
 
 
 def numeric_neighbours(params: dict) -> list[dict]:
