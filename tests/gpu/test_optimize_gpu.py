@@ -1,0 +1,44 @@
+"""The forward walk on a real GPU: candidates are timed side by side with the current program, kept only beyond
+both spreads, and the result is timed against the start in one interleaved measurement."""
+
+import pytest
+
+from klineage.bench import run_bench, suite
+from klineage.config import Settings
+from klineage.optimize import optimize
+from klineage.program import load_program
+from klineage.proposers import AutotuneProposer
+from klineage.workload import load_workload
+from tests.conftest import EXAMPLES
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture
+def settings(gpu_home):
+    return Settings(data_dir=gpu_home, seed_case="tiny")
+
+
+def test_autotune_on_the_naive_matmul_is_timed_and_kept_only_when_faster(settings, sandbox):
+    wl = load_workload(EXAMPLES / "matmul" / "workload.py")
+    prog = load_program(EXAMPLES / "matmul" / "naive.py")
+    t = optimize(wl, prog, AutotuneProposer(wl, settings, "cuda"), settings, "cuda", budget=4, sandbox=sandbox)
+    assert t.timed and t.start_ms and t.start_ms > 0
+    for a in t.attempts:
+        if a.outcome != "failed_gate":
+            e = a.effect
+            assert e["measured"] and e["current_ms"] > 0 and e["candidate_ms"] > 0
+            assert a.kept == (e["speedup"] > 1 + max(e["current_spread"] + e["candidate_spread"], 0.01))
+    if any(a.kept for a in t.attempts):  # 32x32 tiles leave a lot on the table: a bigger tile wins
+        assert t.best_ms < t.start_ms and t.speedup > 1
+
+
+def test_bench_references_time_each_distinct_program_once(settings, tmp_path):
+    softmax = [i for i in suite("naive", settings) if i.name == "softmax"]
+    result = run_bench(softmax, ["autotune"], 3, settings, "cuda", None)
+    ref = result["references"]["softmax"]
+    assert {"eager", "torch_compile", "start", "expert", "final:autotune"} <= set(ref)
+    row = result["rows"][0]
+    if row["kept"] == 0:  # nothing kept: the final program is the start, one sample, speedup exactly 1
+        assert ref["final:autotune"] == ref["start"] and row["speedup"] == 1.0
+    assert row["vs_torch_compile"] > 0 and row["escapes"] == []
