@@ -25,7 +25,6 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from klineage.conditions import PARTIAL, VIOLATED, decide
 from klineage.llm import (
     Failure,
     LLMClient,
@@ -40,7 +39,6 @@ from klineage.llm_mine import LLM_TRANSFORM
 from klineage.mine import _module_sources, _with_source
 from klineage.program import Program
 from klineage.proposers import (
-    ROBUSTNESS,
     Candidate,
     MemoryEntry,
     MemoryProposer,
@@ -48,13 +46,13 @@ from klineage.proposers import (
     Refusal,
     SkillProposer,
     features,
+    screen,
     similarity,
 )
 from klineage.skills import Skill
 from klineage.transform import TRANSFORMS, load_families
 
 MEMORY_NOTES = 8  # retrieved notes offered to the model per round
-CHECKED = ("condition", "unprobed", "required")  # condition statuses decided against the domain (as SkillProposer)
 
 
 @dataclass(frozen=True)
@@ -183,20 +181,11 @@ def skill_guidance_for(proposer: SkillProposer, skills: list[Skill]) -> Callable
         for skill in ordered:
             if _already_there(skill, source):
                 continue
-            checked = [c["predicate"] for c in skill.conditions if c.get("status") in CHECKED]
-            decisions = [decide(p, proposer.workload, source, kernel, proposer.device, proposer.settings.target)
-                         for p in checked]  # fmt: skip
-            violated = next((d for d in decisions if d.verdict == VIOLATED), None)
-            if violated is not None:
-                refuse(skill, violated.predicate, violated.reason)
+            found = screen(skill, proposer.workload, source, kernel, proposer.device, proposer.settings.target)
+            if found.refusal is not None:
+                refuse(skill, *found.refusal)
                 continue
-            if skill.transform["id"] in ROBUSTNESS:
-                need = decide(ROBUSTNESS[skill.transform["id"]], proposer.workload, source, kernel, proposer.device,
-                              proposer.settings.target)  # fmt: skip
-                if need.verdict not in (PARTIAL, VIOLATED):
-                    refuse(skill, need.predicate, f"a robustness skill, not needed here: {need.reason}")
-                    continue
-            decided = tuple(f"{d.predicate}: {d.verdict} ({d.reason})" for d in decisions)
+            decided = found.decided_by
             loc = skill.location
             site = f"`{loc.get('function', '?')}` ({loc.get('construct', skill.transform['id'])})"
             out.append(Guidance(skill.id, skill.transform["id"], skill_guidance(skill), proposer.expected(skill),

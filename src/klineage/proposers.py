@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from klineage import launch_config
-from klineage.conditions import GATED, HOLDS, PARTIAL, VIOLATED, decide, guarded
+from klineage.conditions import GATED, HOLDS, PARTIAL, VIOLATED, Decision, decide, guarded
 from klineage.config import Settings, device_name
 from klineage.features import features, similarity
 from klineage.mine import _module_sources, _with_source
@@ -243,6 +243,18 @@ def _kernel_of(site: Site, source: str) -> str | None:
     return next((k for k in launched if k in kernels), None)
 
 
+def _sites(transform: Transform, program: Program) -> Iterator[tuple[str, str, Site]]:
+    """(module, source, site) for every optimize site of a family in the program's modules; a family that fails on
+    odd code offers none there."""
+    for module, source in _module_sources(program):
+        try:
+            sites = transform.optimize_sites(source)
+        except Exception:
+            continue
+        for site in sites:
+            yield module, source, site
+
+
 def _apply(transform: Transform, source: str, site: Site, params: dict) -> str | None:
     try:
         out = transform.optimize(source, site, params)
@@ -323,20 +335,15 @@ class SkillProposer(Proposer):
     def propose(self, program: Program) -> list[Candidate]:
         self.context = features(program, self.workload)
         out: list[Candidate] = []
-        sites: dict[tuple[str, str], list[Site]] = {}  # many skills share a family: list its sites once
+        sites: dict[str, list] = {}  # many skills share a family: list its sites once
         for skill in self.skills:
             transform = self.transforms.get(skill.transform["id"])
             if transform is None:
                 continue
-            for module, source in _module_sources(program):
-                key = (transform.id, module)
-                if key not in sites:
-                    try:
-                        sites[key] = transform.optimize_sites(source)
-                    except Exception:
-                        sites[key] = []
-                for site in sites[key]:
-                    out.extend(self._for_site(skill, transform, program, module, source, site))
+            if transform.id not in sites:
+                sites[transform.id] = list(_sites(transform, program))
+            for module, source, site in sites[transform.id]:
+                out.extend(self._for_site(skill, transform, program, module, source, site))
         out.extend(self._expert_tiles(program))
         return _ordered(out)
 
@@ -344,32 +351,13 @@ class SkillProposer(Proposer):
         if not _same_construct(skill.location.get("before", ""), site.before):
             return []  # a hint learned on a load is not evidence for a store
         kernel = _kernel_of(site, source)
-        # a robustness family's own predicate says where its expert form is *needed* (decided below), not where
-        # it is valid: it must not become a guard that runs the int64 kernel only when int32 would do
-        own = ROBUSTNESS.get(transform.id)
-        predicates = [c["predicate"] for c in skill.conditions if c.get("status") in CHECKED and c["predicate"] != own]
-        # properties of the target's own code: what probing showed about the expert's code does not carry over
-        predicates += [p for p in transform.conditions if p in TARGET_PROPERTIES and p not in predicates]
-        decisions = [decide(p, self.workload, source, kernel, self.device, self.settings.target) for p in predicates]
-        decided_by = tuple(f"{d.predicate}: {d.verdict}" for d in decisions)
-        violated = [d for d in decisions if d.verdict == VIOLATED]
-        partial = [d for d in decisions if d.verdict == PARTIAL]
-        if violated or any(not d.guardable for d in partial) or len(partial) > 1:
-            d = (violated or [p for p in partial if not p.guardable] or partial)[0]
-            why = d.reason if d in violated else f"holds on part of the domain only ({d.reason}); " + (
-                "no run-time guard exists for this predicate" if not d.guardable else "more than one guard needed")
-            self._refuse(Refusal(skill.id, transform.id, site.function, d.predicate, why))
+        found = screen(skill, self.workload, source, kernel, self.device, self.settings.target)
+        if found.refusal is not None:
+            self._refuse(Refusal(skill.id, transform.id, site.function, *found.refusal))
             return []
-        guard = partial[0] if partial else None
+        guard, decided_by = found.guard, found.decided_by
         if guard is not None and kernel is not None and f"def {kernel}_when_{guard.predicate}(" in source:
             return []  # already applied behind this guard: the original kernel is the fallback path
-        if transform.id in ROBUSTNESS:
-            need = decide(ROBUSTNESS[transform.id], self.workload, source, kernel, self.device, self.settings.target)
-            if need.verdict in (HOLDS, GATED):
-                self._refuse(Refusal(skill.id, transform.id, site.function, need.predicate,
-                                     f"a robustness skill, not needed here: {need.reason}"))  # fmt: skip
-                return []
-            decided_by += (f"{need.predicate}: {need.verdict} ({need.reason})",)
         expected = self.expected(skill)
         if transform.id == "autotune_single_config":  # the expert's configs, renamed onto this kernel's launch
             carried = autotune_params(source, site.function, expert_tiles(skill.transform.get("params") or {}))
@@ -426,6 +414,41 @@ class SkillProposer(Proposer):
             self.refusals.append(refusal)
 
 
+@dataclass(frozen=True)
+class Screening:
+    """A skill's conditions decided for one program: why it is refused, or the guard it needs (if any)."""
+
+    decided_by: tuple[str, ...]  # "predicate: verdict" for each condition decided
+    refusal: tuple[str, str] | None = None  # (deciding predicate, reason)
+    guard: Decision | None = None
+
+
+def screen(skill: Skill, workload: Workload, source: str, kernel: str | None, device: str, target: str) -> Screening:
+    """Decide a skill's conditions on the workload's domain and the program's code: the conditions probing backed or
+    could not test, plus the family's properties of the target's own code; a robustness family's own predicate says
+    where it is needed (never a guard: that would run the int64 kernel only where int32 would do)."""
+    tid = skill.transform["id"]
+    own = ROBUSTNESS.get(tid)
+    predicates = [c["predicate"] for c in skill.conditions if c.get("status") in CHECKED and c["predicate"] != own]
+    family = TRANSFORMS[tid].conditions if tid in TRANSFORMS else ()
+    predicates += [p for p in family if p in TARGET_PROPERTIES and p not in predicates]
+    decisions = [decide(p, workload, source, kernel, device, target) for p in predicates]
+    decided_by = tuple(f"{d.predicate}: {d.verdict}" for d in decisions)
+    violated = [d for d in decisions if d.verdict == VIOLATED]
+    partial = [d for d in decisions if d.verdict == PARTIAL]
+    if violated or any(not d.guardable for d in partial) or len(partial) > 1:
+        d = (violated or [p for p in partial if not p.guardable] or partial)[0]
+        why = d.reason if d in violated else f"holds on part of the domain only ({d.reason}); " + (
+            "no run-time guard exists for this predicate" if not d.guardable else "more than one guard needed")
+        return Screening(decided_by, (d.predicate, why))
+    if own is not None:
+        need = decide(own, workload, source, kernel, device, target)
+        if need.verdict in (HOLDS, GATED):
+            return Screening(decided_by, (own, f"a robustness skill, not needed here: {need.reason}"))
+        decided_by += (f"{need.predicate}: {need.verdict} ({need.reason})",)
+    return Screening(decided_by, None, partial[0] if partial else None)
+
+
 def transform_defaults(transform: Transform) -> dict:
     return transform.default_params() if hasattr(transform, "default_params") else {}
 
@@ -472,18 +495,13 @@ class BlindProposer(Proposer):
     def propose(self, program: Program) -> list[Candidate]:
         out = []
         for transform in self.transforms.values():
-            for module, source in _module_sources(program):
-                try:
-                    sites = transform.optimize_sites(source)
-                except Exception:
-                    continue
-                for site in sites:
-                    params = blind_params(transform, source, site)
-                    new = _apply(transform, source, site, params) if params is not None else None
-                    if new is not None:
-                        label = f"{transform.id} at {site.function}:{site.line}"
-                        out.append(Candidate(label, "catalog", transform.id, module, site.function, params, 1.0, "", (),
-                                             _with_source(program, module, new)))  # fmt: skip
+            for module, source, site in _sites(transform, program):
+                params = blind_params(transform, source, site)
+                new = _apply(transform, source, site, params) if params is not None else None
+                if new is not None:
+                    label = f"{transform.id} at {site.function}:{site.line}"
+                    out.append(Candidate(label, "catalog", transform.id, module, site.function, params, 1.0, "", (),
+                                         _with_source(program, module, new)))  # fmt: skip
         out.extend(self.launch_candidates(program, "launch_config", 1.0))
         return _ordered(out)
 
@@ -496,14 +514,13 @@ class AutotuneProposer(Proposer):
     def propose(self, program: Program) -> list[Candidate]:
         out = list(self.launch_candidates(program, "launch_config", 1.0))
         knobs = _transforms()["launch_knobs"]
-        for module, source in _module_sources(program):
-            for site in knobs.optimize_sites(source):
-                for warps in ("2", "8", "16"):
-                    new = _apply(knobs, source, site, {"num_warps": warps})
-                    if new is not None:
-                        out.append(Candidate(f"num_warps={warps} at {site.function}", "launch_config",
-                                             "launch_knobs", module, site.function, {"num_warps": warps}, 1.0, "",
-                                             (), _with_source(program, module, new)))  # fmt: skip
+        for module, source, site in _sites(knobs, program):
+            for warps in ("2", "8", "16"):
+                new = _apply(knobs, source, site, {"num_warps": warps})
+                if new is not None:
+                    out.append(Candidate(f"num_warps={warps} at {site.function}", "launch_config", "launch_knobs",
+                                         module, site.function, {"num_warps": warps}, 1.0, "", (),
+                                         _with_source(program, module, new)))  # fmt: skip
         return _ordered(out)
 
 
@@ -566,17 +583,12 @@ class MemoryProposer(Proposer):
             transform = self.transforms.get(entry.transform)
             if transform is None:
                 continue
-            for module, source in _module_sources(program):
-                try:
-                    sites = transform.optimize_sites(source)
-                except Exception:
-                    continue
-                for site in sites:
-                    fallback = blind_params(transform, source, site)
-                    new = _apply(transform, source, site, entry.params) or (
-                        _apply(transform, source, site, fallback) if fallback is not None else None)
-                    if new is not None:
-                        out.append(Candidate(f"remembered {transform.id} at {site.function}:{site.line}", f"memory:{i}",
-                                             transform.id, module, site.function, entry.params, expected, "", (),
-                                             _with_source(program, module, new)))  # fmt: skip
+            for module, source, site in _sites(transform, program):
+                fallback = blind_params(transform, source, site)
+                new = _apply(transform, source, site, entry.params) or (
+                    _apply(transform, source, site, fallback) if fallback is not None else None)
+                if new is not None:
+                    out.append(Candidate(f"remembered {transform.id} at {site.function}:{site.line}", f"memory:{i}",
+                                         transform.id, module, site.function, entry.params, expected, "", (),
+                                         _with_source(program, module, new)))  # fmt: skip
         return _ordered(out)
