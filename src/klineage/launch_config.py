@@ -206,3 +206,80 @@ def describe(values: dict[str, int]) -> str:
 
 
 __all__ = ["Tunable", "describe", "neighbours", "tunables", "with_values"]
+
+
+class _ToMeta(cst.CSTTransformer):
+    def __init__(self, names: set[str]):
+        self.names, self.changed = names, False
+
+    def leave_Name(self, original, updated):
+        if updated.value in self.names:
+            self.changed = True
+            return cst.parse_expression(f'META["{updated.value}"]')
+        return updated
+
+
+def _as_meta_lambda(expr: cst.BaseExpression, names: set[str]) -> cst.BaseExpression | None:
+    if isinstance(expr, cst.Lambda):
+        return None
+    renamer = _ToMeta(names)
+    body = expr.visit(renamer)
+    if not renamer.changed:
+        return None
+    return cst.parse_expression("lambda META: " + cst.Module([]).code_for_node(body))
+
+
+class _GridNames(cst.CSTVisitor):
+    """Names used as the grid of `kernel[grid](...)` launches."""
+
+    def __init__(self, kernel: str):
+        self.kernel, self.names = kernel, set()
+
+    def visit_Call(self, call: cst.Call) -> None:
+        func = call.func
+        if isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name) and func.value.value == self.kernel:
+            index = func.slice[0].slice
+            if isinstance(index, cst.Index) and isinstance(index.value, cst.Name):
+                self.names.add(index.value.value)
+
+
+class _MetaGrid(cst.CSTTransformer):
+    """In each function that launches `kernel`, the grid (inline, or a name bound once in that function) becomes
+    `lambda META: ...` with the tile names read from META."""
+
+    def __init__(self, kernel: str, names: set[str]):
+        self.kernel, self.names, self.grid_names, self.changed = kernel, names, set(), False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        finder = _GridNames(self.kernel)
+        node.visit(finder)
+        self.grid_names = finder.names
+
+    def leave_Assign(self, original, updated):
+        targets = [t.target for t in updated.targets]
+        if len(targets) == 1 and isinstance(targets[0], cst.Name) and targets[0].value in self.grid_names:
+            new = _as_meta_lambda(updated.value, self.names)
+            if new is not None:
+                self.changed = True
+                return updated.with_changes(value=new)
+        return updated
+
+    def leave_Subscript(self, original, updated):
+        if isinstance(updated.value, cst.Name) and updated.value.value == self.kernel and len(updated.slice) == 1:
+            index = updated.slice[0].slice
+            if isinstance(index, cst.Index) and not isinstance(index.value, cst.Name):
+                new = _as_meta_lambda(index.value, self.names)
+                if new is not None:
+                    self.changed = True
+                    return updated.with_changes(slice=[updated.slice[0].with_changes(slice=cst.Index(new))])
+        return updated
+
+
+def meta_grid(source: str, kernel: str, names: set[str]) -> str:
+    """`source` with `kernel`'s launch grid computed from META where it read any of the host tile `names`: an
+    autotuned kernel's tiles come from its config, so a grid sized by the host's tile launches the wrong count."""
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError:
+        return source
+    return module.visit(_MetaGrid(kernel, names)).code

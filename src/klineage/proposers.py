@@ -260,6 +260,10 @@ def _apply(transform: Transform, source: str, site: Site, params: dict) -> str |
         out = transform.optimize(source, site, params)
     except Exception:
         return None
+    if transform.id == "autotune_single_config":  # the configs now own the tiles: size the grid from them
+        host_tiles = {t.name for t in launch_config.tunables(source) if t.kernel == site.function
+                      and t.bound == "assigned" and t.keyword not in launch_config.KNOBS}  # fmt: skip
+        out = launch_config.meta_grid(out, site.function, host_tiles)
     if out == source:
         return None
     try:

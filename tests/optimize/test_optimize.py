@@ -177,3 +177,22 @@ def test_a_robustness_skill_is_applied_unguarded_where_the_domain_needs_it(setti
     proposer = SkillProposer(small, settings, "cpu", [skill])
     assert proposer.propose(load_program(OPT / "scale_naive.py")) == []
     assert proposer.refusals[0].predicate == "offsets_below_2_31" and "not needed" in proposer.refusals[0].reason
+
+
+@pytest.mark.interpreter
+def test_autotune_carried_to_a_host_sized_grid_reads_its_tiles_from_meta(settings, sandbox):
+    """The naive matmul sizes its grid with host BLOCK_M/BLOCK_N: once autotune owns the tiles, the grid must come
+    from META. Otherwise a 64-row config runs on a grid counted in 32-row tiles (half its programs compute fully
+    masked tiles) and a config smaller than the host's tile leaves rows unwritten. (The interpreter's autotune
+    emulation finishes on the first config, so the CPU gate alone would not notice.)"""
+    from klineage.check import check
+
+    wl, prog = load_workload(EXAMPLES / "matmul" / "workload.py"), load_program(EXAMPLES / "matmul" / "naive.py")
+    configs = ("[triton.Config({'BLOCK_M': 64, 'BLOCK_N': 64, 'BLOCK_K': 32}, num_warps=4, num_stages=2), "
+               "triton.Config({'BLOCK_M': 32, 'BLOCK_N': 64, 'BLOCK_K': 32}, num_warps=4)]")  # fmt: skip
+    skill = make_skill("autotune_single_config", {"config_list": configs, "key": "['M', 'N', 'K']"}, ())
+    (candidate,) = [c for c in SkillProposer(wl, settings, "cpu", [skill]).propose(prog)
+                    if c.transform == "autotune_single_config"]  # fmt: skip
+    source = candidate.program.source
+    assert "grid = lambda META: (triton.cdiv(M, META[\"BLOCK_M\"])" in source and "triton.autotune" in source
+    assert check(wl, candidate.program, settings, "cpu", ("correctness",), sandbox).passed
