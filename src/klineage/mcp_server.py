@@ -165,7 +165,7 @@ class Tools:
         skill = self.skill(skill_id)
         wl, prog, dev = load_workload(workload), _program(program, source), resolve_device(device)
         proposer = SkillProposer(wl, self.settings, dev, [skill])
-        candidates = [c for c in proposer.propose(prog) if c.origin == skill.id]
+        candidates = [c for c in proposer.propose(prog) if c.origin == skill.id and c.program is not None]
         refused = [asdict(r) for r in proposer.refusals]
         if not candidates:
             why = "refused: its conditions do not hold here" if refused else "no site in this program matches it"

@@ -229,13 +229,16 @@ def optimize(
             kept = None
             pending, follow = iter(proposer.propose(current)), []  # follow: a proposer's follow-up (a repair), next
             while evaluations < budget and (cand := follow.pop() if follow else next(pending, None)) is not None:
-                if cand.program.hash in seen or (ran.get(current.hash) and cand.function not in ran[current.hash]):
+                if ran.get(current.hash) and cand.function not in ran[current.hash]:
                     continue
+                # decided before the candidate program is written (writing one can be expensive: Candidate.made)
                 if cand.expected < 1.0:
                     continue  # its own evidence (a skill's measured effect, a remembered outcome) says slower
                 if device != "cuda" and not explore and (cand.origin in ("catalog", "launch_config")
                                                          or cand.transform in NEEDS_TIMING):
                     continue  # untimed here, and nothing else to decide it on
+                if cand.program is None or cand.program.hash in seen:
+                    continue  # the rewrite did not apply here, or gave a program already tried
                 seen.add(cand.program.hash)
                 evaluations += 1
                 report = check(workload, cand.program, settings, device, CANDIDATE_GATES[device == "cuda"], sandbox)

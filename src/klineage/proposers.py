@@ -18,7 +18,7 @@ import json
 import math
 import re
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from klineage import launch_config
@@ -56,12 +56,23 @@ class Candidate:
     expected: float  # expected speedup from the evidence (1.0: none)
     guard: str  # predicate dispatched on at launch ("" for none)
     decided_by: tuple[str, ...]  # conditions that were checked for it, "predicate: verdict"
-    program: Program = field(repr=False, compare=False)
+    # the candidate program, or a function that writes it when first asked: a proposal round lists many candidates
+    # and a budget evaluates few (writing each up front took 136 s on Liger's cross-entropy module)
+    made: object = field(repr=False, compare=False)
+
+    @functools.cached_property
+    def program(self) -> Program | None:
+        """The rewritten program; None when the rewrite turned out not to apply (costs no budget)."""
+        return self.made() if callable(self.made) else self.made
+
+    @property
+    def key(self) -> tuple:
+        """What makes two proposals the same without writing either."""
+        return (self.transform, self.module, self.label, json.dumps(self.params, sort_keys=True, default=str))
 
     def as_dict(self) -> dict:
-        d = asdict(self)
-        d.pop("program")
-        d["program_hash"] = self.program.hash
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "made"}
+        d["program_hash"] = self.program.hash if self.program is not None else None
         return d
 
 
@@ -243,6 +254,16 @@ def _kernel_of(site: Site, source: str) -> str | None:
     return next((k for k in launched if k in kernels), None)
 
 
+def _rewrite(program: Program, module: str, transform: Transform, source: str, site: Site, params: dict):
+    """A function that writes the candidate program (None when the rewrite does not apply)."""
+
+    def make() -> Program | None:
+        new = _apply(transform, source, site, params)
+        return _with_source(program, module, new) if new is not None else None
+
+    return make
+
+
 def _sites(transform: Transform, program: Program) -> Iterator[tuple[str, str, Site]]:
     """(module, source, site) for every optimize site of a family in the program's modules; a family that fails on
     odd code offers none there."""
@@ -299,9 +320,13 @@ class Proposer:
         for module, source in _module_sources(program):
             for t in launch_config.tunables(source):
                 for value in launch_config.neighbours(t):
-                    new = launch_config.with_values(source, {t.key: value})
+                    make = functools.partial(_retuned, program, module, source, {t.key: value})
                     yield Candidate(f"{t.key}: {t.value} -> {value}", origin, "launch_config", module, t.function,
-                                    {t.key: value}, expected, "", (), _with_source(program, module, new))  # fmt: skip
+                                    {t.key: value}, expected, "", (), make)  # fmt: skip
+
+
+def _retuned(program: Program, module: str, source: str, values: dict[str, int]) -> Program:
+    return _with_source(program, module, launch_config.with_values(source, values))
 
 
 def _transforms() -> dict[str, Transform]:
@@ -369,26 +394,37 @@ class SkillProposer(Proposer):
         else:
             carried = adapt(skill.transform.get("params") or {}, source, transform_defaults(transform))
             variants = numeric_neighbours(carried or transform_defaults(transform))[:3]
+        if guard is not None and kernel is None:
+            self._refuse(Refusal(skill.id, transform.id, site.function, guard.predicate,
+                                 f"holds on part of the domain ({guard.reason}); the site is in no kernel a launch "
+                                 "could dispatch on"))  # fmt: skip
+            return []
         out = []
         for params in variants:
-            new = _apply(transform, source, site, params)
-            if new is None:
-                continue
-            if guard is not None:
-                if kernel is None or (new := guarded(source, new, kernel, guard.predicate)) is None:
-                    self._refuse(Refusal(skill.id, transform.id, site.function, guard.predicate,
-                                         f"holds on part of the domain ({guard.reason}); the change could not be "
-                                         "isolated behind a launch-time guard"))  # fmt: skip
-                    return []
             label = f"{transform.id} at {site.function}:{site.line}" + (
                 f" guarded by {guard.predicate}" if guard else "")
             if params != carried:
                 label += " (" + ", ".join(f"{k}={v}" for k, v in params.items() if k != "decorator")[:60] + ")"
+            make = _rewrite(program, module, transform, source, site, params)
+            if guard is not None:
+                make = functools.partial(self._guarded, make, program, module, source, kernel, guard, skill, site)
             out.append(Candidate(label, skill.id, transform.id, module, site.function, params,
                                  expected if params == carried else expected ** 0.5,
-                                 guard.predicate if guard else "", decided_by,
-                                 _with_source(program, module, new)))  # fmt: skip
+                                 guard.predicate if guard else "", decided_by, make))  # fmt: skip
         return out
+
+    def _guarded(self, make, program, module, source, kernel, guard, skill, site) -> Program | None:
+        """The rewrite behind a launch-time guard on `guard`'s predicate; refused when it cannot be isolated."""
+        rewritten = make()
+        if rewritten is None:
+            return None
+        new = guarded(source, dict(_module_sources(rewritten))[module], kernel, guard.predicate)
+        if new is None:
+            self._refuse(Refusal(skill.id, skill.transform["id"], site.function, guard.predicate,
+                                 f"holds on part of the domain ({guard.reason}); the change could not be isolated "
+                                 "behind a launch-time guard"))  # fmt: skip
+            return None
+        return _with_source(program, module, new)
 
     def _expert_tiles(self, program: Program) -> list[Candidate]:
         """The tiles, warps and stages experts chose (autotune configs and launch knobs), set on this program's
@@ -403,10 +439,9 @@ class SkillProposer(Proposer):
                     values = _tile_assignment(tunables, tile)
                     if not values:
                         continue
-                    new = launch_config.with_values(source, values)
                     out.append(Candidate(f"expert tile {launch_config.describe(values)}", skill.id, "launch_config",
                                          module, tunables[0].function, values, self.expected(skill), "", (),
-                                         _with_source(program, module, new)))  # fmt: skip
+                                         functools.partial(_retuned, program, module, source, values)))  # fmt: skip
         if self.device == "cuda":  # the neighbourhood is only worth searching where speed is measured
             out.extend(self.launch_candidates(program, "launch_config", 1.0))
         return out
@@ -478,11 +513,11 @@ FORWARD_RANK = {"launch_config": 0, "autotune_single_config": 1, "launch_knobs":
 
 def _ordered(candidates: list[Candidate]) -> list[Candidate]:
     """Best expected effect first (to 1%: closer is noise), then FORWARD_RANK, then proposal order (an expert's
-    config list is in its order of preference); one candidate per program."""
+    config list is in its order of preference); one candidate per proposal (the walk also skips programs it saw)."""
     seen, out = set(), []
     for c in sorted(candidates, key=lambda c: (-round(c.expected, 2), FORWARD_RANK.get(c.transform, 5))):
-        if c.program.hash not in seen:
-            seen.add(c.program.hash)
+        if c.key not in seen:
+            seen.add(c.key)
             out.append(c)
     return out
 
@@ -501,11 +536,10 @@ class BlindProposer(Proposer):
         for transform in self.transforms.values():
             for module, source, site in _sites(transform, program):
                 params = blind_params(transform, source, site)
-                new = _apply(transform, source, site, params) if params is not None else None
-                if new is not None:
+                if params is not None:
                     label = f"{transform.id} at {site.function}:{site.line}"
                     out.append(Candidate(label, "catalog", transform.id, module, site.function, params, 1.0, "", (),
-                                         _with_source(program, module, new)))  # fmt: skip
+                                         _rewrite(program, module, transform, source, site, params)))  # fmt: skip
         out.extend(self.launch_candidates(program, "launch_config", 1.0))
         return _ordered(out)
 
@@ -520,11 +554,10 @@ class AutotuneProposer(Proposer):
         knobs = _transforms()["launch_knobs"]
         for module, source, site in _sites(knobs, program):
             for warps in ("2", "8", "16"):
-                new = _apply(knobs, source, site, {"num_warps": warps})
-                if new is not None:
-                    out.append(Candidate(f"num_warps={warps} at {site.function}", "launch_config", "launch_knobs",
-                                         module, site.function, {"num_warps": warps}, 1.0, "", (),
-                                         _with_source(program, module, new)))  # fmt: skip
+                params = {"num_warps": warps}
+                out.append(Candidate(f"num_warps={warps} at {site.function}", "launch_config", "launch_knobs", module,
+                                     site.function, params, 1.0, "", (),
+                                     _rewrite(program, module, knobs, source, site, params)))  # fmt: skip
         return _ordered(out)
 
 
@@ -549,6 +582,14 @@ def load_memory(path: Path) -> list[MemoryEntry]:
     if not path.is_file():
         return []
     return [MemoryEntry(**e) for e in json.loads(path.read_text())]
+
+
+def _remembered(program, module, transform, source, site, params) -> Program | None:
+    """The remembered parameters, else the family's defaults where those do not fit this program."""
+    fallback = blind_params(transform, source, site)
+    new = _apply(transform, source, site, params) or (
+        _apply(transform, source, site, fallback) if fallback is not None else None)
+    return _with_source(program, module, new) if new is not None else None
 
 
 class MemoryProposer(Proposer):
@@ -579,20 +620,16 @@ class MemoryProposer(Proposer):
                     values = {names[k.split(".")[-1]].key: v for k, v in entry.params.items()
                               if k.split(".")[-1] in names and names[k.split(".")[-1]].value != v}  # fmt: skip
                     if values:
-                        new = launch_config.with_values(source, values)
                         out.append(Candidate(f"remembered {launch_config.describe(values)}", f"memory:{i}",
                                              "launch_config", module, tunables[0].function, values, expected, "", (),
-                                             _with_source(program, module, new)))  # fmt: skip
+                                             functools.partial(_retuned, program, module, source, values)))  # fmt: skip
                 continue
             transform = self.transforms.get(entry.transform)
             if transform is None:
                 continue
             for module, source, site in _sites(transform, program):
-                fallback = blind_params(transform, source, site)
-                new = _apply(transform, source, site, entry.params) or (
-                    _apply(transform, source, site, fallback) if fallback is not None else None)
-                if new is not None:
-                    out.append(Candidate(f"remembered {transform.id} at {site.function}:{site.line}", f"memory:{i}",
-                                         transform.id, module, site.function, entry.params, expected, "", (),
-                                         _with_source(program, module, new)))  # fmt: skip
+                out.append(Candidate(f"remembered {transform.id} at {site.function}:{site.line}", f"memory:{i}",
+                                     transform.id, module, site.function, entry.params, expected, "", (),
+                                     functools.partial(_remembered, program, module, transform, source, site,
+                                                       entry.params)))  # fmt: skip
         return _ordered(out)
