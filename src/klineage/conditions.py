@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from klineage.transform import node_code
+from klineage.transforms.launch_knobs import launched_kernel
 from klineage.workload import Workload
 
 HOLDS, PARTIAL, VIOLATED, GATED = "holds", "partial", "violated", "gated"
@@ -201,9 +202,8 @@ class _LaunchGuard(cst.CSTTransformer):
 def _launch_in(stmt: cst.SimpleStatementLine, kernel: str) -> cst.Call | None:
     for node in stmt.body:
         expr = node.value if isinstance(node, (cst.Expr, cst.Assign)) else None
-        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Subscript):
-            if isinstance(expr.func.value, cst.Name) and expr.func.value.value == kernel:
-                return expr
+        if isinstance(expr, cst.Call) and launched_kernel(expr, {kernel}):
+            return expr
     return None
 
 
@@ -239,16 +239,13 @@ def guarded(original: str, optimized: str, kernel: str, predicate: str) -> str |
         body.append(stmt)
         if stmt is orig_defs[kernel]:
             body.append(fast_kernel)
-    module = orig_mod.with_changes(body=body)
-    module = module.visit(_LaunchGuard(kernel, helper, replacements))
-    code = module.code
-    if f"{helper}(" not in code:
+    launch_guard = _LaunchGuard(kernel, helper, replacements)
+    module = orig_mod.with_changes(body=body).visit(launch_guard)
+    if not launch_guard.wrapped:
         return None
-    helper_mod = cst.parse_module(helper_source)
-    module = cst.parse_module(code)
     insert_at = max((i + 1 for i, s in enumerate(module.body) if _is_import(s)), default=0)
-    module = module.with_changes(body=[*module.body[:insert_at], *helper_mod.body, *module.body[insert_at:]])
-    return module.code
+    helper_def = cst.parse_module(helper_source).body
+    return module.with_changes(body=[*module.body[:insert_at], *helper_def, *module.body[insert_at:]]).code
 
 
 def _is_import(stmt) -> bool:

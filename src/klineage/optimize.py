@@ -25,6 +25,7 @@ from klineage.config import Settings, device_name, versions
 from klineage.gates import GateRequest
 from klineage.library import Library
 from klineage.llm import usage_line
+from klineage.mine import _functions_run as mine_functions_run
 from klineage.mine import _module_sources
 from klineage.program import Program
 from klineage.proposers import (
@@ -164,9 +165,9 @@ def proposer_for(method: str, workload: Workload, settings: Settings, device: st
 
 
 def _functions_run(report) -> set[str] | None:
-    correct = report.verdict("correctness")
-    found = correct.evidence.get("functions_run") if correct is not None else None
-    return set(found) | {"forward", "<module>"} if found else None
+    """The mining walk's notion (klineage.mine), plus module-level code, which ran when the program was imported."""
+    found = mine_functions_run(report)
+    return found | {"<module>"} if found else None
 
 
 def _verdict_rows(report) -> list[dict]:

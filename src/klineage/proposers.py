@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+import libcst as cst
+
 from klineage import launch_config
 from klineage.conditions import GATED, HOLDS, PARTIAL, VIOLATED, Decision, decide, guarded
 from klineage.config import Settings, device_name
@@ -29,7 +31,8 @@ from klineage.mine import _module_sources, _with_source
 from klineage.program import Program
 from klineage.skills import Skill
 from klineage.transform import TRANSFORMS, Site, Transform, load_families
-from klineage.transforms.launch_knobs import is_kernel
+from klineage.transforms.autotune_single_config import kernel_launches
+from klineage.transforms.launch_knobs import kernel_names, trailing_kwargs
 from klineage.workload import Workload
 
 # Condition statuses decided against the domain before applying: backed by a counterexample, required where
@@ -171,27 +174,21 @@ def autotune_params(source: str, kernel: str, tiles: list[dict[str, int]]) -> di
     """Params for `autotune_single_config.optimize` on this program: the first config is what the launches pass
     now (their trailing tile and knob keywords), the others that config changed by each of `tiles`; the key is the
     kernel's size arguments. None when the launch's trailing keywords are not all tunable literals."""
-    import libcst as cst
-
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError:
         return None
     fn = next((s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == kernel), None)
-    launches = [t for t in launch_config.tunables(source) if t.kernel == kernel]
-    launch = re.search(rf"{re.escape(kernel)}\[.*?\]\((.*?)\)\s*(#.*)?$", source, re.S | re.M)
-    if fn is None or not launches or launch is None:
+    values = {t.keyword: t.value for t in launch_config.tunables(source) if t.kernel == kernel}
+    launches = kernel_launches(module, kernel)
+    if fn is None or not values or not launches:
         return None
-    values = {t.keyword: t.value for t in launches}
-    trailing = []
-    for part in reversed([a.strip() for a in launch.group(1).split(",") if a.strip()]):
-        name = part.split("=")[0].strip() if "=" in part else None
-        if name is None or name not in values:
-            break
-        trailing.insert(0, name)
-    if not trailing:
+    launch = launches[0]  # optimize checks that every launch ends with the same keywords
+    n = trailing_kwargs(launch, frozenset(values))
+    if n == 0:
         return None
-    first = {k: values[k] for k in trailing}
+    end = len(launch.args) - 1 if launch.args[-1].star == "**" else len(launch.args)
+    first = {a.keyword.value: values[a.keyword.value] for a in launch.args[end - n : end]}
     configs = [first]
     for tile in tiles:
         config = {**first, **{k: v for k, v in tile.items() if k in first or k in launch_config.KNOBS}}
@@ -235,14 +232,11 @@ def _same_construct(skill_code: str, site_code: str) -> bool:
 
 
 @functools.lru_cache(maxsize=64)
-def _kernel_names(source: str) -> tuple[str, ...]:
-    import libcst as cst
-
+def _kernel_names(source: str) -> frozenset[str]:
     try:
-        module = cst.parse_module(source)
+        return frozenset(kernel_names(cst.parse_module(source)))
     except cst.ParserSyntaxError:
-        return ()
-    return tuple(s.name.value for s in module.body if isinstance(s, cst.FunctionDef) and is_kernel(s))
+        return frozenset()
 
 
 def _kernel_of(site: Site, source: str) -> str | None:

@@ -123,7 +123,7 @@ class _Launches(cst.CSTTransformer):
         return updated_node
 
 
-def _launches(module: cst.Module, kernel: str) -> list[cst.Call] | None:
+def kernel_launches(module: cst.Module, kernel: str) -> list[cst.Call] | None:
     """The launches of `kernel`, or None when its name is also used other than to launch it (a host that reads
     `kernel.best_config` or hands the kernel on relies on the autotuner object)."""
     finder = _Launches(kernel)
@@ -184,7 +184,7 @@ class AutotuneSingleConfig(Transform):
                 continue
             calls = config_list(configs.value, module)
             kwargs = config_launch_kwargs(calls[0]) if calls else None
-            launches = _launches(module, stmt.name.value)
+            launches = kernel_launches(module, stmt.name.value)
             if kwargs is None or launches is None:
                 continue
             if any(a.keyword is not None and a.keyword.value in kwargs for c in launches for a in c.args):
@@ -204,7 +204,7 @@ class AutotuneSingleConfig(Transform):
                 continue
             if any(decorator_name(d) in AUTOTUNE for d in stmt.decorators):
                 continue
-            launches = _launches(module, stmt.name.value)
+            launches = kernel_launches(module, stmt.name.value)
             if launches is None or not all(any(a.keyword is not None for a in c.args) for c in launches):
                 continue
             yield stmt, launches
