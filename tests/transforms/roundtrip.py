@@ -1,8 +1,23 @@
 """Helpers shared by the transform fixture tests."""
 
 import ast
+import importlib.util
+from pathlib import Path
+
+import pytest
 
 from klineage.transform import Transform, matching_optimize_site
+
+
+def installed_source(module: str) -> str:
+    """The source of an installed module (Liger-Kernel's, read at test time, never copied); skips without it."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except ModuleNotFoundError:
+        spec = None
+    if spec is None or not spec.origin:
+        pytest.skip(f"{module} is not installed (the experts extra)")
+    return Path(spec.origin).read_text()
 
 
 def simplify_all(transform: Transform, source: str) -> str:

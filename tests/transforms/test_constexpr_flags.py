@@ -1,11 +1,9 @@
-import importlib.util
 import textwrap
-from pathlib import Path
 
 import pytest
 
 from klineage.transforms.constexpr_flags import ConstexprFlags
-from tests.transforms.roundtrip import round_trip
+from tests.transforms.roundtrip import installed_source, round_trip
 
 EXPERT = textwrap.dedent(
     """\
@@ -54,8 +52,7 @@ def test_round_trip_fixture():
 
 @pytest.mark.parametrize("module", ["dyt", "cross_entropy", "rope"])
 def test_round_trip_liger(module):
-    pytest.importorskip("liger_kernel")
-    src = Path(importlib.util.find_spec(f"liger_kernel.ops.{module}").origin).read_text()
+    src = installed_source(f"liger_kernel.ops.{module}")
     assert round_trip(ConstexprFlags(), src) >= 1
 
 

@@ -1,12 +1,11 @@
 import ast
-import importlib.util
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from klineage.transforms.fast_math import FastMath
-from tests.transforms.roundtrip import assert_round_trips, simplify_all
+from tests.transforms.roundtrip import assert_round_trips, installed_source, simplify_all
 
 T = FastMath()
 
@@ -72,13 +71,7 @@ def test_round_trip_bundled_rmsnorm():
 
 @pytest.mark.parametrize("module", ["liger_kernel.ops.cross_entropy", "liger_kernel.ops.layer_norm"])
 def test_round_trip_liger(module):
-    try:
-        spec = importlib.util.find_spec(module)
-    except ModuleNotFoundError:
-        spec = None
-    if spec is None:
-        pytest.skip("liger_kernel not installed")
-    assert assert_round_trips(T, Path(spec.origin).read_text(), limit=2)
+    assert assert_round_trips(T, installed_source(module), limit=2)
 
 
 def test_simplified_parses_and_no_pattern_no_sites():

@@ -1,12 +1,11 @@
 import ast
-import importlib.util
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from klineage.transforms.fp32_upcast import Fp32Upcast
-from tests.transforms.roundtrip import assert_round_trips, simplify_all
+from tests.transforms.roundtrip import assert_round_trips, installed_source, simplify_all
 
 T = Fp32Upcast()
 
@@ -78,13 +77,7 @@ def test_round_trip_bundled(example):
 
 
 def test_round_trip_liger():
-    try:
-        spec = importlib.util.find_spec("liger_kernel.ops.swiglu")
-    except ModuleNotFoundError:
-        spec = None
-    if spec is None:
-        pytest.skip("liger_kernel not installed")
-    assert assert_round_trips(T, Path(spec.origin).read_text(), limit=2)
+    assert assert_round_trips(T, installed_source("liger_kernel.ops.swiglu"), limit=2)
 
 
 def test_simplified_parses_and_no_pattern_no_sites():

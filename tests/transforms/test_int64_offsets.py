@@ -1,12 +1,11 @@
 import ast
-import importlib.util
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from klineage.transforms.int64_offsets import Int64Offsets
-from tests.transforms.roundtrip import assert_round_trips, simplify_all
+from tests.transforms.roundtrip import assert_round_trips, installed_source, simplify_all
 
 T = Int64Offsets()
 
@@ -66,13 +65,7 @@ def test_round_trip_bundled(example):
 
 
 def test_round_trip_liger():
-    try:
-        spec = importlib.util.find_spec("liger_kernel.ops.geglu")
-    except ModuleNotFoundError:
-        spec = None
-    if spec is None:
-        pytest.skip("liger_kernel not installed")
-    assert assert_round_trips(T, Path(spec.origin).read_text())
+    assert assert_round_trips(T, installed_source("liger_kernel.ops.geglu"))
 
 
 def test_simplified_parses_and_no_pattern_no_sites():

@@ -1,4 +1,3 @@
-import importlib.util
 import textwrap
 from pathlib import Path
 
@@ -6,7 +5,7 @@ import pytest
 
 from klineage.transform import matching_optimize_site
 from klineage.transforms.launch_knobs import LaunchKnobs
-from tests.transforms.roundtrip import round_trip
+from tests.transforms.roundtrip import installed_source, round_trip
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "src" / "klineage" / "examples"
 
@@ -74,8 +73,7 @@ def test_round_trip_bundled(name):
 
 @pytest.mark.parametrize("module", ["rms_norm", "softmax"])
 def test_round_trip_liger(module):
-    pytest.importorskip("liger_kernel")
-    src = Path(importlib.util.find_spec(f"liger_kernel.ops.{module}").origin).read_text()
+    src = installed_source(f"liger_kernel.ops.{module}")
     assert round_trip(LaunchKnobs(), src) >= 1
 
 

@@ -1,11 +1,8 @@
-import importlib.util
 import textwrap
 from pathlib import Path
 
-import pytest
-
 from klineage.transforms.pipelining import Pipelining
-from tests.transforms.roundtrip import round_trip
+from tests.transforms.roundtrip import installed_source, round_trip
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "src" / "klineage" / "examples"
 
@@ -69,8 +66,7 @@ def test_round_trip_bundled_matmul():
 
 
 def test_round_trip_liger_group_norm():
-    pytest.importorskip("liger_kernel")
-    src = Path(importlib.util.find_spec("liger_kernel.ops.group_norm").origin).read_text()
+    src = installed_source("liger_kernel.ops.group_norm")
     t = Pipelining()
     assert t.sites(src) == []
     expert = t.optimize(src, t.optimize_sites(src)[0], {"num_stages": "2"})

@@ -1,11 +1,9 @@
 import ast
-import importlib.util
 import textwrap
-
-import pytest
 
 from klineage.transform import matching_optimize_site
 from klineage.transforms.rows_per_program import RowsPerProgram
+from tests.transforms.roundtrip import installed_source
 
 T = RowsPerProgram()
 
@@ -112,9 +110,7 @@ def test_round_trip_fixture():
 
 
 def test_round_trip_liger_rms_norm():
-    if importlib.util.find_spec("liger_kernel") is None:
-        pytest.skip("liger_kernel not installed")
-    source = open(importlib.util.find_spec("liger_kernel.ops.rms_norm").origin).read()
+    source = installed_source("liger_kernel.ops.rms_norm")
     sites = T.sites(source)
     assert [s.function for s in sites] == ["rms_norm_forward"]
     simplified = T.simplify(source, sites[0])

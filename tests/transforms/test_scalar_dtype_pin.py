@@ -1,12 +1,9 @@
 import ast
-import importlib.util
 import textwrap
 from pathlib import Path
 
-import pytest
-
 from klineage.transforms.scalar_dtype_pin import ScalarDtypePin
-from tests.transforms.roundtrip import assert_round_trips, simplify_all
+from tests.transforms.roundtrip import assert_round_trips, installed_source, simplify_all
 
 T = ScalarDtypePin()
 
@@ -70,13 +67,7 @@ def test_round_trip_bundled_rmsnorm():
 
 
 def test_round_trip_liger():
-    try:
-        spec = importlib.util.find_spec("liger_kernel.ops.swiglu")
-    except ModuleNotFoundError:
-        spec = None
-    if spec is None:
-        pytest.skip("liger_kernel not installed")
-    assert assert_round_trips(T, Path(spec.origin).read_text(), limit=2)
+    assert assert_round_trips(T, installed_source("liger_kernel.ops.swiglu"), limit=2)
 
 
 def test_simplified_parses_and_no_pattern_no_sites():

@@ -1,12 +1,8 @@
 import ast
-import importlib.util
 import textwrap
-from pathlib import Path
-
-import pytest
 
 from klineage.transforms.static_range import StaticRange
-from tests.transforms.roundtrip import assert_round_trips, simplify_all
+from tests.transforms.roundtrip import assert_round_trips, installed_source, simplify_all
 
 T = StaticRange()
 
@@ -68,13 +64,7 @@ def test_round_trip_fixture():
 
 
 def test_round_trip_liger():
-    try:
-        spec = importlib.util.find_spec("liger_kernel.ops.attn_res")
-    except ModuleNotFoundError:
-        spec = None
-    if spec is None:
-        pytest.skip("liger_kernel not installed")
-    assert assert_round_trips(T, Path(spec.origin).read_text())
+    assert assert_round_trips(T, installed_source("liger_kernel.ops.attn_res"))
 
 
 def test_simplified_parses_and_no_pattern_no_sites():

@@ -1,11 +1,9 @@
 import ast
-import importlib.util
 import textwrap
-
-import pytest
 
 from klineage.transform import matching_optimize_site
 from klineage.transforms.work_skipping import WorkSkipping
+from tests.transforms.roundtrip import installed_source
 
 T = WorkSkipping()
 
@@ -110,9 +108,7 @@ def test_round_trip_fixture():
 
 
 def test_round_trip_liger_cross_entropy():
-    if importlib.util.find_spec("liger_kernel") is None:
-        pytest.skip("liger_kernel not installed")
-    source = open(importlib.util.find_spec("liger_kernel.ops.cross_entropy").origin).read()
+    source = installed_source("liger_kernel.ops.cross_entropy")
     sites = T.sites(source)
     assert [s.function for s in sites] == ["liger_cross_entropy_kernel"] and sites[0].params["kind"] == "writes"
     simplified = T.simplify(source, sites[0])
