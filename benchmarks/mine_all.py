@@ -146,6 +146,12 @@ def main() -> None:
     settings = Settings.from_env(**({"data_dir": args.home} if args.home else {}))
     pairs = [parse_pair(p) for p in args.pair] if args.pair else default_pairs(args.which)
     rows = []
+    stamp = {
+        "command": "python " + " ".join(sys.argv),
+        "device": device_name(device),
+        "versions": versions(),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    }
     with Sandbox(warm=settings.warm) as sandbox, Library(args.library or settings.data_dir / "library") as library:
         for workload, expert, modules in pairs:
             print(f"mining {workload.parent.name}/{expert.stem} on {device} ...", file=sys.stderr, flush=True)
@@ -155,15 +161,9 @@ def main() -> None:
             rows.append(row)
             done = row.get("error") or f"{row['accepted']} accepted, {len(row['backed'])} backed conditions"
             print(f"  {done} ({row['wall_s']:.0f} s)", file=sys.stderr, flush=True)
-    stamp = {
-        "command": "python " + " ".join(sys.argv),
-        "device": device_name(device),
-        "versions": versions(),
-        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-    }
+            if args.json:  # after every pair: a run stopped at a deadline keeps the lineages it finished
+                args.json.write_text(json.dumps({"stamp": stamp, "rows": rows}, indent=2, default=str))
     print(report(rows, stamp))
-    if args.json:
-        args.json.write_text(json.dumps({"stamp": stamp, "rows": rows}, indent=2, default=str))
 
 
 if __name__ == "__main__":

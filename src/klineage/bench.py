@@ -22,7 +22,7 @@ import math
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from klineage.config import Settings, device_name, versions
@@ -50,6 +50,10 @@ class Instance:
 
 
 def suite(name: str, settings: Settings) -> list[Instance]:
+    """A suite's instances; `a,b,...` joins several, each instance named `suite:instance` so names stay unique."""
+    if "," in name:
+        parts = [n.strip() for n in name.split(",") if n.strip()]
+        return [replace(i, name=f"{Path(part).name}:{i.name}") for part in parts for i in suite(part, settings)]
     if name == "heldout" or Path(name).is_dir():
         from klineage.suites import suite_instances
 
@@ -223,7 +227,11 @@ def run_bench(
     library: Path | None,
     memory: Path | None = None,
     on_progress: Callable[[str], None] | None = None,
+    on_instance: Callable[[dict], None] | None = None,
 ) -> dict:
+    """Every method on every instance under one budget, then references timed side by side and escapes re-checked.
+    `on_instance` gets the result so far after each instance (marked `partial`), so a run cut short keeps what it
+    finished."""
     started = time.perf_counter()
     rows: list[Row] = []
     trajectories: dict[str, dict] = {}
@@ -277,15 +285,23 @@ def run_bench(
                     kept=sum(a.kept for a in t.attempts), refusals=len(t.refusals), escapes=found,
                     seconds=t.seconds, stop=t.stop, best_hash=t.best.hash,
                 ))  # fmt: skip
+            if on_instance and inst is not instances[-1]:
+                done = instances[: instances.index(inst) + 1]
+                on_instance(_result(done, methods, budget, device, started, rows, references, trajectories, True))
+    return _result(instances, methods, budget, device, started, rows, references, trajectories, False)
+
+
+def _result(instances: list[Instance], methods: list[str], budget: int, device: str, started: float, rows: list[Row],
+            references: dict, trajectories: dict, partial: bool) -> dict:  # fmt: skip
     return {
         "stamp": {"device": device_name(device), "versions": versions(), "commit": _git_commit(), "budget": budget,
                   "methods": methods, "instances": [i.name for i in instances],
                   "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-                  "seconds": time.perf_counter() - started, "timed": device == "cuda"},  # fmt: skip
+                  "seconds": time.perf_counter() - started, "timed": device == "cuda", "partial": partial},  # fmt: skip
         "rows": [asdict(r) for r in rows],
         "summary": summarize(rows, methods),
-        "references": references,
-        "trajectories": trajectories,
+        "references": dict(references),
+        "trajectories": dict(trajectories),
     }
 
 
@@ -311,7 +327,8 @@ def merge(results: list[dict]) -> dict:
                 raise UserError(f"shards differ in {key}: {first[key]} vs {r['stamp'][key]}")
     rows = [row for r in results for row in r["rows"]]
     stamp = {**first, "instances": [i for r in results for i in r["stamp"]["instances"]],
-             "seconds": max(r["stamp"]["seconds"] for r in results), "shards": len(results)}  # fmt: skip
+             "seconds": max(r["stamp"]["seconds"] for r in results), "shards": len(results),
+             "partial": any(r["stamp"].get("partial") for r in results)}  # fmt: skip
     return {
         "stamp": stamp,
         "rows": rows,
@@ -358,6 +375,8 @@ def markdown(result: dict) -> str:
     lines = [f"# KLineage bench: {', '.join(s['methods'])} on {len(s['instances'])} instances", "",
              f"Device {s['device']}; commit {s['commit']}; budget {s['budget']} gate evaluations per run; "
              f"{s['date']}; {s['seconds']:.0f} s; versions {s['versions']}.", ""]  # fmt: skip
+    if s.get("partial"):
+        lines += [f"Partial: the run was cut short; these are the {len(s['instances'])} instances it finished.", ""]
     if not s["timed"]:
         lines += ["No GPU: nothing was timed. Speedups, roofline fractions and evaluations-to-95% need a GPU; the "
                   "gates, refusals and escape re-checks below are real.", ""]  # fmt: skip
@@ -436,13 +455,13 @@ def plots(result: dict, out: Path) -> list[Path]:
     return written
 
 
-def write_report(result: dict, out: Path) -> dict[str, Path]:
+def write_report(result: dict, out: Path, plot: bool = True) -> dict[str, Path]:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "bench.json", "markdown": out / "bench.md"}
     paths["json"].write_text(json.dumps(result, indent=1, default=str))
     paths["markdown"].write_text(markdown(result))
-    for p in plots(result, out):
+    for p in plots(result, out) if plot else []:
         paths[p.stem] = p
     return paths
 

@@ -460,7 +460,8 @@ def lineage_table(lineage) -> Table:
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Report folder (default: ./bench-out).")
 @click.option("--json", "as_json", is_flag=True)
 def bench(suite_name, methods, budget, library_dir, memory_path, instances, shard, device, out, as_json) -> None:
-    """Run methods x instances of SUITE (heldout, naive, experts or a folder) under one budget; write the report.
+    """Run methods x instances of SUITE (heldout, naive, experts, a folder, or several joined by commas) under one
+    budget; write the report, and rewrite it after each instance so a run cut short keeps what it finished.
     `klineage bench-merge` joins the reports of shards."""
     from klineage.bench import markdown, run_bench, suite, write_report
     from klineage.bench import shard as take_shard
@@ -483,9 +484,11 @@ def bench(suite_name, methods, budget, library_dir, memory_path, instances, shar
         raise UserError(f"suite {suite_name} has no instances (experts: run `klineage mine` first)")
     with _progress(as_json) as progress:
         task = progress.add_task("bench", total=None)
+        folder = out or Path("bench-out")
         result = run_bench(chosen, wanted, budget, settings, dev, library_dir or settings.data_dir / "library",
-                           memory_path, on_progress=lambda text: progress.update(task, description=text))  # fmt: skip
-    paths = write_report(result, out or Path("bench-out"))
+                           memory_path, on_progress=lambda text: progress.update(task, description=text),
+                           on_instance=lambda partial: write_report(partial, folder, plot=False))  # fmt: skip
+    paths = write_report(result, folder)
     if as_json:
         click.echo(json.dumps({**result["summary"], "outputs": {k: str(v) for k, v in paths.items()}}, indent=2))
         return

@@ -84,3 +84,17 @@ def test_a_bundled_workload_recorded_on_another_machine_is_found_here():
     here = _relocated("/elsewhere/site-packages/klineage/examples/matmul/workload.py")
     assert here.is_file() and here.parent.name == "matmul"
     assert str(_relocated("/nowhere/w.py")) == "/nowhere/w.py"
+
+
+def test_joined_suites_prefix_each_name_and_a_cut_run_keeps_what_it_finished(settings, tmp_path):
+    joined = suite("naive,heldout", settings)
+    names = [i.name for i in joined]
+    assert len(names) == len(set(names)) == len(suite("naive", settings)) + len(suite("heldout", settings))
+    assert "naive:softmax" in names and all(n.split(":")[0] in ("naive", "heldout") for n in names)
+    two = [i for i in joined if i.name in ("naive:softmax", "naive:rmsnorm")]
+    seen = []
+    result = run_bench(two, ["autotune"], 1, settings, "cpu", None,
+                       on_instance=lambda partial: seen.append(partial))  # fmt: skip
+    assert len(seen) == 1 and seen[0]["stamp"]["partial"] and len(seen[0]["rows"]) == 1
+    assert seen[0]["stamp"]["instances"] == [two[0].name] and not result["stamp"]["partial"]
+    assert "Partial: the run was cut short" in markdown(seen[0]) and "Partial" not in markdown(result)
