@@ -28,6 +28,14 @@ SHARDS="${SHARDS:-8}"
 METHODS="${METHODS:-klineage,blind,memory,autotune}"
 SUITES="${SUITES:-naive,experts,heldout}"
 GPUS="${GPUS:-2}"
+EXPERTS="matmul attention rmsnorm cross_entropy swiglu"
+MINE="${MINE-$EXPERTS}"           # which experts to mine (resumed from $PRIOR's data directories where given)
+PRIOR="${PRIOR:-}"                # an earlier run's results folder (.state/runN), carried
+WAIT_MINING="${WAIT_MINING:-1}"   # 0: the bench starts at once, with the lineages as they were at the start
+FIXTURES="${FIXTURES:-1}"         # mine the planted/probed/hinted fixtures too
+MEMORY="${MEMORY:-1}"             # build the memory baseline's base (5 parallel shards) before the bench
+MEMORY_BUDGET="${MEMORY_BUDGET:-6}"
+GPU_TESTS="${GPU_TESTS:-1}"
 mkdir -p "$OUT"
 
 env_setup() {
@@ -51,6 +59,28 @@ on_gpu() {  # on_gpu I: run the rest of the line on GPU I, taking turns at the c
     CUDA_VISIBLE_DEVICES=$gpu KLINEAGE_GPU_LOCK="/tmp/klineage-gpu$gpu.lock" "$@"
 }
 
+merge_homes() {  # merge_homes DEST: the five lineages' data directories (and the memory base) as one
+    local dest=$1 name
+    rm -rf "$dest" && mkdir -p "$dest/lineages"
+    for name in $EXPERTS; do
+        [ -d "$R/home-$name/lineages" ] && cp -r "$R/home-$name/lineages/." "$dest/lineages/"
+    done
+    [ -f "$R/memory.json" ] && cp "$R/memory.json" "$dest/memory.json"
+    python3 - "$R" "$dest" $EXPERTS <<'EOF2'
+import sys
+from pathlib import Path
+from klineage.library import Library
+r, dest, names = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
+with Library(dest / "library") as merged:
+    for name in names:
+        if (r / f"home-{name}" / "library").is_dir():
+            with Library(r / f"home-{name}" / "library") as one:
+                for skill in one.list():
+                    merged.save(skill)
+    print(f"merged library in {dest}: {len(merged.list())} skills")
+EOF2
+}
+
 pipeline() {
     local minutes=$1 budget=$2
     local t0 deadline a_end E=src/klineage/examples
@@ -58,69 +88,71 @@ pipeline() {
     deadline=$((t0 + minutes * 60))
     a_end=$((t0 + A_MINUTES * 60))
     env_setup
-    stage "pipeline start: ${minutes} min, budget $budget, commit $KLINEAGE_COMMIT"
+    stage "pipeline start: ${minutes} min, budget $budget, commit $KLINEAGE_COMMIT, mine [$MINE], prior ${PRIOR:-none}"
     nvidia-smi --query-gpu=index,name,memory.total,clocks.max.sm --format=csv >"$R/gpus.csv" 2>&1
     python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, \
 'gpus', torch.cuda.device_count())" >>"$R/gpus.csv" 2>&1
-    local pairs=(
-        "0 matmul $E/matmul/workload.py:$E/matmul/expert.py"
-        "1 attention $E/attention/workload.py:$E/attention/expert.py"
-        "0 rmsnorm $E/rmsnorm/workload.py:$E/rmsnorm/liger.py:liger_kernel.ops.rms_norm"
-        "1 cross_entropy $E/cross_entropy/workload.py:$E/cross_entropy/liger.py:liger_kernel.ops.cross_entropy"
-        "0 swiglu $E/swiglu/workload.py:$E/swiglu/liger.py:liger_kernel.ops.swiglu"
+    if [ -n "$PRIOR" ]; then  # an earlier run's data directories: finished lineages are kept, unfinished resume
+        for name in $EXPERTS; do
+            [ -d "$PRIOR/home-$name" ] && cp -r "$PRIOR/home-$name" "$R/home-$name"
+        done
+    fi
+    declare -A pairs=(
+        [matmul]="0 $E/matmul/workload.py:$E/matmul/expert.py"
+        [attention]="1 $E/attention/workload.py:$E/attention/expert.py"
+        [rmsnorm]="0 $E/rmsnorm/workload.py:$E/rmsnorm/liger.py:liger_kernel.ops.rms_norm"
+        [cross_entropy]="1 $E/cross_entropy/workload.py:$E/cross_entropy/liger.py:liger_kernel.ops.cross_entropy"
+        [swiglu]="0 $E/swiglu/workload.py:$E/swiglu/liger.py:liger_kernel.ops.swiglu"
     )
-    local waits=() gpu name pair
-    for entry in "${pairs[@]}"; do
-        read -r gpu name pair <<<"$entry"
+    local waits=() gpu pair name
+    for name in $MINE; do
+        read -r gpu pair <<<"${pairs[$name]}"
         (on_gpu "$gpu" timeout "$(left_s "$a_end")" python3 benchmarks/mine_all.py --device "$DEVICE" \
             --home "$R/home-$name" --json "$R/mine-$name.json" --pair "$pair" >"$R/mine-$name.log" 2>&1
             stage "mined $name: rc $?") &
         waits+=($!)
     done
-    rm -rf "$R/cpuhome" && cp -r .state/cpuhome "$R/cpuhome"
-    (KLINEAGE_HOME="$R/cpuhome" on_gpu 1 timeout "$(left_s "$a_end")" python3 -m klineage memory build \
-        --suite experts --budget 6 --device "$DEVICE" --out "$R/memory.json" >"$R/memory.log" 2>&1
-        stage "memory base: rc $?") &
-    waits+=($!)
-    (on_gpu 0 timeout "$(left_s "$deadline")" python3 benchmarks/mine_all.py --device "$DEVICE" --set fixtures \
-        --home "$R/home-fixtures" --json "$R/mine-fixtures.json" >"$R/mine-fixtures.log" 2>&1
-        stage "mined fixtures: rc $?") &
-    for pid in "${waits[@]}"; do wait "$pid"; done
-
-    stage "merging the five data directories"
-    local M="$R/home"
-    rm -rf "$M" && mkdir -p "$M/lineages"
-    for name in matmul attention rmsnorm cross_entropy swiglu; do
-        [ -d "$R/home-$name/lineages" ] && cp -r "$R/home-$name/lineages/." "$M/lineages/"
-    done
-    [ -f "$R/memory.json" ] && cp "$R/memory.json" "$M/memory.json"
-    python3 - "$R" <<'EOF'
-import sys
-from pathlib import Path
-from klineage.library import Library
-r = Path(sys.argv[1])
-with Library(r / "home" / "library") as merged:
-    for name in ("matmul", "attention", "rmsnorm", "cross_entropy", "swiglu"):
-        if (r / f"home-{name}" / "library").is_dir():
-            with Library(r / f"home-{name}" / "library") as one:
-                for skill in one.list():
-                    merged.save(skill)
-    print("merged library:", len(merged.list()), "skills")
-EOF
+    if [ "$FIXTURES" = 1 ]; then
+        (on_gpu 0 timeout "$(left_s "$deadline")" python3 benchmarks/mine_all.py --device "$DEVICE" \
+            --set fixtures --home "$R/home-fixtures" --json "$R/mine-fixtures.json" >"$R/mine-fixtures.log" 2>&1
+            stage "mined fixtures: rc $?") &
+    fi
+    if [ "$WAIT_MINING" = 1 ]; then
+        for pid in "${waits[@]}"; do wait "$pid"; done
+    fi
+    stage "merging the data directories"
+    merge_homes "$R/home"
+    if [ "$MEMORY" = 1 ]; then  # the memory baseline's base: blind runs on the experts' simplest forms, in parallel
+        stage "memory base from the merged lineages"
+        local mem=()
+        for i in $(seq 1 5); do
+            (KLINEAGE_HOME="$R/home" on_gpu $((i - 1)) timeout "$(left_s "$a_end")" python3 -m klineage memory build \
+                --suite experts --budget "$MEMORY_BUDGET" --shard "$i/5" --device "$DEVICE" \
+                --out "$R/memory$i.json" >"$R/memory$i.log" 2>&1
+                stage "memory shard $i: rc $?") &
+            mem+=($!)
+        done
+        for pid in "${mem[@]}"; do wait "$pid"; done
+        python3 -c "import json, sys; json.dump([e for p in sys.argv[1:] for e in json.load(open(p))], \
+open('$R/memory.json', 'w'), indent=1)" "$R"/memory?.json
+        cp "$R/memory.json" "$R/home/memory.json"
+    fi
     stage "bench: $SUITES, $METHODS, budget $budget, $SHARDS shards"
     mkdir -p "$R/bench"
     local shard_pids=()
     for i in $(seq 1 "$SHARDS"); do
-        rm -rf "$R/shard-home$i" && cp -r "$M" "$R/shard-home$i"
+        rm -rf "$R/shard-home$i" && cp -r "$R/home" "$R/shard-home$i"
         (KLINEAGE_HOME="$R/shard-home$i" on_gpu $((i - 1)) timeout "$(left_s $((deadline - 20)))" \
             python3 -m klineage bench "$SUITES" --methods "$METHODS" --budget "$budget" --shard "$i/$SHARDS" \
             --device "$DEVICE" --out "$R/bench/shard$i" --json >"$R/bench/shard$i.log" 2>&1
             stage "bench shard $i: rc $?") &
         shard_pids+=($!)
     done
-    (on_gpu 0 timeout "$(left_s $((deadline - 20)))" python3 -m pytest -q -p no:cacheprovider -m gpu \
-        tests/gpu/test_optimize_gpu.py >"$R/gpu-tests.log" 2>&1
-        stage "gpu tests of optimize: rc $?") &
+    if [ "$GPU_TESTS" = 1 ]; then
+        (on_gpu 0 timeout "$(left_s $((deadline - 20)))" python3 -m pytest -q -p no:cacheprovider -m gpu \
+            tests/gpu >"$R/gpu-tests.log" 2>&1
+            stage "gpu tests: rc $?") &
+    fi
     for pid in "${shard_pids[@]}"; do wait "$pid"; done
     wait
     stage "pipeline done"
@@ -136,7 +168,7 @@ pack() {
             echo "bench-merge failed: $(tail -1 "$R/report.log")"
     fi
     tar -czf "$OUT/results.tgz" -C "$(dirname "$R")" --exclude='shard-home*' --exclude='cache.sqlite' \
-        --exclude='cpuhome' "$(basename "$R")"
+        "$(basename "$R")"
     cp "$R/stages.txt" "$OUT/" 2>/dev/null
     [ -f "$R/report/bench.md" ] && cp "$R/report/bench.md" "$OUT/bench.md"
 }

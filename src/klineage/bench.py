@@ -236,17 +236,22 @@ def run_bench(
     rows: list[Row] = []
     trajectories: dict[str, dict] = {}
     references: dict[str, dict] = {}
+    skipped: dict[str, str] = {}
     with Sandbox(warm=settings.warm) as sandbox:
         for inst in instances:
             workload = load_workload(inst.workload)
             finals: dict[str, Trajectory] = {}
-            for method in methods:
-                if on_progress:
-                    on_progress(f"{inst.name}: {method}")
-                proposer = proposer_for(method, workload, settings, device, library, memory)
-                t = optimize(workload, inst.start, proposer, settings, device, budget, sandbox)
-                finals[method] = t
-                trajectories[f"{inst.name}/{method}"] = t.as_dict()
+            try:
+                for method in methods:
+                    if on_progress:
+                        on_progress(f"{inst.name}: {method}")
+                    proposer = proposer_for(method, workload, settings, device, library, memory)
+                    t = optimize(workload, inst.start, proposer, settings, device, budget, sandbox)
+                    finals[method] = t
+                    trajectories[f"{inst.name}/{method}"] = t.as_dict()
+            except UserError as e:  # a start that fails its gates here: reported, and the suite goes on
+                skipped[inst.name] = str(e)
+                continue
             ref = {}
             if device == "cuda":
                 if on_progress:
@@ -287,12 +292,13 @@ def run_bench(
                 ))  # fmt: skip
             if on_instance and inst is not instances[-1]:
                 done = instances[: instances.index(inst) + 1]
-                on_instance(_result(done, methods, budget, device, started, rows, references, trajectories, True))
-    return _result(instances, methods, budget, device, started, rows, references, trajectories, False)
+                on_instance(_result(done, methods, budget, device, started, rows, references, trajectories, skipped,
+                                    True))  # fmt: skip
+    return _result(instances, methods, budget, device, started, rows, references, trajectories, skipped, False)
 
 
 def _result(instances: list[Instance], methods: list[str], budget: int, device: str, started: float, rows: list[Row],
-            references: dict, trajectories: dict, partial: bool) -> dict:  # fmt: skip
+            references: dict, trajectories: dict, skipped: dict, partial: bool) -> dict:  # fmt: skip
     return {
         "stamp": {"device": device_name(device), "versions": versions(), "commit": _git_commit(), "budget": budget,
                   "methods": methods, "instances": [i.name for i in instances],
@@ -302,6 +308,7 @@ def _result(instances: list[Instance], methods: list[str], budget: int, device: 
         "summary": summarize(rows, methods),
         "references": dict(references),
         "trajectories": dict(trajectories),
+        "skipped": dict(skipped),
     }
 
 
@@ -335,6 +342,7 @@ def merge(results: list[dict]) -> dict:
         "summary": summarize([Row(**row) for row in rows], first["methods"]),
         "references": {k: v for r in results for k, v in r["references"].items()},
         "trajectories": {k: v for r in results for k, v in r["trajectories"].items()},
+        "skipped": {k: v for r in results for k, v in r.get("skipped", {}).items()},
     }
 
 
@@ -394,6 +402,9 @@ def markdown(result: dict) -> str:
         lines.append(f"| {r['instance']} | {r['method']} | {_f(r['speedup'])} | {_f(r['expert_fraction'])} | "
                      f"{_f(r['roofline_fraction'], '.2f')} | {_f(r['vs_torch_compile'])} | {r['evaluations']} | "
                      f"{r['evaluations_to_95'] or 'n/a'} | {r['kept']} | {r['refusals']} | {esc} | {r['stop']} |")
+    if result.get("skipped"):
+        lines += ["", "Skipped (the start fails its gates on this device, so no method can start from it):", ""]
+        lines += [f"- {name}: {why[:300]}" for name, why in result["skipped"].items()]
     return "\n".join(lines) + "\n"
 
 
@@ -467,16 +478,21 @@ def write_report(result: dict, out: Path, plot: bool = True) -> dict[str, Path]:
 
 
 def build_memory(instances: list[Instance], settings: Settings, device: str, budget: int, path: Path,
-                 on_progress: Callable[[str], None] | None = None) -> int:  # fmt: skip
+                 on_progress: Callable[[str], None] | None = None) -> tuple[int, dict[str, str]]:  # fmt: skip
     """The memory baseline's knowledge base: blind optimization runs on the given instances (the experts' simplest
-    forms), every attempt remembered with its program's features and observed outcome."""
-    added = 0
+    forms), every attempt remembered with its program's features and observed outcome. Returns the outcomes added
+    and the instances skipped, with why (a start that fails its gates on this device teaches nothing)."""
+    added, skipped = 0, {}
     with Sandbox(warm=settings.warm) as sandbox:
         for inst in instances:
             if on_progress:
                 on_progress(inst.name)
             workload = load_workload(inst.workload)
             proposer = proposer_for("blind", workload, settings, device)
-            t = optimize(workload, inst.start, proposer, settings, device, budget, sandbox, explore=True)
+            try:
+                t = optimize(workload, inst.start, proposer, settings, device, budget, sandbox, explore=True)
+            except UserError as e:
+                skipped[inst.name] = str(e)
+                continue
             added += remember(t, workload, path)
-    return added
+    return added, skipped

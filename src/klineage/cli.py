@@ -472,6 +472,13 @@ def bench(suite_name, methods, budget, library_dir, memory_path, instances, shar
     if bad := [m for m in wanted if m not in METHODS]:
         raise UserError(f"--methods: unknown method {bad[0]!r}; known: {', '.join(METHODS)}")
     settings, dev = Settings.from_env(), resolve_device(device)
+    if "memory" in wanted:  # before any run: a missing base would otherwise stop the suite at its first instance
+        from klineage.proposers import load_memory
+        from klineage.proposers import memory_path as default_memory
+
+        base = Path(memory_path) if memory_path else default_memory(settings)
+        if not load_memory(base):
+            raise UserError(f"--methods memory: no memory knowledge base at {base} (run `klineage memory build` first)")
     chosen = suite(suite_name, settings)
     if instances:
         names = [n.strip() for n in instances.split(",")]
@@ -524,24 +531,32 @@ def memory() -> None:
 @click.option("--suite", "suite_name", default="experts", show_default=True,
               help="Instances whose blind optimization runs fill the knowledge base.")  # fmt: skip
 @click.option("--budget", type=int, default=12, show_default=True)
+@click.option("--shard", default=None, help="I/N: every N-th instance from the I-th (parallel builds, joined after).")
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Default: $KLINEAGE_HOME/memory.json.")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
-def memory_build(suite_name, budget, out, device) -> None:
+def memory_build(suite_name, budget, shard, out, device) -> None:
     """Run blind optimization on SUITE's starting programs and remember every outcome."""
     from klineage.bench import build_memory, suite
+    from klineage.bench import shard as take_shard
     from klineage.check import resolve_device
     from klineage.optimize import memory_path
 
     settings, dev = Settings.from_env(), resolve_device(device)
     chosen = suite(suite_name, settings)
+    if shard:
+        chosen = take_shard(chosen, shard)
     if not chosen:
         raise UserError(f"suite {suite_name} has no instances (experts: run `klineage mine` first)")
     path = out or memory_path(settings)
     with _progress(False) as progress:
         task = progress.add_task("memory", total=None)
-        added = build_memory(chosen, settings, dev, budget, path,
-                             on_progress=lambda text: progress.update(task, description=text))  # fmt: skip
-    console.print(f"{added} outcomes from {len(chosen)} runs remembered in {path}")
+        added, skipped = build_memory(chosen, settings, dev, budget, path,
+                                      on_progress=lambda text: progress.update(task, description=text))  # fmt: skip
+    for name, why in skipped.items():
+        console.print(f"skipped {name}: {why}", style="yellow")
+    if len(skipped) == len(chosen):
+        raise UserError(f"every instance of {suite_name} was skipped; nothing remembered")
+    console.print(f"{added} outcomes from {len(chosen) - len(skipped)} runs remembered in {path}")
 
 
 @main.group()

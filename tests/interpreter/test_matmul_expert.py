@@ -46,8 +46,15 @@ def test_expert_passes_on_cpu_through_the_pointer_kernel(settings, sandbox):
     assert any("64, 64, 64" in s and "False" in s for s in labels)  # the ragged tiny case's masked K loop
 
 
-def test_forced_tma_kernel_compiles_for_sm90_and_runs_in_the_interpreter(settings, sandbox):
+def test_forced_tma_kernel_compiles_for_sm90_and_runs_in_the_interpreter(settings, sandbox, tmp_path):
+    # the workload's `unaligned` case (N odd) is the one a TMA path cannot take: forced, it refuses that case
     report = check(load_workload(WORKLOAD), _forced("tma"), settings, "cpu", ("compile", "correctness"), sandbox)
+    assert not report.passed and "16-byte aligned" in report.verdicts[-1].reason
+    aligned = tmp_path / "workload.py"
+    text = WORKLOAD.read_text()
+    aligned.write_text(text.replace('"unaligned": {"M": 48, "N": 41, "K": 72, "dtype": "float16"},', ""))
+    assert aligned.read_text() != text
+    report = check(load_workload(aligned), _forced("tma"), settings, "cpu", ("compile", "correctness"), sandbox)
     compile_v, correct_v = report.verdicts
     assert compile_v.passed, compile_v.reason
     assert correct_v.passed, f"{correct_v.code}: {correct_v.reason}"

@@ -98,3 +98,20 @@ def test_joined_suites_prefix_each_name_and_a_cut_run_keeps_what_it_finished(set
     assert len(seen) == 1 and seen[0]["stamp"]["partial"] and len(seen[0]["rows"]) == 1
     assert seen[0]["stamp"]["instances"] == [two[0].name] and not result["stamp"]["partial"]
     assert "Partial: the run was cut short" in markdown(seen[0]) and "Partial" not in markdown(result)
+
+
+def test_a_start_that_fails_its_gates_is_skipped_with_why_and_the_suite_goes_on(settings, tmp_path):
+    from dataclasses import replace
+
+    from klineage.bench import build_memory
+
+    softmax = next(i for i in suite("naive", settings) if i.name == "softmax")
+    broken = replace(softmax, name="broken", start=Program("broken", softmax.start.source.replace(
+        "num = tl.exp(x - x_max)", "num = tl.exp(x * 2 - x_max)")))  # fmt: skip
+    assert broken.start.source != softmax.start.source
+    result = run_bench([broken, softmax], ["autotune"], 1, settings, "cpu", None)
+    assert [r["instance"] for r in result["rows"]] == ["softmax"]
+    assert "fails its correctness gate" in result["skipped"]["broken"]
+    assert "- broken: the starting program" in markdown(result)
+    added, skipped = build_memory([broken, softmax], settings, "cpu", 3, tmp_path / "memory.json")
+    assert list(skipped) == ["broken"] and added >= 1

@@ -35,13 +35,17 @@ DOMAIN = {
     "layout": ["contiguous"],
 }
 
-# The harness's default half-precision tolerances, stated here so they stay pinned for this workload: a kernel
-# multiplies half-precision Q and K exactly into fp32 scores and rounds only the softmax weights P (the operand
-# of P @ V) and the output to the input dtype; the expert lands near 5e-3 relative error norm in bf16 (checked
-# on the CPU with 8 seeds over every input distribution).
+# A kernel multiplies half-precision Q and K exactly into fp32 scores and rounds only the softmax weights P (the
+# operand of P @ V) and the output to the input dtype. Over thousands of keys an output element can be a sum that
+# nearly cancels, so its error is large next to its own value: PyTorch's own SDPA (CPU, bf16, causal S=4096, B=1 H=4)
+# has 43 of 2.1M elements beyond rtol 2e-2 + atol 1e-2*rms and 1 beyond 2e-2*rms, none beyond 5e-2*rms (fp16: 21
+# beyond 1e-3*rms, none beyond 5e-3*rms), at a relative error norm of 2.1e-3 (fp16 2.6e-4). The H200 run of the
+# expert on the bench case measured 2.06e-3 with 1171 of 67M elements beyond 1e-2*rms. The absolute floors below sit
+# past those tails; the norm limits, which an unwritten or wrong block cannot pass, stay the harness's.
+# tests/gates/test_reference_tolerance.py checks that PyTorch's SDPA passes them.
 TOLERANCES = {
-    "bfloat16": {"rtol": 2e-2, "atol": 1e-2, "norm": 1e-2},
-    "float16": {"rtol": 1e-2, "atol": 1e-3, "norm": 2e-3},
+    "bfloat16": {"rtol": 2e-2, "atol": 5e-2, "norm": 1e-2},
+    "float16": {"rtol": 1e-2, "atol": 5e-3, "norm": 2e-3},
 }
 
 

@@ -13,6 +13,10 @@ CASES = {
     # Ragged M and N but K divisible by every BLOCK_K (64, 128): takes the EVEN_K (unmasked) K loop.
     # bf16 like the bench case; under the interpreter it needs the harness's bf16 tl.dot patch.
     "even_k": {"M": 48, "N": 40, "K": 256, "dtype": "bfloat16"},
+    # N odd: B's and C's rows are 82 bytes apart, not a multiple of 16, so a tensor-descriptor (TMA) path cannot
+    # take them and an expert's dispatch falls back to its pointer kernel; on an sm_90 GPU the other cases all take
+    # TMA, and without this one the pointer kernel would never run there (nor be checked, nor mined).
+    "unaligned": {"M": 48, "N": 41, "K": 72, "dtype": "float16"},
     # 8192^3 bf16: 1.1 TFLOP, compute bound on an H200.
     "bench": {"M": 8192, "N": 8192, "K": 8192, "dtype": "bfloat16"},
 }
