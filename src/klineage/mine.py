@@ -120,6 +120,18 @@ class LineageStore:
                 break  # a line cut by a kill: everything before it stands
         return steps
 
+    def set_aside_if_workload_changed(self, workload_hash: str) -> None:
+        """A walk recorded against another version of the workload (new cases, tolerances) is not resumed: its
+        verdicts answered other questions. Its steps and lineage are kept beside, under the old workload's hash.
+        (Records from before the hash was stored in meta.json are resumed as they are.)"""
+        meta_path = self.root / "meta.json"
+        old = json.loads(meta_path.read_text()).get("workload_hash") if meta_path.is_file() else None
+        if old is None or old == workload_hash:
+            return
+        for name in ("steps.jsonl", "lineage.json"):
+            if (self.root / name).is_file():
+                (self.root / name).replace(self.root / f"{name}.workload-{old[:12]}")
+
     def write_meta(self, meta: dict) -> None:
         (self.root / "meta.json").write_text(json.dumps(meta, indent=2))
 
@@ -193,7 +205,9 @@ def mine(
     sandbox = sandbox or Sandbox(warm=settings.warm)
     lid = lineage_id(workload, expert, device)
     store = LineageStore(settings.data_dir / "lineages" / lid)
-    store.write_meta({"id": lid, "workload": str(workload.path), "expert": expert.name, "device": device})
+    store.set_aside_if_workload_changed(workload.hash)
+    store.write_meta({"id": lid, "workload": str(workload.path), "workload_hash": workload.hash,
+                      "expert": expert.name, "device": device})  # fmt: skip
     store.save_program(expert)
     steps = store.steps()
     current = store.load_program(steps_current(steps, expert.hash), expert.name) if steps else expert
@@ -270,7 +284,7 @@ def _attempt(workload, parent, child, transform, module, site: Site, settings, d
     if device == "cuda" and accepted:
         request = GateRequest(str(workload.path), parent, device, settings)
         timed = sandbox.run(Job("klineage.gates:profile_pair_job", (request, child), env={"KLINEAGE_DEVICE": device},
-                                timeout_s=settings.timeout_s))  # fmt: skip
+                                timeout_s=settings.timeout_s, times_gpu=True))  # fmt: skip
         effect = timed.value if timed.ok else {"measured": False, "why": f"timing failed: {timed.error}"}
     elif device == "cuda":
         effect = {"measured": False, "why": "rejected: not timed"}

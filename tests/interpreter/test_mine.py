@@ -50,3 +50,20 @@ def test_walk_is_deterministic_and_resumes_after_kill(tmp_path, sandbox):
     assert 2 <= len(recorded) < len(reference.steps)
     resumed = mine(load_workload(WORKLOAD), load_program(EXPERT), Settings(data_dir=home, seeds=3), "cpu", sandbox)
     assert summary(resumed) == summary(reference)
+
+
+def test_a_walk_recorded_against_another_version_of_the_workload_starts_over(tmp_path, sandbox):
+    settings = Settings(data_dir=tmp_path / "home", seeds=2)
+    first = mine(load_workload(WORKLOAD), load_program(EXPERT), settings, "cpu", sandbox, max_steps=1)
+    assert len(first.steps) == 1
+    changed = tmp_path / "planted" / "workload.py"
+    changed.parent.mkdir()
+    changed.write_text(WORKLOAD.read_text() + "\nVERSION = 2  # a new version of the workload\n")
+    workload = load_workload(changed)
+    assert workload.hash != load_workload(WORKLOAD).hash and workload.name == load_workload(WORKLOAD).name
+    folder = tmp_path / "home" / "lineages" / lineage_id(workload, load_program(EXPERT), "cpu")
+    resumed_same = mine(load_workload(WORKLOAD), load_program(EXPERT), settings, "cpu", sandbox, max_steps=2)
+    assert len(resumed_same.steps) == 2  # same workload: resumed, one more step
+    again = mine(workload, load_program(EXPERT), settings, "cpu", sandbox, max_steps=1)
+    assert len(again.steps) == 1  # changed workload: a fresh walk, the old steps set aside
+    assert list(folder.glob("steps.jsonl.workload-*"))
