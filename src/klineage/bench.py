@@ -262,7 +262,7 @@ def run_bench(
                 distinct = list({p.hash: p for _, p in named}.values())
                 request = GateRequest(str(workload.path), inst.start, device, settings)
                 job = Job("klineage.bench:references_job", (request, distinct), env={"KLINEAGE_DEVICE": device},
-                          timeout_s=settings.timeout_s * 2)  # fmt: skip
+                          timeout_s=settings.timeout_s * 2, times_gpu=True)  # fmt: skip
                 result = sandbox.run(job)
                 if result.ok:
                     timed = {p.hash: result.value[f"program{i}"] for i, p in enumerate(distinct)}

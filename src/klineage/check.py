@@ -64,7 +64,8 @@ def ceilings_for(device: str, settings: Settings, sandbox: Sandbox, cache: Cache
     name = device_name(device)
     if cache is not None and (found := cache.get_ceilings(name, versions())):
         return found
-    result = sandbox.run(Job("klineage.gates:ceilings_job", None, env={"KLINEAGE_DEVICE": "cuda"}, timeout_s=600))
+    result = sandbox.run(Job("klineage.gates:ceilings_job", None, env={"KLINEAGE_DEVICE": "cuda"}, timeout_s=600,
+                                 times_gpu=True))
     if not result.ok:
         return None
     if cache is not None:

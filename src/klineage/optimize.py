@@ -177,7 +177,7 @@ def _verdict_rows(report) -> list[dict]:
 def _time_pair(workload, current: Program, candidate: Program, settings, device, sandbox) -> dict:
     request = GateRequest(str(workload.path), current, device, settings)
     timed = sandbox.run(Job("klineage.gates:profile_pair_job", (request, candidate),
-                            env={"KLINEAGE_DEVICE": device}, timeout_s=settings.timeout_s))  # fmt: skip
+                            env={"KLINEAGE_DEVICE": device}, timeout_s=settings.timeout_s, times_gpu=True))  # fmt: skip
     if not timed.ok:
         return {"measured": False, "why": f"timing failed: {timed.error}"}
     v = timed.value

@@ -13,6 +13,7 @@ Program output goes to a log whose tail is kept as evidence."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import signal
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ class Job:
     payload: Any
     env: dict[str, str] = field(default_factory=dict)
     timeout_s: float = 300.0
+    times_gpu: bool = False  # it times kernels: on a shared GPU it runs alone (see gpu_turn)
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,34 @@ def _describe_exit(status: int) -> tuple[str, str]:
     return "crash", f"exited with code {os.WEXITSTATUS(status)} before returning a result"
 
 
+@contextlib.contextmanager
+def gpu_turn(exclusive: bool) -> Iterator[None]:
+    """Take turns on a GPU that several processes share, when $KLINEAGE_GPU_LOCK names a lock file (one per GPU):
+    jobs that compile and check run side by side (shared), a job that times runs alone (exclusive), so no other
+    job's kernels land inside its measurements. A second file is a turnstile: a timer waiting for the checks to drain
+    holds it, so new checks queue behind the timer instead of starving it. The kernel drops both locks when their
+    holder dies (a job killed at its timeout)."""
+    path = os.environ.get("KLINEAGE_GPU_LOCK")
+    if not path:
+        yield
+        return
+    import fcntl
+
+    with open(path + ".turn", "a") as turn, open(path, "a") as gpu:
+        fcntl.flock(turn, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(gpu, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        finally:
+            if not exclusive:
+                fcntl.flock(turn, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(gpu, fcntl.LOCK_UN)
+            if exclusive:
+                fcntl.flock(turn, fcntl.LOCK_UN)
+
+
 def _run_in_child(job: Job, result_path: str, log_path: str) -> None:
     """Body of the child process: run the job, write the pickled outcome, exit without cleanup."""
     log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -80,7 +111,9 @@ def _run_in_child(job: Job, result_path: str, log_path: str) -> None:
     try:
         module_name, function_name = job.function.split(":")
         module = __import__(module_name, fromlist=[function_name])
-        value = getattr(module, function_name)(job.payload)
+        on_gpu = job.env.get("KLINEAGE_DEVICE") == "cuda"
+        with gpu_turn(job.times_gpu) if on_gpu else contextlib.nullcontext():
+            value = getattr(module, function_name)(job.payload)
         outcome = ("ok", value)
     except MemoryError as e:
         outcome = ("oom", f"out of memory: {e}")

@@ -6,11 +6,9 @@ Nothing here runs without a GPU; the gates say so instead of inventing a figure.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import statistics
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 FLUSH_BYTES = 512 * 2**20  # well over the H200's 60 MB L2 (and any current GPU's)
@@ -37,25 +35,6 @@ class Timing:
         return {**asdict(self), "spread": self.spread}
 
 
-@contextlib.contextmanager
-def gpu_lock() -> Iterator[None]:
-    """Hold $KLINEAGE_GPU_LOCK (a file path) while timing, when it is set: several jobs that share one GPU (shards of a
-    bench, a miner beside them) compile and check in parallel but take turns at the clock, so one job's kernels are
-    not counted in another's time. The kernel drops the lock when its holder dies (a job killed at its timeout)."""
-    path = os.environ.get("KLINEAGE_GPU_LOCK")
-    if not path:
-        yield
-        return
-    import fcntl
-
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def _quantile(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     pos = q * (len(ordered) - 1)
@@ -67,12 +46,8 @@ def time_calls(
     calls: Sequence[Callable[[], object]], warmup_ms: float = 25.0, rep_ms: float = 200.0, min_reps: int = 30
 ) -> list[Timing]:
     """Time several callables interleaved (A B A B ...) so slow drifts of the machine hit all of them alike.
-    Each callable cycles through its own input sets internally; each repetition flushes L2 first."""
-    with gpu_lock():
-        return _time_calls(calls, warmup_ms, rep_ms, min_reps)
-
-
-def _time_calls(calls: Sequence[Callable[[], object]], warmup_ms: float, rep_ms: float, min_reps: int) -> list[Timing]:
+    Each callable cycles through its own input sets internally; each repetition flushes L2 first. Jobs that share
+    a GPU with others run this with the GPU to themselves (`Job.times_gpu`, see sandbox.gpu_turn)."""
     import torch
 
     flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
