@@ -207,6 +207,11 @@ def autotune_params(source: str, kernel: str, tiles: list[dict[str, int]]) -> di
     return {"configs": "[" + ", ".join(config_code(c) for c in configs) + "]", "key": repr(key)}
 
 
+def _config_tiles(skill: Skill) -> list[dict[str, int]]:
+    """The tiles (not only warps and stages) in an autotune skill's config list."""
+    return [t for t in expert_tiles(skill.transform.get("params") or {}) if set(t) - set(launch_config.KNOBS)]
+
+
 def _tile_assignment(tunables: list[launch_config.Tunable], tile: dict[str, int]) -> dict[str, int]:
     """Map an expert's tile onto a program's tunables by keyword name (BLOCK_M -> BLOCK_M, num_warps -> ...)."""
     values = {}
@@ -421,21 +426,39 @@ class SkillProposer(Proposer):
         return _with_source(program, module, new)
 
     def _expert_tiles(self, program: Program) -> list[Candidate]:
-        """The tiles, warps and stages experts chose (autotune configs and launch knobs), set on this program's
-        launch parameters of the same names; then the neighbourhood of each."""
+        """The launch configurations experts chose (autotune configs, launch knobs), set on this program's launch
+        parameters of the same names; then the neighbourhood of each.
+
+        An expert's configuration travels whole: its warps and stages were measured with its tiles, so where the
+        same lineage has both an autotune config list and launch knobs, the knobs are carried only inside the
+        configs (8 warps on a naive 32x32 matmul tile ran at 0.76x on the H200, the same warps with the expert's
+        128x256 tile are what its 4.76x launch-knobs step measured). A configuration is expected to do what the
+        best evidence of its lineage's launch steps says."""
+        launch = [s for s in self.skills if s.transform["id"] in ("autotune_single_config", "launch_knobs")]
+        by_lineage: dict[str, list[Skill]] = {}
+        for skill in launch:
+            by_lineage.setdefault(skill.provenance.get("lineage", skill.id), []).append(skill)
         out = []
-        for skill in self.skills:
-            if skill.transform["id"] not in ("autotune_single_config", "launch_knobs"):
-                continue
-            for tile in expert_tiles(skill.transform.get("params") or {}):
-                for module, source in _module_sources(program):
-                    tunables = launch_config.tunables(source)
-                    values = _tile_assignment(tunables, tile)
-                    if not values:
-                        continue
-                    out.append(Candidate(f"expert tile {launch_config.describe(values)}", skill.id, "launch_config",
-                                         module, tunables[0].function, values, self.expected(skill), "", (),
-                                         functools.partial(_retuned, program, module, source, values)))  # fmt: skip
+        for skills in by_lineage.values():
+            has_configs = any(s.transform["id"] == "autotune_single_config" and _config_tiles(s) for s in skills)
+            carried = [s for s in skills if not (has_configs and s.transform["id"] == "launch_knobs")]
+            tiles = [t for s in carried for t in expert_tiles(s.transform.get("params") or {})]
+            applied = any(not _tile_assignment(launch_config.tunables(source), t) and _tile_assignment(
+                launch_config.tunables(source), {k: -1 for k in t}) for _, source in _module_sources(program)
+                for t in tiles)  # fmt: skip
+            # once the program runs one of the lineage's configurations its evidence is spent: the others are
+            # alternatives to try, not further gains to expect
+            expected = 1.0 if applied else max(self.expected(s) for s in skills)
+            for skill in carried:
+                for tile in expert_tiles(skill.transform.get("params") or {}):
+                    for module, source in _module_sources(program):
+                        tunables = launch_config.tunables(source)
+                        values = _tile_assignment(tunables, tile)
+                        if not values:
+                            continue
+                        out.append(Candidate(f"expert tile {launch_config.describe(values)}", skill.id,
+                                             "launch_config", module, tunables[0].function, values, expected, "", (),
+                                             functools.partial(_retuned, program, module, source, values)))  # fmt: skip
         if self.device == "cuda":  # the neighbourhood is only worth searching where speed is measured
             out.extend(self.launch_candidates(program, "launch_config", 1.0))
         return out

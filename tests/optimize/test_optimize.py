@@ -196,3 +196,27 @@ def test_autotune_carried_to_a_host_sized_grid_reads_its_tiles_from_meta(setting
     source = candidate.program.source
     assert "grid = lambda META: (triton.cdiv(M, META[\"BLOCK_M\"])" in source and "triton.autotune" in source
     assert check(wl, candidate.program, settings, "cpu", ("correctness",), sandbox).passed
+
+
+def test_an_experts_launch_configuration_travels_whole_and_its_evidence_is_spent_once(settings):
+    """Warps and stages were measured with the expert's tiles: carried onto a naive 32x32 tile alone they ran at
+    0.76x on the H200. With the same lineage's config list in the library they travel inside those configs, ranked by
+    the lineage's best launch evidence; once the program runs one of them, the others are only alternatives."""
+    from dataclasses import replace
+
+    wl, prog = load_workload(EXAMPLES / "matmul" / "workload.py"), load_program(EXAMPLES / "matmul" / "naive.py")
+    configs = ("[triton.Config({'BLOCK_M': 128, 'BLOCK_N': 256, 'BLOCK_K': 64}, num_warps=8, num_stages=3), "
+               "triton.Config({'BLOCK_M': 64, 'BLOCK_N': 64, 'BLOCK_K': 64}, num_warps=4, num_stages=4)]")  # fmt: skip
+    autotune = make_skill("autotune_single_config", {"config_list": configs, "key": "['M', 'N', 'K']"}, (), 0.99)
+    knobs = replace(make_skill("launch_knobs", {"num_warps": "8", "num_stages": "3"}, (), 4.7), id="knobs.s2")
+    proposer = SkillProposer(wl, settings, "cpu", [autotune, knobs])
+    tiles = [c for c in proposer._expert_tiles(prog) if c.label.startswith("expert tile")]
+    assert [c.params.get("BLOCK_N") for c in tiles] == [256, 64]  # the configs, nothing knobs-only
+    assert proposer.expected(autotune) < 1 < proposer.expected(knobs)
+    assert all(c.expected == pytest.approx(proposer.expected(knobs)) for c in tiles)  # the lineage's best evidence
+    alone = [c for c in SkillProposer(wl, settings, "cpu", [knobs])._expert_tiles(prog)
+             if c.label.startswith("expert tile")]  # fmt: skip
+    assert [c.params for c in alone] == [{"matmul_kernel.num_warps": 8, "matmul_kernel.num_stages": 3}]
+    after = [c for c in SkillProposer(wl, settings, "cpu", [autotune, knobs])._expert_tiles(tiles[0].program)
+             if c.label.startswith("expert tile")]  # fmt: skip
+    assert [c.params.get("BLOCK_N") for c in after] == [64] and after[0].expected == 1.0
