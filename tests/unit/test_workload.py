@@ -107,3 +107,38 @@ def test_bundled_example_workloads_load():
         wl = load_workload(EXAMPLES / folder / "workload.py")
         assert {"tiny", "bench"} <= set(wl.cases)
         assert wl.has_roofline
+
+
+def test_bench_sized_inputs_are_drawn_once_with_an_input_cache(tmp_path, monkeypatch):
+    import types
+
+    import torch
+
+    from klineage.workload import INPUT_CACHE_MIN_BYTES, make_case_inputs
+
+    source = tmp_path / "wl.py"
+    source.write_text("import torch\nCALLS = []\n"
+                      "def make_inputs(case, seed):\n"
+                      "    CALLS.append(seed)\n"
+                      "    g = torch.Generator().manual_seed(seed)\n"
+                      "    x = torch.randn(case['n'], generator=g)\n"
+                      "    return [x, x[::2], 3]\n")  # fmt: skip
+    module = types.ModuleType("wl")
+    module.__file__ = str(source)
+    exec(source.read_text(), module.__dict__)
+    big = {"n": INPUT_CACHE_MIN_BYTES // 4 + 1}
+    monkeypatch.setenv("KLINEAGE_INPUT_CACHE", str(tmp_path / "cache"))
+    first = make_case_inputs(module, big, 1)
+    again = make_case_inputs(module, big, 1)
+    assert module.CALLS == [1]  # drawn once, then read back
+    assert torch.equal(first[0], again[0]) and again[2] == 3
+    assert again[1].stride() == (2,) and again[1].untyped_storage().data_ptr() == again[0].untyped_storage().data_ptr()
+    make_case_inputs(module, big, 2)
+    make_case_inputs(module, big, 1, distribution="heavy_tailed")
+    assert module.CALLS == [1, 2, 1]  # another seed or distribution is another entry
+    make_case_inputs(module, {"n": 8}, 1)
+    make_case_inputs(module, {"n": 8}, 1)
+    assert module.CALLS == [1, 2, 1, 1, 1]  # small inputs are cheaper to draw than to read
+    monkeypatch.delenv("KLINEAGE_INPUT_CACHE")
+    make_case_inputs(module, big, 1)
+    assert module.CALLS[-1] == 1 and len(module.CALLS) == 6  # unset: never read
