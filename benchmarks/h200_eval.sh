@@ -7,14 +7,16 @@
 #   bash benchmarks/h200_eval.sh poll POLL_S                   # wait up to POLL_S (or until done), pack into $OUT
 #
 # The pipeline, all of it stopped at MINUTES after the start (what finished is kept):
-#   A. each of the five experts mined and probed on cuda in its own process and data directory (matmul, RMSNorm,
-#      SwiGLU on GPU 0; attention, cross-entropy on GPU 1; effects timed), the memory baseline's base built on GPU 1
-#      from the experts' simplest forms of the CPU lineages carried in .state/cpuhome (blind runs, budget 6), and the
-#      planted/probed/hinted fixtures mined on GPU 0 (not waited for);
-#   B. once A's mining and memory are done (or A_MINUTES have passed): the data directories merged into one library,
-#      then 8 bench shards (4 per GPU) run every method on naive,experts,heldout under BUDGET, each rewriting its
-#      report after every instance; the GPU tests of optimize run beside them.
-# Jobs sharing a GPU take turns at the clock (KLINEAGE_GPU_LOCK); compilation and correctness checks overlap.
+#   A. each expert in $MINE mined and probed on cuda in its own process and data directory (matmul, RMSNorm, SwiGLU
+#      on GPU 0; attention, cross-entropy on GPU 1; effects timed), resumed from $PRIOR's data directories where
+#      given (an earlier run's results, carried in .state), and the planted/probed/hinted fixtures on GPU 0
+#      (FIXTURES=1, not waited for); mining stops at A_MINUTES;
+#   B. the data directories merged into one library; with MEMORY=1 the memory baseline's base built from the merged
+#      lineages' simplest forms (5 parallel shards, blind runs of MEMORY_BUDGET); then SHARDS bench shards (spread
+#      over the GPUs) run METHODS on SUITES under BUDGET, each rewriting its report after every instance; the GPU
+#      tests beside them (GPU_TESTS=1). WAIT_MINING=0 starts B at once, with the lineages as they were.
+# Jobs sharing a GPU take turns through KLINEAGE_GPU_LOCK (klineage.sandbox.gpu_turn): checks run side by side, a
+# job that times runs alone on its GPU.
 # Before the call, here: `git rev-parse --short HEAD > .state/COMMIT` (the tree travels without its history).
 # The device call carries .whl (libcst, liger-kernel wheels) and .state. DEVICE=cpu makes a dry run without a GPU.
 set -uo pipefail
@@ -44,7 +46,7 @@ env_setup() {
             .whl/*.whl && touch /tmp/site/.done
     fi
     export PYTHONPATH="/tmp/site:$PWD/src:$PWD${PYTHONPATH:+:$PYTHONPATH}"
-    export KLINEAGE_SEED_CASE=tiny PYTHONUNBUFFERED=1
+    export KLINEAGE_SEED_CASE=tiny PYTHONUNBUFFERED=1 KLINEAGE_INPUT_CACHE=/dev/shm/klineage-inputs
     KLINEAGE_COMMIT="$(cat .state/COMMIT 2>/dev/null || echo unknown)"
     export KLINEAGE_COMMIT
 }
