@@ -57,6 +57,8 @@ class Settings:
     profile_rep_ms: float = 200.0
     profile_min_reps: int = 30
     rotate_sets: int = 4  # distinct input sets cycled while timing, so the cache is not what is measured
+    # a lineage's steps are probed side by side, each worker with its own sandbox: a quarter of the cores, 1 to 4
+    probe_workers: int = field(default_factory=lambda: max(1, min(4, (os.cpu_count() or 1) // 4)))
 
     @property
     def cache_path(self) -> Path:
@@ -79,6 +81,8 @@ class Settings:
             base = base.replace(seed_case=env["KLINEAGE_SEED_CASE"])
         if "KLINEAGE_TIMEOUT" in env:
             base = base.replace(timeout_s=float(env["KLINEAGE_TIMEOUT"]))
+        if "KLINEAGE_PROBE_WORKERS" in env:
+            base = base.replace(probe_workers=max(1, int(env["KLINEAGE_PROBE_WORKERS"])))
         if env.get("KLINEAGE_COLD") == "1":
             base = base.replace(warm=False)
         return base.replace(**{k: v for k, v in overrides.items() if v is not None})

@@ -459,8 +459,12 @@ def probe_step(
 
 def probe_lineage(lineage: Lineage, workload: Workload, settings: Settings, device: str,
                   sandbox: Sandbox | None = None) -> dict[int, list[dict]]:  # fmt: skip
-    """Probe every accepted step; results are stored beside the lineage (`probes.json`) and reused on a rerun."""
+    """Probe every accepted step; results are stored beside the lineage (`probes.json`) after each step and reused on
+    a rerun. Steps are independent, so `settings.probe_workers` of them run side by side, each worker with a sandbox
+    of its own (the given one serves the first)."""
     import json
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
 
     from klineage.transform import TRANSFORMS, load_families
 
@@ -468,20 +472,35 @@ def probe_lineage(lineage: Lineage, workload: Workload, settings: Settings, devi
     store = LineageStore(settings.data_dir / "lineages" / lineage.id)
     path = store.root / "probes.json"
     done: dict[str, list[dict]] = json.loads(path.read_text()) if path.is_file() else {}
-    own = sandbox is None
-    sandbox = sandbox or Sandbox(warm=settings.warm)
-    try:
-        expert = store.load_program(lineage.expert_hash, lineage.expert)
-        for step in lineage.accepted:
-            if str(step.index) in done or step.transform not in TRANSFORMS:
-                continue
-            parent = store.load_program(step.parent, lineage.expert)
-            child = store.load_program(step.child, lineage.expert)
-            results = probe_step(workload, parent, child, step, TRANSFORMS[step.transform].conditions, settings,
-                                 device, sandbox, expert)  # fmt: skip
+    todo = [s for s in lineage.accepted if str(s.index) not in done and s.transform in TRANSFORMS]
+    expert = store.load_program(lineage.expert_hash, lineage.expert)
+    lock, local = threading.Lock(), threading.local()
+    sandboxes: list[Sandbox] = []
+
+    def worker_sandbox() -> Sandbox:
+        if getattr(local, "sandbox", None) is None:
+            with lock:
+                shared = sandbox is not None and sandbox not in sandboxes
+                local.sandbox = sandbox if shared else Sandbox(warm=settings.warm)
+                sandboxes.append(local.sandbox)
+        return local.sandbox
+
+    def probe_one(step) -> None:
+        parent = store.load_program(step.parent, lineage.expert)
+        child = store.load_program(step.child, lineage.expert)
+        results = probe_step(workload, parent, child, step, TRANSFORMS[step.transform].conditions, settings,
+                             device, worker_sandbox(), expert)  # fmt: skip
+        with lock:
             done[str(step.index)] = [r.as_condition() | {"parent": r.parent, "child": r.child} for r in results]
-            path.write_text(json.dumps(done, indent=2))
+            path.write_text(json.dumps(dict(sorted(done.items(), key=lambda kv: int(kv[0]))), indent=2))
+
+    try:
+        workers = max(1, min(settings.probe_workers, len(todo)))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for future in [pool.submit(probe_one, step) for step in todo]:
+                future.result()  # a step that raised stops the run, as before; what finished is on disk
     finally:
-        if own:
-            sandbox.close()
+        for sb in sandboxes:
+            if sb is not sandbox:
+                sb.close()
     return {int(k): v for k, v in done.items()}

@@ -4,6 +4,8 @@ in-place write (a caller that reads its input again), an early exit for fully ma
 case), an fp32 upcast (float16 inputs). Mining must accept all four, probing must back each with its
 counterexample, and the library built from both planted experts must show them, with a guard skill."""
 
+import json
+
 import pytest
 
 from klineage.library import Library
@@ -77,3 +79,23 @@ def test_library_holds_counterexample_backed_conditions_and_a_guard(planted, pro
     assert [g.transform["id"] for g in guards] == ["fp32_upcast"]
     (guard,) = guards
     assert guard.intent.startswith("Keep this") and guard.failures[0]["gate"] == "correctness"
+
+
+def test_steps_probed_side_by_side_give_the_same_conditions(probed, tmp_path, sandbox):
+    """Two workers, one of them on a sandbox of its own, reach the verdicts the one-worker run reached."""
+    import shutil
+
+    from klineage.probe import probe_lineage
+    from klineage.workload import load_workload
+    from tests.conftest import FIXTURES
+
+    settings, lineage, _ = probed
+    home = tmp_path / "home"
+    shutil.copytree(settings.data_dir, home)
+    (home / "lineages" / lineage.id / "probes.json").unlink()
+    again = probe_lineage(lineage, load_workload(FIXTURES / "probed" / "workload.py"),
+                          settings.replace(data_dir=home, probe_workers=2), "cpu", sandbox)  # fmt: skip
+    first = json.loads((settings.data_dir / "lineages" / lineage.id / "probes.json").read_text())
+    strip = lambda rows: [(r["predicate"], r["status"], r["parent"].get("code"), r["child"].get("code")) for r in rows]
+    assert {int(k): strip(v) for k, v in first.items()} == {k: strip(v) for k, v in again.items()}
+    assert list(json.loads((home / "lineages" / lineage.id / "probes.json").read_text())) == sorted(first, key=int)
