@@ -38,6 +38,7 @@ FIXTURES="${FIXTURES:-1}"         # mine the planted/probed/hinted fixtures too
 MEMORY="${MEMORY:-1}"             # build the memory baseline's base (5 parallel shards) before the bench
 MEMORY_BUDGET="${MEMORY_BUDGET:-6}"
 GPU_TESTS="${GPU_TESTS:-1}"
+RETIME="${RETIME:-0}"             # 1: time the recorded steps again (walks resumed from $PRIOR under contention)
 mkdir -p "$OUT"
 
 env_setup() {
@@ -110,7 +111,8 @@ pipeline() {
     for name in $MINE; do
         read -r gpu pair <<<"${pairs[$name]}"
         (on_gpu "$gpu" timeout "$(left_s "$a_end")" python3 benchmarks/mine_all.py --device "$DEVICE" \
-            --home "$R/home-$name" --json "$R/mine-$name.json" --pair "$pair" >"$R/mine-$name.log" 2>&1
+            --home "$R/home-$name" --json "$R/mine-$name.json" --pair "$pair" \
+            $([ "$RETIME" = 1 ] && echo --retime) >"$R/mine-$name.log" 2>&1
             stage "mined $name: rc $?") &
         waits+=($!)
     done

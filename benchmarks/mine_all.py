@@ -3,7 +3,7 @@ steps, the conditions a counterexample backs (a probe that breaks the optimized 
 form, where the optimization is what handles the case: `required`), guard skills (rejected steps) and wall time.
 
     python benchmarks/mine_all.py [--device auto|cpu|cuda] [--set all|fixtures|examples] [--pair W:E[:mod,...]]
-                                  [--library DIR] [--home DIR] [--max-steps N] [--json OUT]
+                                  [--library DIR] [--home DIR] [--max-steps N] [--retime] [--json OUT]
 
 Default set `all`: the planted experts of tests/fixtures (planted, probed, hinted) and every non-naive bundled
 expert (Liger's through their installed modules, when liger-kernel is installed). `--pair` (repeatable) replaces
@@ -59,10 +59,11 @@ def parse_pair(text: str) -> tuple[Path, Path, list[str]]:
 
 
 def mine_one(workload_path: Path, expert_path: Path, modules: list[str], settings, device: str, sandbox,
-             max_steps: int | None) -> tuple[dict, list]:  # fmt: skip
+             max_steps: int | None, retime: bool = False) -> tuple[dict, list]:  # fmt: skip
     """One lineage: mine, probe, skills. (row, skills); a failure is a row with `error`."""
     from klineage.features import features
     from klineage.mine import mine
+    from klineage.mine import retime as retime_lineage
     from klineage.probe import probe_lineage
     from klineage.program import load_program, with_installed_modules
     from klineage.skills import skills_from_lineage
@@ -75,6 +76,8 @@ def mine_one(workload_path: Path, expert_path: Path, modules: list[str], setting
         workload = load_workload(workload_path)
         expert = with_installed_modules(load_program(expert_path), modules)
         lineage = mine(workload, expert, settings, device, sandbox, max_steps=max_steps)
+        if retime:
+            lineage = retime_lineage(lineage, workload, settings, device, sandbox)
         mined_s = time.perf_counter() - started
         probes = probe_lineage(lineage, workload, settings, device, sandbox)
         skills = skills_from_lineage(lineage, probes, features(expert, workload))
@@ -134,6 +137,7 @@ def main() -> None:
     parser.add_argument("--library", type=Path, help="skill library directory (default <home>/library)")
     parser.add_argument("--home", type=Path, help="data directory (default $KLINEAGE_HOME)")
     parser.add_argument("--max-steps", type=int, default=None)
+    parser.add_argument("--retime", action="store_true", help="time the recorded steps' effects again (GPU)")
     parser.add_argument("--json", type=Path, help="also write the rows and the stamp as JSON")
     args = parser.parse_args()
 
@@ -155,7 +159,7 @@ def main() -> None:
     with Sandbox(warm=settings.warm) as sandbox, Library(args.library or settings.data_dir / "library") as library:
         for workload, expert, modules in pairs:
             print(f"mining {workload.parent.name}/{expert.stem} on {device} ...", file=sys.stderr, flush=True)
-            row, skills = mine_one(workload, expert, modules, settings, device, sandbox, args.max_steps)
+            row, skills = mine_one(workload, expert, modules, settings, device, sandbox, args.max_steps, args.retime)
             for skill in skills:
                 library.save(skill)
             rows.append(row)

@@ -292,6 +292,8 @@ def demo(device, budget, as_json) -> None:
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
 @click.option("--max-steps", type=int, default=None, help="Stop after this many attempted steps (resumable).")
 @click.option("--no-probe", is_flag=True, help="Skip condition probing (skills keep their conditions unprobed).")
+@click.option("--retime", is_flag=True,
+              help="Measure the recorded steps' effects again (GPU), keeping the earlier measurement beside each.")
 @click.option("--module", "modules", multiple=True,
               help="Also mine this installed module's kernels (e.g. liger_kernel.ops.rms_norm); a copy is rewritten, "
               "the installed file never is.")  # fmt: skip
@@ -302,13 +304,14 @@ def demo(device, budget, as_json) -> None:
 @click.option("--max-calls", type=int, default=12, show_default=True, help="Cap on model calls (--llm).")
 @click.option("--max-tokens", type=int, default=None, help="Cap on prompt + completion tokens (--llm).")
 @click.option("--json", "as_json", is_flag=True)
-def mine(workload, expert, library_dir, device, max_steps, no_probe, modules, as_json, use_llm, llm_steps, max_calls,
-         max_tokens) -> None:  # fmt: skip
+def mine(workload, expert, library_dir, device, max_steps, no_probe, retime, modules, as_json, use_llm, llm_steps,
+         max_calls, max_tokens) -> None:  # fmt: skip
     """Walk EXPERT backward against WORKLOAD, probe each step's conditions, add the skills to the library."""
     from klineage.check import resolve_device
     from klineage.features import features
     from klineage.library import Library
     from klineage.mine import mine as run_mine
+    from klineage.mine import retime as run_retime
     from klineage.probe import probe_lineage
     from klineage.program import load_program, with_installed_modules
     from klineage.skills import skills_from_lineage
@@ -317,6 +320,8 @@ def mine(workload, expert, library_dir, device, max_steps, no_probe, modules, as
     wl, dev = load_workload(workload), resolve_device(device)
     prog = with_installed_modules(load_program(expert), list(modules))
     settings = Settings.from_env()
+    if retime and dev != "cuda":
+        raise UserError("--retime needs a GPU: effects are never measured on the CPU")
     client = _llm_client(max_calls, max_tokens) if use_llm else None  # a missing model setting fails before mining
     with _progress(as_json) as progress:
         task = progress.add_task("mining", total=None)
@@ -326,6 +331,9 @@ def mine(workload, expert, library_dir, device, max_steps, no_probe, modules, as
             progress.update(task, description=f"step {step.index}: {step.transform} {verdict}")
 
         lineage = run_mine(wl, prog, settings, dev, max_steps=max_steps, on_step=on_step)
+        if retime:
+            progress.update(task, description=f"timing {len(lineage.accepted)} accepted steps again")
+            lineage = run_retime(lineage, wl, settings, dev)
         probes = None
         if not no_probe:
             progress.update(task, description=f"probing conditions of {len(lineage.accepted)} accepted steps")

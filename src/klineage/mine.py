@@ -16,7 +16,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from klineage.check import check
@@ -107,6 +107,12 @@ class LineageStore:
             f.write(json.dumps(asdict(step)) + "\n")
             f.flush()
             os.fsync(f.fileno())
+
+    def rewrite_steps(self, steps: list[Step]) -> None:
+        """Replace the whole record at once (a retime): written beside, then renamed over the old one."""
+        tmp = self.root / "steps.jsonl.tmp"
+        tmp.write_text("".join(json.dumps(asdict(s)) + "\n" for s in steps))
+        tmp.replace(self.root / "steps.jsonl")
 
     def steps(self) -> list[Step]:
         path = self.root / "steps.jsonl"
@@ -255,6 +261,41 @@ def mine(
                       steps, finished)  # fmt: skip
     store.write_lineage(lineage)
     return lineage
+
+
+def retime(lineage: Lineage, workload: Workload, settings: Settings, device: str,
+           sandbox: Sandbox | None = None) -> Lineage:
+    """Measure every accepted step's effect again (parent and child interleaved, as the walk did), keeping the
+    earlier measurement beside it: for effects first taken on a busy machine. Rewrites the lineage's records."""
+    if device != "cuda":
+        raise MiningError("retiming needs a GPU: effects are never measured on the CPU")
+    own = sandbox is None
+    sandbox = sandbox or Sandbox(warm=settings.warm)
+    store = LineageStore(settings.data_dir / "lineages" / lineage.id)
+    steps = []
+    try:
+        for step in lineage.steps:
+            if not step.accepted:
+                steps.append(step)
+                continue
+            parent = store.load_program(step.parent, lineage.expert)
+            child = store.load_program(step.child, lineage.expert)
+            request = GateRequest(str(workload.path), parent, device, settings)
+            timed = sandbox.run(Job("klineage.gates:profile_pair_job", (request, child),
+                                    env={"KLINEAGE_DEVICE": device}, timeout_s=settings.timeout_s, times_gpu=True))
+            if not timed.ok:
+                steps.append(step)  # the earlier measurement stands
+                continue
+            earlier = {k: v for k, v in step.effect.items() if k != "earlier"}
+            effect = {**timed.value, "static_delta": step.effect.get("static_delta", {}), "earlier": earlier}
+            steps.append(replace(step, effect=effect))
+    finally:
+        if own:
+            sandbox.close()
+    retimed = replace(lineage, steps=steps)
+    store.rewrite_steps(steps)
+    store.write_lineage(retimed)
+    return retimed
 
 
 def _refusal_key(transform: str, module: str, function: str, before: str) -> tuple[str, str, str, str]:

@@ -75,3 +75,14 @@ def test_torch_compile_probe_runs_the_forward_compiled(gpu_home, sandbox):
                           probe=probe)  # fmt: skip
     verdict = run_gate("correctness", request, sandbox)
     assert verdict.passed, (verdict.code, verdict.reason, verdict.evidence.get("log", "")[-1500:])
+
+
+def test_retime_takes_each_accepted_steps_time_again_on_the_gpu(hinted, gpu_home, sandbox):
+    from klineage.mine import retime
+
+    lineage, _ = hinted
+    settings = Settings(data_dir=gpu_home / "hinted", seeds=2, use_cache=False)
+    again = retime(lineage, load_workload(FIXTURES / "hinted" / "workload.py"), settings, "cuda", sandbox)
+    for before, after in zip(lineage.accepted, again.accepted):
+        assert after.effect["measured"] and after.effect["speedup"] > 0
+        assert after.effect["earlier"]["parent_ms"] == before.effect["parent_ms"]

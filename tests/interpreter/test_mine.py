@@ -67,3 +67,38 @@ def test_a_walk_recorded_against_another_version_of_the_workload_starts_over(tmp
     again = mine(workload, load_program(EXPERT), settings, "cpu", sandbox, max_steps=1)
     assert len(again.steps) == 1  # changed workload: a fresh walk, the old steps set aside
     assert list(folder.glob("steps.jsonl.workload-*"))
+
+
+def test_retime_measures_accepted_steps_again_and_keeps_the_earlier_measurement(tmp_path, sandbox):
+    from dataclasses import dataclass
+
+    from klineage.mine import LineageStore, MiningError, retime
+    from klineage.sandbox import SandboxResult
+
+    settings = Settings(data_dir=tmp_path / "home", seeds=2)
+    workload = load_workload(WORKLOAD)
+    lineage = mine(workload, load_program(EXPERT), settings, "cpu", sandbox, max_steps=2)
+    assert len(lineage.accepted) == 2 and all(not s.effect["measured"] for s in lineage.steps)
+    with pytest.raises(MiningError):
+        retime(lineage, workload, settings, "cpu", sandbox)
+
+    @dataclass
+    class FakeGpu:  # stands in for the sandbox: the timing job's answer, and what it was asked
+        jobs: list
+
+        def run(self, job):
+            self.jobs.append(job)
+            if len(self.jobs) == 2:
+                return SandboxResult(False, error="timing failed")
+            return SandboxResult(True, value={"measured": True, "speedup": 1.5, "parent_spread": 0.01,
+                                              "child_spread": 0.02, "significant": True})  # fmt: skip
+
+    fake = FakeGpu([])
+    again = retime(lineage, workload, settings, "cuda", fake)
+    assert len(fake.jobs) == 2 and all(j.times_gpu for j in fake.jobs)
+    first, second = again.accepted
+    assert first.effect["speedup"] == 1.5 and first.effect["earlier"] == lineage.accepted[0].effect
+    assert first.effect["static_delta"] == lineage.accepted[0].effect.get("static_delta", {})
+    assert second.effect == lineage.accepted[1].effect  # a failed timing leaves the earlier measurement standing
+    stored = LineageStore(tmp_path / "home" / "lineages" / lineage.id).steps()
+    assert [s.effect for s in stored] == [s.effect for s in again.steps]
