@@ -107,6 +107,10 @@ pipeline() {
         [cross_entropy]="1 $E/cross_entropy/workload.py:$E/cross_entropy/liger.py:liger_kernel.ops.cross_entropy"
         [swiglu]="0 $E/swiglu/workload.py:$E/swiglu/liger.py:liger_kernel.ops.swiglu"
     )
+    # the timer against triton's do_bench, on kernels of milliseconds and of tens of microseconds
+    (on_gpu 1 timeout 600 python3 benchmarks/profile_vs_do_bench.py --json "$R/profile_vs_do_bench.json" \
+        >"$R/profile_vs_do_bench.log" 2>&1
+        stage "profile gate vs do_bench: rc $?") &
     local waits=() gpu pair name
     for name in $MINE; do
         read -r gpu pair <<<"${pairs[$name]}"

@@ -68,19 +68,27 @@ def time_calls(
     walls = [[] for _ in calls]
     for _ in range(reps):
         for i, call in enumerate(calls):
-            flush.zero_()
-            begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda.synchronize()
+            flushed, begin, end = (torch.cuda.Event(enable_timing=True) for _ in range(3))
+            torch.cuda.synchronize()  # device-wide: the last repetition's work on any stream is over
             t0 = time.perf_counter()
+            # The flush is queued ahead of the call, not waited for: while the GPU clears L2 (512 MiB at the 4.07
+            # TB/s copy rate measured on the H200 is about 0.13 ms) the host gets the launch queued, so the events
+            # time the kernels, not the Python launch path in front of them, as do_bench's back-to-back launches do.
+            # Waiting for the flush put a launch's host overhead inside every measurement, which matters for
+            # kernels of tens of microseconds; benchmarks/profile_vs_do_bench.py compares the two on such kernels.
+            flushed.record()
+            flush.zero_()
             begin.record()
             call()
             end.record()
             torch.cuda.synchronize()  # device-wide: work on any stream has finished before we read the clock
             walls[i].append((time.perf_counter() - t0) * 1e3)
-            events[i].append((begin, end))
+            events[i].append((flushed, begin, end))
     out = []
     for i in range(len(calls)):
-        ms = [b.elapsed_time(e) for b, e in events[i]]
+        ms = [b.elapsed_time(e) for _, b, e in events[i]]
+        # the host clock saw the flush too: take off what the device spent on it
+        wall = [w - f.elapsed_time(b) for w, (f, b, _) in zip(walls[i], events[i])]
         out.append(
             Timing(
                 median_ms=statistics.median(ms),
@@ -89,7 +97,7 @@ def time_calls(
                 min_ms=min(ms),
                 max_ms=max(ms),
                 reps=reps,
-                wall_median_ms=statistics.median(walls[i]),
+                wall_median_ms=statistics.median(wall),
             )
         )
     return out
