@@ -1,0 +1,44 @@
+"""The timer's bookkeeping, on a fake device clock (no GPU here): the events around the call are what is timed, the
+flush queued in front of it is not, and the host clock has the flush taken off."""
+
+import torch
+
+from klineage import timing
+
+
+class Clock:
+    now = 0.0  # milliseconds of fake device time
+
+
+class FakeEvent:
+    def __init__(self, enable_timing: bool = False):
+        self.at = None
+
+    def record(self):
+        self.at = Clock.now
+
+    def elapsed_time(self, later: "FakeEvent") -> float:
+        return later.at - self.at
+
+
+class FakeFlush:
+    def zero_(self):
+        Clock.now += 5.0  # a flush much longer than the calls: it must not count
+
+
+def test_events_time_the_call_not_the_flush_queued_before_it(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch, "empty", lambda *a, **k: FakeFlush())
+
+    def work(ms):
+        def call():
+            Clock.now += ms
+
+        return call
+
+    fast, slow = timing.time_calls([work(2.0), work(3.0)], warmup_ms=0.0, rep_ms=0.0, min_reps=7)
+    assert (fast.median_ms, slow.median_ms) == (2.0, 3.0) and fast.reps == 7
+    assert fast.spread == 0.0
+    # the host clock ran for a few microseconds of real time; the 5 ms of fake flush came off it
+    assert -5.0 < fast.wall_median_ms < -4.0
