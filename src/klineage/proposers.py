@@ -347,11 +347,15 @@ class SkillProposer(Proposer):
 
     def expected(self, skill: Skill) -> float:
         """The skill's measured speedup on this device (any device if none here), discounted by how unlike the
-        skill's workload this one is; 1.0 without a measurement."""
+        skill's workload this one is; 1.0 without a measurement, or when it was measured in the other roofline
+        regime (a compute-bound expert's warps and stages, x4.76 on the H200's matmul, say nothing about an
+        elementwise kernel, where they had ranked first at x2.8 before this rule)."""
         effects = [e for e in skill.effect.values() if e.get("measured") and e.get("speedup")]
         here = [e for d, e in skill.effect.items() if d == device_name(self.device) and e.get("measured")]
         chosen = (here or effects)[:1]
-        if not chosen:
+        origin = skill.provenance.get("features") or {}
+        if not chosen or ("compute_bound" in origin and "compute_bound" in self.context
+                          and origin["compute_bound"] != self.context["compute_bound"]):  # fmt: skip
             return PRIOR_SPEEDUP
         e = chosen[0]
         gain = math.log(max(e["speedup"], 1e-3))

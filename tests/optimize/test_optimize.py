@@ -220,3 +220,20 @@ def test_an_experts_launch_configuration_travels_whole_and_its_evidence_is_spent
     after = [c for c in SkillProposer(wl, settings, "cpu", [autotune, knobs])._expert_tiles(tiles[0].program)
              if c.label.startswith("expert tile")]  # fmt: skip
     assert [c.params.get("BLOCK_N") for c in after] == [64] and after[0].expected == 1.0
+
+
+def test_an_effect_measured_in_the_other_roofline_regime_is_not_expected_to_transfer(settings):
+    from dataclasses import replace
+
+    from klineage.features import features
+
+    knobs = make_skill("launch_knobs", {"num_warps": "8", "num_stages": "3"}, (), 4.7)
+    knobs = replace(knobs, provenance={**knobs.provenance, "features": {"compute_bound": 1.0, "tl_dot": 1.0}})
+    for name, regime in (("matmul", "compute-bound"), ("softmax", "memory-bound")):
+        wl, prog = load_workload(EXAMPLES / name / "workload.py"), load_program(EXAMPLES / name / "naive.py")
+        proposer = SkillProposer(wl, settings, "cpu", [knobs])
+        proposer.context = features(prog, wl)
+        if regime == "compute-bound":
+            assert proposer.context["compute_bound"] == 1.0 and proposer.expected(knobs) > 2
+        else:
+            assert proposer.context["compute_bound"] == 0.0 and proposer.expected(knobs) == 1.0
