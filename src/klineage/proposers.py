@@ -207,6 +207,11 @@ def autotune_params(source: str, kernel: str, tiles: list[dict[str, int]]) -> di
     return {"configs": "[" + ", ".join(config_code(c) for c in configs) + "]", "key": repr(key)}
 
 
+def _tile_dims(values: dict) -> frozenset[str]:
+    """The tile sizes among launch parameters (BLOCK_M, BLOCK_N, ...), not warps, stages or program order."""
+    return frozenset(k for k in values if k.startswith("BLOCK"))
+
+
 def _config_tiles(skill: Skill) -> list[dict[str, int]]:
     """The tiles (not only warps and stages) in an autotune skill's config list."""
     return [t for t in expert_tiles(skill.transform.get("params") or {}) if set(t) - set(launch_config.KNOBS)]
@@ -342,6 +347,9 @@ class SkillProposer(Proposer):
         super().__init__(workload, settings, device)
         self.skills = [s for s in skills if s.kind == "optimization"]
         self.transforms = _transforms()
+        # lineages whose warps and stages travel inside their autotune configs (see _expert_tiles), never alone
+        self._with_configs = {s.provenance.get("lineage", s.id) for s in self.skills
+                              if s.transform["id"] == "autotune_single_config" and _config_tiles(s)}  # fmt: skip
         self.context: dict[str, float] = {}
         self._refused: set[tuple] = set()
 
@@ -382,6 +390,8 @@ class SkillProposer(Proposer):
     def _for_site(self, skill, transform, program, module, source, site) -> list[Candidate]:
         if not _same_construct(skill.location.get("before", ""), site.before):
             return []  # a hint learned on a load is not evidence for a store
+        if transform.id == "launch_knobs" and skill.provenance.get("lineage", skill.id) in self._with_configs:
+            return []  # carried inside the lineage's configs, with the tiles they were measured with
         kernel = _kernel_of(site, source)
         found = screen(skill, self.workload, source, kernel, self.device, self.settings.target)
         if found.refusal is not None:
@@ -442,9 +452,10 @@ class SkillProposer(Proposer):
         by_lineage: dict[str, list[Skill]] = {}
         for skill in launch:
             by_lineage.setdefault(skill.provenance.get("lineage", skill.id), []).append(skill)
-        out = []
-        for skills in by_lineage.values():
-            has_configs = any(s.transform["id"] == "autotune_single_config" and _config_tiles(s) for s in skills)
+        out: list[Candidate] = []
+        guesses: list[Candidate] = []  # another loop nest's tiles: no evidence here
+        for lineage, skills in by_lineage.items():
+            has_configs = lineage in self._with_configs
             carried = [s for s in skills if not (has_configs and s.transform["id"] == "launch_knobs")]
             tiles = [t for s in carried for t in expert_tiles(s.transform.get("params") or {})]
             applied = any(not _tile_assignment(launch_config.tunables(source), t) and _tile_assignment(
@@ -460,12 +471,18 @@ class SkillProposer(Proposer):
                         values = _tile_assignment(tunables, tile)
                         if not values:
                             continue
-                        out.append(Candidate(f"expert tile {launch_config.describe(values)}", skill.id,
-                                             "launch_config", module, tunables[0].function, values, expected, "", (),
-                                             functools.partial(_retuned, program, module, source, values)))  # fmt: skip
+                        # a tiling means something for the loop nest it tiles: the expert's evidence goes with it
+                        # only onto a kernel tiled along the same dimensions (a matmul's BLOCK_M/N/K onto an
+                        # attention kernel's BLOCK_M/N is a guess to try, not a measured gain)
+                        dims = _tile_dims(tile)  # none: warps and stages alone, the lineage's own knobs
+                        same = not dims or dims == _tile_dims({t.keyword: t.value for t in tunables})
+                        (out if same else guesses).append(Candidate(
+                            f"expert tile {launch_config.describe(values)}", skill.id, "launch_config", module,
+                            tunables[0].function, values, expected if same else PRIOR_SPEEDUP, "", (),
+                            functools.partial(_retuned, program, module, source, values)))  # fmt: skip
         if self.device == "cuda":  # the neighbourhood is only worth searching where speed is measured
             out.extend(self.launch_candidates(program, "launch_config", 1.0))
-        return out
+        return out + guesses  # after the neighbourhood: one step from a working config fails less often
 
     def _refuse(self, refusal: Refusal) -> None:
         key = (refusal.transform, refusal.function, refusal.predicate)  # one line per family, not per skill

@@ -237,3 +237,21 @@ def test_an_effect_measured_in_the_other_roofline_regime_is_not_expected_to_tran
             assert proposer.context["compute_bound"] == 1.0 and proposer.expected(knobs) > 2
         else:
             assert proposer.context["compute_bound"] == 0.0 and proposer.expected(knobs) == 1.0
+
+
+def test_another_loop_nests_tiles_are_a_guess_and_its_knobs_never_travel_alone(settings):
+    from dataclasses import replace
+
+    configs = "[triton.Config({'BLOCK_M': 128, 'BLOCK_N': 256, 'BLOCK_K': 64}, num_warps=8, num_stages=3)]"
+    autotune = make_skill("autotune_single_config", {"config_list": configs, "key": "['M', 'N', 'K']"}, (), 0.99)
+    knobs = replace(make_skill("launch_knobs", {"num_warps": "8", "num_stages": "3"}, (), 4.7), id="knobs.s2")
+    wl = load_workload(EXAMPLES / "attention" / "workload.py")
+    prog = load_program(EXAMPLES / "attention" / "naive.py")  # tiled along BLOCK_M and BLOCK_N only
+    alone = SkillProposer(wl, settings, "cpu", [knobs])
+    (carried,) = [c for c in alone.propose(prog) if c.origin == knobs.id]  # no configs in its lineage: the knobs
+    assert carried.params == {"attn_fwd_kernel.num_warps": 8, "attn_fwd_kernel.num_stages": 3}  # are the skill
+    assert carried.expected == pytest.approx(alone.expected(knobs)) and carried.expected > 1
+    both = SkillProposer(wl, settings, "cpu", [autotune, knobs]).propose(prog)
+    assert not any(c.origin == knobs.id for c in both)  # travelling inside the configs instead
+    tiles = [c for c in both if c.label.startswith("expert tile")]
+    assert tiles and all(c.expected == 1.0 for c in tiles)  # a matmul's BLOCK_M/N/K: tried, not expected to win
