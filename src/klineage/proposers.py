@@ -217,6 +217,16 @@ def _config_tiles(skill: Skill) -> list[dict[str, int]]:
     return [t for t in expert_tiles(skill.transform.get("params") or {}) if set(t) - set(launch_config.KNOBS)]
 
 
+def _runs_one_of(program: Program, tiles: list[dict[str, int]]) -> bool:
+    """Whether the program's launch parameters already equal one of these tiles on every parameter they share."""
+    for _, source in _module_sources(program):
+        tunables = launch_config.tunables(source)
+        names = {t.keyword for t in tunables}
+        if any(names & set(tile) and not _tile_assignment(tunables, tile) for tile in tiles):
+            return True
+    return False
+
+
 def _tile_assignment(tunables: list[launch_config.Tunable], tile: dict[str, int]) -> dict[str, int]:
     """Map an expert's tile onto a program's tunables by keyword name (BLOCK_M -> BLOCK_M, num_warps -> ...)."""
     values = {}
@@ -458,12 +468,9 @@ class SkillProposer(Proposer):
             has_configs = lineage in self._with_configs
             carried = [s for s in skills if not (has_configs and s.transform["id"] == "launch_knobs")]
             tiles = [t for s in carried for t in expert_tiles(s.transform.get("params") or {})]
-            applied = any(not _tile_assignment(launch_config.tunables(source), t) and _tile_assignment(
-                launch_config.tunables(source), {k: -1 for k in t}) for _, source in _module_sources(program)
-                for t in tiles)  # fmt: skip
             # once the program runs one of the lineage's configurations its evidence is spent: the others are
             # alternatives to try, not further gains to expect
-            expected = 1.0 if applied else max(self.expected(s) for s in skills)
+            expected = 1.0 if _runs_one_of(program, tiles) else max(self.expected(s) for s in skills)
             for skill in carried:
                 for tile in expert_tiles(skill.transform.get("params") or {}):
                     for module, source in _module_sources(program):
