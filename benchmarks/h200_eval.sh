@@ -12,9 +12,10 @@
 #      given (an earlier run's results, carried in .state), and the planted/probed/hinted fixtures on GPU 0
 #      (FIXTURES=1, not waited for); mining stops at A_MINUTES;
 #   B. the data directories merged into one library; with MEMORY=1 the memory baseline's base built from the merged
-#      lineages' simplest forms (5 parallel shards, blind runs of MEMORY_BUDGET); then SHARDS bench shards (spread
-#      over the GPUs) run METHODS on SUITES under BUDGET, each rewriting its report after every instance; the GPU
-#      tests beside them (GPU_TESTS=1). WAIT_MINING=0 starts B at once, with the lineages as they were.
+#      lineages' simplest forms (5 parallel shards, blind runs of MEMORY_BUDGET, MEMORY_MINUTES at most); then
+#      SHARDS bench shards (spread over the GPUs) run METHODS on SUITES under BUDGET, each rewriting its report after
+#      every instance; the GPU tests beside them (GPU_TESTS=1). WAIT_MINING=0 starts B at once, with the lineages as
+#      they were.
 # Jobs sharing a GPU take turns through KLINEAGE_GPU_LOCK (klineage.sandbox.gpu_turn): checks run side by side, a
 # job that times runs alone on its GPU.
 # Before the call, here: `git rev-parse --short HEAD > .state/COMMIT` (the tree travels without its history).
@@ -37,6 +38,7 @@ WAIT_MINING="${WAIT_MINING:-1}"   # 0: the bench starts at once, with the lineag
 FIXTURES="${FIXTURES:-1}"         # mine the planted/probed/hinted fixtures too
 MEMORY="${MEMORY:-1}"             # build the memory baseline's base (5 parallel shards) before the bench
 MEMORY_BUDGET="${MEMORY_BUDGET:-6}"
+MEMORY_MINUTES="${MEMORY_MINUTES:-4}"
 GPU_TESTS="${GPU_TESTS:-1}"
 RETIME="${RETIME:-0}"             # 1: time the recorded steps again (walks resumed from $PRIOR under contention)
 mkdir -p "$OUT"
@@ -132,9 +134,10 @@ pipeline() {
     merge_homes "$R/home"
     if [ "$MEMORY" = 1 ]; then  # the memory baseline's base: blind runs on the experts' simplest forms, in parallel
         stage "memory base from the merged lineages"
+        local mem_end=$(($(date +%s) + MEMORY_MINUTES * 60))  # its own time, whenever mining ended
         local mem=()
         for i in $(seq 1 5); do
-            (KLINEAGE_HOME="$R/home" on_gpu $((i - 1)) timeout "$(left_s "$a_end")" python3 -m klineage memory build \
+            (KLINEAGE_HOME="$R/home" on_gpu $((i - 1)) timeout "$(left_s "$mem_end")" python3 -m klineage memory build \
                 --suite experts --budget "$MEMORY_BUDGET" --shard "$i/5" --device "$DEVICE" \
                 --out "$R/memory$i.json" >"$R/memory$i.log" 2>&1
                 stage "memory shard $i: rc $?") &
