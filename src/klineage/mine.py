@@ -23,7 +23,7 @@ from klineage.check import check
 from klineage.config import Settings, device_name, versions
 from klineage.gates import GateRequest, Verdict
 from klineage.program import Program
-from klineage.sandbox import Job, Sandbox
+from klineage.sandbox import Job, Sandbox, SandboxResult
 from klineage.transform import TRANSFORMS, Site, Transform, load_families
 from klineage.workload import UserError, Workload
 
@@ -263,6 +263,14 @@ def mine(
     return lineage
 
 
+def time_pair(workload: Workload, parent: Program, child: Program, settings: Settings, device: str,
+              sandbox: Sandbox) -> SandboxResult:  # fmt: skip
+    """Parent and child timed interleaved on the bench case (gates.profile_pair_job), alone on a shared GPU."""
+    request = GateRequest(str(workload.path), parent, device, settings)
+    return sandbox.run(Job("klineage.gates:profile_pair_job", (request, child), env={"KLINEAGE_DEVICE": device},
+                           timeout_s=settings.timeout_s, times_gpu=True))  # fmt: skip
+
+
 def retime(lineage: Lineage, workload: Workload, settings: Settings, device: str,
            sandbox: Sandbox | None = None) -> Lineage:
     """Measure every accepted step's effect again (parent and child interleaved, as the walk did), keeping the
@@ -280,9 +288,7 @@ def retime(lineage: Lineage, workload: Workload, settings: Settings, device: str
                 continue
             parent = store.load_program(step.parent, lineage.expert)
             child = store.load_program(step.child, lineage.expert)
-            request = GateRequest(str(workload.path), parent, device, settings)
-            timed = sandbox.run(Job("klineage.gates:profile_pair_job", (request, child),
-                                    env={"KLINEAGE_DEVICE": device}, timeout_s=settings.timeout_s, times_gpu=True))
+            timed = time_pair(workload, parent, child, settings, device, sandbox)
             if not timed.ok:
                 steps.append(step)  # the earlier measurement stands
                 continue
@@ -323,9 +329,7 @@ def _attempt(workload, parent, child, transform, module, site: Site, settings, d
     compile_v = report.verdict("compile")
     compiled[child.hash] = compile_v
     if device == "cuda" and accepted:
-        request = GateRequest(str(workload.path), parent, device, settings)
-        timed = sandbox.run(Job("klineage.gates:profile_pair_job", (request, child), env={"KLINEAGE_DEVICE": device},
-                                timeout_s=settings.timeout_s, times_gpu=True))  # fmt: skip
+        timed = time_pair(workload, parent, child, settings, device, sandbox)
         effect = timed.value if timed.ok else {"measured": False, "why": f"timing failed: {timed.error}"}
     elif device == "cuda":
         effect = {"measured": False, "why": "rejected: not timed"}
