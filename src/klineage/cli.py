@@ -481,12 +481,9 @@ def bench(suite_name, methods, budget, library_dir, memory_path, instances, shar
         raise UserError(f"--methods: unknown method {bad[0]!r}; known: {', '.join(METHODS)}")
     settings, dev = Settings.from_env(), resolve_device(device)
     if "memory" in wanted:  # before any run: a missing base would otherwise stop the suite at its first instance
-        from klineage.proposers import load_memory
-        from klineage.proposers import memory_path as default_memory
+        from klineage.optimize import memory_base
 
-        base = Path(memory_path) if memory_path else default_memory(settings)
-        if not load_memory(base):
-            raise UserError(f"--methods memory: no memory knowledge base at {base} (run `klineage memory build` first)")
+        memory_base(settings, memory_path)
     chosen = suite(suite_name, settings)
     if instances:
         names = [n.strip() for n in instances.split(",")]

@@ -22,11 +22,10 @@ from pathlib import Path
 
 from klineage.check import check
 from klineage.config import Settings, device_name, versions
-from klineage.gates import GateRequest
 from klineage.library import Library
 from klineage.llm import usage_line
 from klineage.mine import _functions_run as mine_functions_run
-from klineage.mine import _module_sources
+from klineage.mine import _module_sources, time_pair
 from klineage.program import Program
 from klineage.proposers import (
     AutotuneProposer,
@@ -41,7 +40,7 @@ from klineage.proposers import (
     load_memory,
     memory_path,
 )
-from klineage.sandbox import Job, Sandbox
+from klineage.sandbox import Sandbox
 from klineage.workload import UserError, Workload
 
 METHODS = ("klineage", "blind", "memory", "autotune")
@@ -144,6 +143,16 @@ def remember(trajectory: Trajectory, workload: Workload, path: Path) -> int:
 # --- the walk ---------------------------------------------------------------------------------------------------
 
 
+def memory_base(settings: Settings, memory: Path | None = None) -> list[MemoryEntry]:
+    """The memory baseline's knowledge base (`memory`, else the data directory's); a missing or empty one is a user
+    error, raised before any budget is spent."""
+    path = Path(memory) if memory else memory_path(settings)
+    entries = load_memory(path)
+    if not entries:
+        raise UserError(f"no memory knowledge base at {path} (run `klineage memory build` first)")
+    return entries
+
+
 def proposer_for(method: str, workload: Workload, settings: Settings, device: str,
                  library: Path | None = None, memory: Path | None = None) -> Proposer:  # fmt: skip
     if method == "klineage":
@@ -154,11 +163,7 @@ def proposer_for(method: str, workload: Workload, settings: Settings, device: st
     if method == "blind":
         return BlindProposer(workload, settings, device)
     if method == "memory":
-        path = Path(memory) if memory else memory_path(settings)
-        entries = load_memory(path)
-        if not entries:
-            raise UserError(f"no memory knowledge base at {path} (run `klineage memory build` first)")
-        return MemoryProposer(workload, settings, device, entries)
+        return MemoryProposer(workload, settings, device, memory_base(settings, memory))
     if method == "autotune":
         return AutotuneProposer(workload, settings, device)
     raise UserError(f"--method {method}: expected one of {', '.join(METHODS)}")
@@ -175,9 +180,7 @@ def _verdict_rows(report) -> list[dict]:
 
 
 def _time_pair(workload, current: Program, candidate: Program, settings, device, sandbox) -> dict:
-    request = GateRequest(str(workload.path), current, device, settings)
-    timed = sandbox.run(Job("klineage.gates:profile_pair_job", (request, candidate),
-                            env={"KLINEAGE_DEVICE": device}, timeout_s=settings.timeout_s, times_gpu=True))  # fmt: skip
+    timed = time_pair(workload, current, candidate, settings, device, sandbox)
     if not timed.ok:
         return {"measured": False, "why": f"timing failed: {timed.error}"}
     v = timed.value
