@@ -461,8 +461,9 @@ def probe_lineage(lineage: Lineage, workload: Workload, settings: Settings, devi
                   sandbox: Sandbox | None = None) -> dict[int, list[dict]]:  # fmt: skip
     """Probe every accepted step; results are stored beside the lineage (`probes.json`) after each step and reused on
     a rerun. Steps are independent, so `settings.probe_workers` of them run side by side, each worker with a sandbox
-    of its own (the given one serves the first)."""
+    of its own (the given one among them)."""
     import json
+    import queue
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
@@ -474,28 +475,28 @@ def probe_lineage(lineage: Lineage, workload: Workload, settings: Settings, devi
     done: dict[str, list[dict]] = json.loads(path.read_text()) if path.is_file() else {}
     todo = [s for s in lineage.accepted if str(s.index) not in done and s.transform in TRANSFORMS]
     expert = store.load_program(lineage.expert_hash, lineage.expert)
-    lock, local = threading.Lock(), threading.local()
-    sandboxes: list[Sandbox] = []
-
-    def worker_sandbox() -> Sandbox:
-        if getattr(local, "sandbox", None) is None:
-            with lock:
-                shared = sandbox is not None and sandbox not in sandboxes
-                local.sandbox = sandbox if shared else Sandbox(warm=settings.warm)
-                sandboxes.append(local.sandbox)
-        return local.sandbox
+    workers = max(1, min(settings.probe_workers, len(todo)))
+    # a sandbox is used by one job at a time: each probe borrows one (servers start on first use)
+    sandboxes = [sandbox or Sandbox(warm=settings.warm)] + [Sandbox(warm=settings.warm) for _ in range(workers - 1)]
+    free: queue.SimpleQueue[Sandbox] = queue.SimpleQueue()
+    for sb in sandboxes:
+        free.put(sb)
+    lock = threading.Lock()
 
     def probe_one(step) -> None:
         parent = store.load_program(step.parent, lineage.expert)
         child = store.load_program(step.child, lineage.expert)
-        results = probe_step(workload, parent, child, step, TRANSFORMS[step.transform].conditions, settings,
-                             device, worker_sandbox(), expert)  # fmt: skip
+        borrowed = free.get()
+        try:
+            results = probe_step(workload, parent, child, step, TRANSFORMS[step.transform].conditions, settings,
+                                 device, borrowed, expert)  # fmt: skip
+        finally:
+            free.put(borrowed)
         with lock:
             done[str(step.index)] = [r.as_condition() | {"parent": r.parent, "child": r.child} for r in results]
             path.write_text(json.dumps(dict(sorted(done.items(), key=lambda kv: int(kv[0]))), indent=2))
 
     try:
-        workers = max(1, min(settings.probe_workers, len(todo)))
         with ThreadPoolExecutor(max_workers=workers) as pool:
             for future in [pool.submit(probe_one, step) for step in todo]:
                 future.result()  # a step that raised stops the run, as before; what finished is on disk
