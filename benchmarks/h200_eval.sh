@@ -101,6 +101,8 @@ pipeline() {
         for name in $EXPERTS; do
             [ -d "$PRIOR/home-$name" ] && cp -r "$PRIOR/home-$name" "$R/home-$name"
         done
+        # its memory base too, so a bench-only run (MINE= FIXTURES=0 MEMORY=0) can use it
+        [ -f "$PRIOR/memory.json" ] && cp "$PRIOR/memory.json" "$R/memory.json"
     fi
     declare -A pairs=(
         [matmul]="0 $E/matmul/workload.py:$E/matmul/expert.py"

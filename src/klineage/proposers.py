@@ -650,8 +650,9 @@ class MemoryProposer(Proposer):
 
     def propose(self, program: Program) -> list[Candidate]:
         here = features(program, self.workload)
+        # log-speedup plus a small bonus for a pass: a slowdown or a failure scores below zero and is not proposed
         ranked = sorted(
-            ((similarity(here, e.features) * math.log(max(e.speedup or 1.0, 1e-3) + (0.01 if e.passed else -1)),
+            ((similarity(here, e.features) * (math.log(max(e.speedup or 1.0, 1e-3)) + (0.01 if e.passed else -1)),
               i, e) for i, e in enumerate(self.memory)), key=lambda t: -t[0])  # fmt: skip
         out = []
         for score, i, entry in ranked:

@@ -120,6 +120,18 @@ def test_memory_retrieves_by_similarity_and_ignores_conditions(settings, tmp_pat
     assert candidates[0].expected > 1
 
 
+def test_memory_skips_past_slowdowns_and_failures(settings):
+    # an H200 run had entries with speedup < 1: the score must go negative (skipped), not take the log of one
+    wl, prog = _rowsum()
+    feats = features(prog, wl)
+    entries = [MemoryEntry(feats, "autotune_single_config", AUTOTUNE, 0.5, True, "slower"),
+               MemoryEntry(feats, "launch_knobs", {"num_warps": "4"}, None, False, "failed"),
+               MemoryEntry(feats, "autotune_single_config", AUTOTUNE, 1.3, True, "faster")]  # fmt: skip
+    candidates = MemoryProposer(wl, settings, "cpu", entries).propose(prog)
+    assert [c.transform for c in candidates] == ["autotune_single_config"]
+    assert candidates[0].expected > 1
+
+
 @pytest.mark.interpreter
 def test_remember_appends_outcomes(settings, sandbox, tmp_path):
     wl, prog = load_workload(OPT / "scale_workload.py"), load_program(OPT / "scale_naive.py")
