@@ -16,7 +16,7 @@
 #      SHARDS bench shards (spread over the GPUs) run METHODS on SUITES under BUDGET, each rewriting its report after
 #      every instance; the GPU tests beside them (GPU_TESTS=1). WAIT_MINING=0 starts B at once, with the lineages as
 #      they were.
-# Jobs sharing a GPU take turns through KLINEAGE_GPU_LOCK (klineage.sandbox.gpu_turn): checks run side by side, a
+# PROFILE=0 skips the timer-vs-do_bench check. Jobs sharing a GPU take turns through KLINEAGE_GPU_LOCK (klineage.sandbox.gpu_turn): checks run side by side, a
 # job that times runs alone on its GPU.
 # Before the call, here: `git rev-parse --short HEAD > .state/COMMIT` (the tree travels without its history).
 # The device call carries .whl (libcst, liger-kernel wheels) and .state. DEVICE=cpu makes a dry run without a GPU.
@@ -112,7 +112,7 @@ pipeline() {
         [swiglu]="0 $E/swiglu/workload.py:$E/swiglu/liger.py:liger_kernel.ops.swiglu"
     )
     # the timer against triton's do_bench, on kernels of milliseconds and of tens of microseconds
-    (on_gpu 1 timeout 600 python3 benchmarks/profile_vs_do_bench.py --json "$R/profile_vs_do_bench.json" \
+    [ "${PROFILE:-1}" = 1 ] && (on_gpu 1 timeout 600 python3 benchmarks/profile_vs_do_bench.py --json "$R/profile_vs_do_bench.json" \
         >"$R/profile_vs_do_bench.log" 2>&1
         stage "profile gate vs do_bench: rc $?") &
     local waits=() gpu pair name
