@@ -131,6 +131,10 @@ def _guard(step: Step, cls, provenance: dict) -> Skill:
         intent=f"Keep this {cls.id.replace('_', ' ')}: removing it fails the {failed['gate']} gate ({failed['code']}).",
         transform={"id": cls.id, "tag": cls.tag, "params": step.site.get("params", {})},
         location=_location(step, cls, optimize_direction=False),
+        # a rejected step has no correct simple form to time against: the effect says so, never a number
+        effect={provenance["device"]: {"case": "bench", "measured": False,
+                                       "why": f"a guard: without it the {failed['gate']} gate fails "
+                                              f"({failed['code']}), so there is no correct version to time"}},
         failures=[
             {
                 "violated": "removal of the construct",

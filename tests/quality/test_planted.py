@@ -27,7 +27,9 @@ def test_recovers_exactly_the_planted_optimizations(mined):
     for skill in skills:
         assert skill.intent and skill.location["before"] and skill.location["after"]
         assert skill.provenance["expert_hash"] and skill.provenance["lineage"] == lineage.id
-        assert skill.effect or skill.kind == "guard"
+        (effect,) = skill.effect.values()  # filled for every skill, guards too: a measurement or why there is none
+        assert effect["measured"] or effect["why"]
+        assert not (skill.kind == "guard" and effect["measured"])  # a guard has no correct simple form to time
 
 
 def test_probing_finds_exactly_the_planted_condition(mined):
