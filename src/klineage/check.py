@@ -64,8 +64,7 @@ def ceilings_for(device: str, settings: Settings, sandbox: Sandbox, cache: Cache
     name = device_name(device)
     if cache is not None and (found := cache.get_ceilings(name, versions())):
         return found
-    result = sandbox.run(Job("klineage.gates:ceilings_job", None, env={"KLINEAGE_DEVICE": "cuda"}, timeout_s=600,
-                                 times_gpu=True))
+    result = sandbox.run(Job("klineage.gates:ceilings_job", None, env={"KLINEAGE_DEVICE": "cuda"}, timeout_s=600))
     if not result.ok:
         return None
     if cache is not None:

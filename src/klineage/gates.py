@@ -783,7 +783,7 @@ def run_gate(gate: str, request: GateRequest, sandbox: Sandbox) -> Verdict:
     env = {"KLINEAGE_DEVICE": request.device}
     if gate == "correctness" and request.device == "cpu":
         env["TRITON_INTERPRET"] = "1"
-    job = Job(JOBS[gate], request, env=env, timeout_s=request.settings.timeout_s, times_gpu=gate == "profile")
+    job = Job(JOBS[gate], request, env=env, timeout_s=request.settings.timeout_s)
     result = sandbox.run(job)
     return verdict_from_result(gate, result)
 

@@ -265,10 +265,11 @@ def mine(
 
 def time_pair(workload: Workload, parent: Program, child: Program, settings: Settings, device: str,
               sandbox: Sandbox) -> SandboxResult:  # fmt: skip
-    """Parent and child timed interleaved on the bench case (gates.profile_pair_job), alone on a shared GPU."""
+    """Parent and child timed interleaved on the bench case (gates.profile_pair_job); the measurement itself runs
+    alone on a shared GPU (sandbox.exclusive_turn)."""
     request = GateRequest(str(workload.path), parent, device, settings)
     return sandbox.run(Job("klineage.gates:profile_pair_job", (request, child), env={"KLINEAGE_DEVICE": device},
-                           timeout_s=settings.timeout_s, times_gpu=True))  # fmt: skip
+                           timeout_s=settings.timeout_s))  # fmt: skip
 
 
 def retime(lineage: Lineage, workload: Workload, settings: Settings, device: str,

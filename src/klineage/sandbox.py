@@ -36,7 +36,6 @@ class Job:
     payload: Any
     env: dict[str, str] = field(default_factory=dict)
     timeout_s: float = 300.0
-    times_gpu: bool = False  # it times kernels: on a shared GPU it runs alone (see gpu_turn)
 
 
 @dataclass(frozen=True)
@@ -67,13 +66,16 @@ def _describe_exit(status: int) -> tuple[str, str]:
     return "crash", f"exited with code {os.WEXITSTATUS(status)} before returning a result"
 
 
+_shared: list = []  # in a job's child: the open lock file through which the job holds its shared turn
+
+
 @contextlib.contextmanager
 def gpu_turn(exclusive: bool) -> Iterator[None]:
     """Take turns on a GPU that several processes share, when $KLINEAGE_GPU_LOCK names a lock file (one per GPU):
-    jobs that compile and check run side by side (shared), a job that times runs alone (exclusive), so no other
-    job's kernels land inside its measurements. A second file is a turnstile: a timer waiting for the checks to drain
-    holds it, so new checks queue behind the timer instead of starving it. The kernel drops both locks when their
-    holder dies (a job killed at its timeout)."""
+    jobs that compile and check run side by side (shared), a measurement runs alone (exclusive), so no other job's
+    kernels land inside it. A second file is a turnstile: a timer waiting for the checks to drain holds it, so new
+    checks queue behind the timer instead of starving it. The kernel drops both locks when their holder dies (a job
+    killed at its timeout)."""
     path = os.environ.get("KLINEAGE_GPU_LOCK")
     if not path:
         yield
@@ -87,11 +89,40 @@ def gpu_turn(exclusive: bool) -> Iterator[None]:
         finally:
             if not exclusive:
                 fcntl.flock(turn, fcntl.LOCK_UN)
+        if not exclusive:
+            _shared.append(gpu)
         try:
             yield
         finally:
+            if not exclusive:
+                _shared.remove(gpu)
             fcntl.flock(gpu, fcntl.LOCK_UN)
             if exclusive:
+                fcntl.flock(turn, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def exclusive_turn() -> Iterator[None]:
+    """The GPU alone for a measured section of a job that otherwise holds a shared turn (every job on a GPU does,
+    see _run_in_child). Only the measurement is exclusive: the job's setup (imports, models, input sets, a
+    torch.compile) runs beside other jobs' checks, so a timer holds the GPU for seconds, not for its whole job.
+    The shared turn is let go first (two jobs trading up at once would otherwise wait on each other) and taken
+    back, through the turnstile, afterwards."""
+    import fcntl
+
+    held = list(_shared) if os.environ.get("KLINEAGE_GPU_LOCK") else []
+    path = os.environ.get("KLINEAGE_GPU_LOCK", "")
+    for gpu in held:
+        fcntl.flock(gpu, fcntl.LOCK_UN)
+    try:
+        with gpu_turn(exclusive=True):
+            yield
+    finally:
+        if held:
+            with open(path + ".turn", "a") as turn:
+                fcntl.flock(turn, fcntl.LOCK_EX)
+                for gpu in held:
+                    fcntl.flock(gpu, fcntl.LOCK_SH)
                 fcntl.flock(turn, fcntl.LOCK_UN)
 
 
@@ -112,7 +143,7 @@ def _run_in_child(job: Job, result_path: str, log_path: str) -> None:
         module_name, function_name = job.function.split(":")
         module = __import__(module_name, fromlist=[function_name])
         on_gpu = job.env.get("KLINEAGE_DEVICE") == "cuda"
-        with gpu_turn(job.times_gpu) if on_gpu else contextlib.nullcontext():
+        with gpu_turn(exclusive=False) if on_gpu else contextlib.nullcontext():  # timing trades up: exclusive_turn
             value = getattr(module, function_name)(job.payload)
         outcome = ("ok", value)
     except MemoryError as e:

@@ -46,8 +46,15 @@ def time_calls(
     calls: Sequence[Callable[[], object]], warmup_ms: float = 25.0, rep_ms: float = 200.0, min_reps: int = 30
 ) -> list[Timing]:
     """Time several callables interleaved (A B A B ...) so slow drifts of the machine hit all of them alike.
-    Each callable cycles through its own input sets internally; each repetition flushes L2 first. Jobs that share
-    a GPU with others run this with the GPU to themselves (`Job.times_gpu`, see sandbox.gpu_turn)."""
+    Each callable cycles through its own input sets internally; each repetition flushes L2 first. On a GPU shared
+    with other jobs this section runs with the GPU to itself (sandbox.exclusive_turn); the caller's setup does not."""
+    from klineage.sandbox import exclusive_turn
+
+    with exclusive_turn():  # first calls too: an autotuner's own benchmarks need the GPU alone
+        return _time_calls(calls, warmup_ms, rep_ms, min_reps)
+
+
+def _time_calls(calls: Sequence[Callable[[], object]], warmup_ms: float, rep_ms: float, min_reps: int) -> list[Timing]:
     import torch
 
     flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")

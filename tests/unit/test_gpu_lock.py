@@ -1,11 +1,12 @@
-"""Jobs sharing one GPU take turns through $KLINEAGE_GPU_LOCK: checks run side by side, a job that times runs alone,
-and a waiting timer is not starved by checks that keep arriving. Without the variable nothing is locked."""
+"""Jobs sharing one GPU take turns through $KLINEAGE_GPU_LOCK: every job holds a shared turn, a measurement trades
+it for the GPU alone (exclusive_turn) and back, and a waiting timer is not starved by checks that keep arriving.
+Without the variable nothing is locked."""
 
 import fcntl
 import threading
 import time
 
-from klineage.sandbox import Job, Sandbox, gpu_turn
+from klineage.sandbox import Job, Sandbox, exclusive_turn, gpu_turn
 
 
 def _try(path, mode) -> bool:
@@ -73,11 +74,50 @@ def lock_mode_job(path: str) -> str:
     return "exclusive"
 
 
-def test_sandbox_jobs_on_cuda_take_their_turn_by_kind(tmp_path):
+def trading_job(path: str) -> tuple[str, str, str]:
+    """Inside a sandbox child: the lock mode before, during and after a measured section."""
+    before = lock_mode_job(path)
+    with exclusive_turn():
+        during = lock_mode_job(path)
+    return before, during, lock_mode_job(path)
+
+
+def test_sandbox_jobs_hold_a_shared_turn_and_measurements_trade_up(tmp_path):
     path = str(tmp_path / "gpu0.lock")
     env = {"KLINEAGE_DEVICE": "cuda", "KLINEAGE_GPU_LOCK": path}
     with Sandbox(warm=False) as sb:
-        fn = "tests.unit.test_gpu_lock:lock_mode_job"
-        assert sb.run(Job(fn, path, env=env)).value == "shared"
-        assert sb.run(Job(fn, path, env=env, times_gpu=True)).value == "exclusive"
-        assert sb.run(Job(fn, path, env={**env, "KLINEAGE_DEVICE": "cpu"}, times_gpu=True)).value == "none"
+        assert sb.run(Job("tests.unit.test_gpu_lock:lock_mode_job", path, env=env)).value == "shared"
+        traded = sb.run(Job("tests.unit.test_gpu_lock:trading_job", path, env=env))
+        assert traded.value == ("shared", "exclusive", "shared"), traded
+        cpu = sb.run(Job("tests.unit.test_gpu_lock:lock_mode_job", path, env={**env, "KLINEAGE_DEVICE": "cpu"}))
+        assert cpu.value == "none"
+    assert _try(path, fcntl.LOCK_EX)  # nothing left held once the jobs are over
+
+
+def racing_job(payload: tuple[str, str]) -> tuple[float, float]:
+    """Hold the shared turn long enough that the other job holds it too, then measure: when was the GPU ours?"""
+    path, _ = payload
+    time.sleep(0.5)
+    with exclusive_turn():
+        start = time.time()
+        assert lock_mode_job(path) == "exclusive"
+        time.sleep(0.3)
+        return start, time.time()
+
+
+def test_two_jobs_trading_up_at_once_take_turns_without_deadlock(tmp_path):
+    path = str(tmp_path / "gpu0.lock")
+    env = {"KLINEAGE_DEVICE": "cuda", "KLINEAGE_GPU_LOCK": path}
+    results = {}
+
+    def run(name):
+        with Sandbox(warm=False) as sb:
+            results[name] = sb.run(Job("tests.unit.test_gpu_lock:racing_job", (path, name), env=env, timeout_s=30))
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    (a0, a1), (b0, b1) = results["a"].value, results["b"].value
+    assert a1 <= b0 or b1 <= a0  # the measured sections never overlap
