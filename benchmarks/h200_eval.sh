@@ -101,8 +101,10 @@ pipeline() {
         for name in $EXPERTS; do
             [ -d "$PRIOR/home-$name" ] && cp -r "$PRIOR/home-$name" "$R/home-$name"
         done
-        # its memory base too, so a bench-only run (MINE= FIXTURES=0 MEMORY=0) can use it
+        # its memory base too, so a bench-only run (MINE= FIXTURES=0 MEMORY=0) can use it, and its bench shards,
+        # which `bench --resume` continues (the same SHARDS split the suite the same way)
         [ -f "$PRIOR/memory.json" ] && cp "$PRIOR/memory.json" "$R/memory.json"
+        [ -d "$PRIOR/bench" ] && mkdir -p "$R/bench" && cp -r "$PRIOR/bench/." "$R/bench/"
     fi
     declare -A pairs=(
         [matmul]="0 $E/matmul/workload.py:$E/matmul/expert.py"
@@ -162,7 +164,7 @@ open('$R/memory.json', 'w'), indent=1)" $(ls "$R"/memory?.json 2>/dev/null)
         rm -rf "$R/shard-home$i" && cp -r "$R/home" "$R/shard-home$i"
         (KLINEAGE_HOME="$R/shard-home$i" on_gpu $((i - 1)) timeout "$(left_s $((deadline - 20)))" \
             python3 -m klineage bench "$SUITES" --methods "$METHODS" --budget "$budget" --shard "$i/$SHARDS" \
-            --device "$DEVICE" --out "$R/bench/shard$i" --json >"$R/bench/shard$i.log" 2>&1
+            --device "$DEVICE" --out "$R/bench/shard$i" --resume --json >>"$R/bench/shard$i.log" 2>&1
             stage "bench shard $i: rc $?") &
         shard_pids+=($!)
     done

@@ -17,6 +17,7 @@ an escape. References (PyTorch eager, `torch.compile`, the expert, the start) ar
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import math
 import subprocess
@@ -28,7 +29,7 @@ from pathlib import Path
 from klineage.config import Settings, device_name, versions
 from klineage.gates import GateRequest, Verdict, run_gate
 from klineage.mine import Lineage, LineageStore, Step
-from klineage.optimize import Trajectory, optimize, proposer_for, remember
+from klineage.optimize import Trajectory, features, optimize, proposer_for, remember_attempts
 from klineage.probe import make_probes
 from klineage.program import Program, load_program
 from klineage.sandbox import Job, Sandbox
@@ -128,6 +129,9 @@ def references_job(payload: tuple[GateRequest, list[Program]]) -> dict:
     sets = _input_sets(wl_module, case, request.settings.rotate_sets)
     eager = _build(wl_module.Model, init).cuda()
     compiled = torch.compile(_build(wl_module.Model, init).cuda())
+    with torch.no_grad():  # compile now, beside other jobs: only the measurement takes the GPU alone (time_calls)
+        compiled(*sets[0])
+    torch.cuda.synchronize()
     calls = [_rotating(eager, sets), _rotating(compiled, sets)]
     for program in programs:
         calls.append(_rotating(_build(install(program).ModelNew, init).cuda(), sets))
@@ -202,6 +206,7 @@ class Row:
     seconds: float
     stop: str
     best_hash: str
+    commit: str = ""  # the code that made this row (a report resumed or merged across commits says which)
 
 
 def _git_commit() -> str:
@@ -228,25 +233,38 @@ def run_bench(
     memory: Path | None = None,
     on_progress: Callable[[str], None] | None = None,
     on_instance: Callable[[dict], None] | None = None,
+    earlier: dict | None = None,
 ) -> dict:
     """Every method on every instance under one budget, then references timed side by side and escapes re-checked.
     `on_instance` gets the result so far after each instance (marked `partial`), so a run cut short keeps what it
-    finished."""
+    finished. `earlier`: a report of the same methods and budget on this device (`bench --resume`); the instances it
+    finished are carried over as they are, each row with the commit that made it, and only the rest are run."""
     started = time.perf_counter()
     rows: list[Row] = []
     trajectories: dict[str, dict] = {}
     references: dict[str, dict] = {}
     skipped: dict[str, str] = {}
+    done = _finished(earlier, instances, methods, budget, device) if earlier else set()
+    for name in done:  # every row, trajectory and reference of an instance is measured within one run: carried whole
+        rows += [Row(**{"commit": earlier["stamp"]["commit"], **r}) for r in earlier["rows"] if r["instance"] == name]
+        trajectories.update({k: v for k, v in earlier["trajectories"].items() if k.split("/")[0] == name})
+        if name in earlier["references"]:
+            references[name] = earlier["references"][name]
+        if name in earlier.get("skipped", {}):
+            skipped[name] = earlier["skipped"][name]
     with Sandbox(warm=settings.warm) as sandbox:
         for inst in instances:
+            if inst.name in done:
+                continue
             workload = load_workload(inst.workload)
             finals: dict[str, Trajectory] = {}
+            memo: dict = {}  # the instance's measurements, shared by its methods (optimize's `memo`)
             try:
                 for method in methods:
                     if on_progress:
                         on_progress(f"{inst.name}: {method}")
                     proposer = proposer_for(method, workload, settings, device, library, memory)
-                    t = optimize(workload, inst.start, proposer, settings, device, budget, sandbox)
+                    t = optimize(workload, inst.start, proposer, settings, device, budget, sandbox, memo=memo)
                     finals[method] = t
                     trajectories[f"{inst.name}/{method}"] = t.as_dict()
             except UserError as e:  # a start that fails its gates here: reported, and the suite goes on
@@ -262,7 +280,7 @@ def run_bench(
                 distinct = list({p.hash: p for _, p in named}.values())
                 request = GateRequest(str(workload.path), inst.start, device, settings)
                 job = Job("klineage.bench:references_job", (request, distinct), env={"KLINEAGE_DEVICE": device},
-                          timeout_s=settings.timeout_s * 2, times_gpu=True)  # fmt: skip
+                          timeout_s=settings.timeout_s * 2)  # fmt: skip
                 result = sandbox.run(job)
                 if result.ok:
                     timed = {p.hash: result.value[f"program{i}"] for i, p in enumerate(distinct)}
@@ -274,7 +292,9 @@ def run_bench(
             for method, t in finals.items():
                 if on_progress:
                     on_progress(f"{inst.name}: {method}: re-checking for escapes")
-                found = escapes(workload, inst.start, t.best, settings, device, sandbox)
+                if ("escapes", t.best.hash) not in memo:  # methods that ended on the same program: checked once
+                    memo[("escapes", t.best.hash)] = escapes(workload, inst.start, t.best, settings, device, sandbox)
+                found = memo[("escapes", t.best.hash)]
                 final_ms = ref.get(f"final:{method}", {}).get("ms")
                 start_ms = ref.get("start", {}).get("ms")
                 tried = len(t.attempts)
@@ -288,7 +308,7 @@ def run_bench(
                     evaluations=t.evaluations, evaluations_to_95=t.evaluations_to(0.95),
                     failed_share=sum(a.outcome == "failed_gate" for a in t.attempts) / tried if tried else 0.0,
                     kept=sum(a.kept for a in t.attempts), refusals=len(t.refusals), escapes=found,
-                    seconds=t.seconds, stop=t.stop, best_hash=t.best.hash,
+                    seconds=t.seconds, stop=t.stop, best_hash=t.best.hash, commit=_git_commit(),
                 ))  # fmt: skip
             if on_instance and inst is not instances[-1]:
                 done = instances[: instances.index(inst) + 1]
@@ -300,7 +320,8 @@ def run_bench(
 def _result(instances: list[Instance], methods: list[str], budget: int, device: str, started: float, rows: list[Row],
             references: dict, trajectories: dict, skipped: dict, partial: bool) -> dict:  # fmt: skip
     return {
-        "stamp": {"device": device_name(device), "versions": versions(), "commit": _git_commit(), "budget": budget,
+        "stamp": {"device": device_name(device), "versions": versions(), "budget": budget,
+                  "commit": ", ".join(sorted({r.commit for r in rows if r.commit} | {_git_commit()})),
                   "methods": methods, "instances": [i.name for i in instances],
                   "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
                   "seconds": time.perf_counter() - started, "timed": device == "cuda", "partial": partial},  # fmt: skip
@@ -310,6 +331,19 @@ def _result(instances: list[Instance], methods: list[str], budget: int, device: 
         "trajectories": dict(trajectories),
         "skipped": dict(skipped),
     }
+
+
+def _finished(earlier: dict, instances: list[Instance], methods: list[str], budget: int, device: str) -> set[str]:
+    """The instances of `earlier` (a bench report) that a resumed run keeps: every method has its row there, or the
+    start was skipped. A report of other methods, another budget or another device is a user error."""
+    stamp = earlier["stamp"]
+    for key, here in (("methods", methods), ("budget", budget), ("device", device_name(device))):
+        if stamp[key] != here:
+            raise UserError(f"--resume: the report in the output folder has {key} {stamp[key]}, this run {here}; "
+                            "use another --out or the same settings")  # fmt: skip
+    names = {i.name for i in instances}
+    finished = {n for n in names if {r["method"] for r in earlier["rows"] if r["instance"] == n} >= set(methods)}
+    return finished | (names & set(earlier.get("skipped", {})))
 
 
 def shard(instances: list[Instance], spec: str) -> list[Instance]:
@@ -324,16 +358,18 @@ def shard(instances: list[Instance], spec: str) -> list[Instance]:
 
 
 def merge(results: list[dict]) -> dict:
-    """One report from shards of the same run (same methods, budget and commit)."""
+    """One report from shards of one evaluation (same methods, budget and device). Shards made at different
+    commits (an evaluation continued in a later session) merge, and the stamp lists every commit."""
     if not results:
         raise UserError("nothing to merge")
     first = results[0]["stamp"]
     for r in results[1:]:
-        for key in ("methods", "budget", "commit", "device"):
+        for key in ("methods", "budget", "device"):
             if r["stamp"][key] != first[key]:
                 raise UserError(f"shards differ in {key}: {first[key]} vs {r['stamp'][key]}")
-    rows = [row for r in results for row in r["rows"]]
-    stamp = {**first, "instances": [i for r in results for i in r["stamp"]["instances"]],
+    rows = [{"commit": r["stamp"]["commit"], **row} for r in results for row in r["rows"]]
+    commits = sorted({row["commit"] for row in rows} | {r["stamp"]["commit"] for r in results})
+    stamp = {**first, "instances": [i for r in results for i in r["stamp"]["instances"]], "commit": ", ".join(commits),
              "seconds": max(r["stamp"]["seconds"] for r in results), "shards": len(results),
              "partial": any(r["stamp"].get("partial") for r in results)}  # fmt: skip
     return {
@@ -489,10 +525,14 @@ def build_memory(instances: list[Instance], settings: Settings, device: str, bud
                 on_progress(inst.name)
             workload = load_workload(inst.workload)
             proposer = proposer_for("blind", workload, settings, device)
+            # each attempt written as it is made: a build cut at a deadline keeps what it learned
+            write = functools.partial(remember_attempts, feats=features(inst.start, workload),
+                                      source=f"{workload.name}:blind", path=path)  # fmt: skip
+            kept: list[int] = []
             try:
-                t = optimize(workload, inst.start, proposer, settings, device, budget, sandbox, explore=True)
+                optimize(workload, inst.start, proposer, settings, device, budget, sandbox, explore=True,
+                         on_attempt=lambda a, write=write, kept=kept: kept.append(write([a])))  # fmt: skip
             except UserError as e:
                 skipped[inst.name] = str(e)
-                continue
-            added += remember(t, workload, path)
+            added += sum(kept)
     return added, skipped

@@ -466,11 +466,14 @@ def lineage_table(lineage) -> Table:
 @click.option("--shard", default=None, help="I/N: run every N-th instance from the I-th (split over GPUs).")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Report folder (default: ./bench-out).")
+@click.option("--resume", is_flag=True,
+              help="Keep the instances the report in --out finished (same methods, budget, device); run the rest.")
 @click.option("--json", "as_json", is_flag=True)
-def bench(suite_name, methods, budget, library_dir, memory_path, instances, shard, device, out, as_json) -> None:
+def bench(suite_name, methods, budget, library_dir, memory_path, instances, shard, device, out, resume,
+          as_json) -> None:  # fmt: skip
     """Run methods x instances of SUITE (heldout, naive, experts, a folder, or several joined by commas) under one
     budget; write the report, and rewrite it after each instance so a run cut short keeps what it finished.
-    `klineage bench-merge` joins the reports of shards."""
+    `--resume` continues such a run. `klineage bench-merge` joins the reports of shards."""
     from klineage.bench import markdown, run_bench, suite, write_report
     from klineage.bench import shard as take_shard
     from klineage.check import resolve_device
@@ -494,12 +497,19 @@ def bench(suite_name, methods, budget, library_dir, memory_path, instances, shar
         chosen = take_shard(chosen, shard)
     if not chosen:
         raise UserError(f"suite {suite_name} has no instances (experts: run `klineage mine` first)")
+    folder = out or Path("bench-out")
+    earlier = None
+    if resume and (folder / "bench.json").is_file():
+        try:
+            earlier = json.loads((folder / "bench.json").read_text())
+        except json.JSONDecodeError as e:
+            raise UserError(f"--resume: {folder / 'bench.json'} is not a bench report ({e})") from None
     with _progress(as_json) as progress:
         task = progress.add_task("bench", total=None)
-        folder = out or Path("bench-out")
         result = run_bench(chosen, wanted, budget, settings, dev, library_dir or settings.data_dir / "library",
                            memory_path, on_progress=lambda text: progress.update(task, description=text),
-                           on_instance=lambda partial: write_report(partial, folder, plot=False))  # fmt: skip
+                           on_instance=lambda partial: write_report(partial, folder, plot=False),
+                           earlier=earlier)  # fmt: skip
     paths = write_report(result, folder)
     if as_json:
         click.echo(json.dumps({**result["summary"], "outputs": {k: str(v) for k, v in paths.items()}}, indent=2))

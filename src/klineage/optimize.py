@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from klineage.check import check
+from klineage.check import CheckReport, check
 from klineage.config import Settings, device_name, versions
 from klineage.library import Library
 from klineage.llm import usage_line
@@ -61,10 +61,12 @@ class Attempt:
     outcome: str  # kept | failed_gate | not_faster | unmeasured
     verdicts: list[dict]
     effect: dict  # {"measured", "current_ms", "candidate_ms", "speedup", spreads} or {"measured": False, "why"}
+    seconds: float = 0.0  # wall time of its gates and its timing, waits for a shared GPU included
 
     def as_dict(self) -> dict:
         return {"evaluation": self.evaluation, "candidate": self.candidate.as_dict(), "kept": self.kept,
-                "outcome": self.outcome, "verdicts": self.verdicts, "effect": self.effect}  # fmt: skip
+                "outcome": self.outcome, "verdicts": self.verdicts, "effect": self.effect,
+                "seconds": round(self.seconds, 3)}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -126,18 +128,21 @@ class Trajectory:
 
 def remember(trajectory: Trajectory, workload: Workload, path: Path) -> int:
     """Append a run's attempts to the knowledge base (program features -> transform -> observed outcome)."""
+    return remember_attempts(trajectory.attempts, features(trajectory.start, workload),
+                             f"{trajectory.workload}:{trajectory.method}", path)  # fmt: skip
+
+
+def remember_attempts(attempts: list[Attempt], feats: dict[str, float], source: str, path: Path) -> int:
+    """Append attempts made on a program with features `feats`; `memory build` calls this after every attempt, so
+    a build stopped at a deadline keeps what it learned."""
     entries = load_memory(path)
-    feats = features(trajectory.start, workload)
-    added = 0
-    for a in trajectory.attempts:
+    for a in attempts:
         c = a.candidate
         speedup = a.effect.get("speedup") if a.effect.get("measured") else None
-        entries.append(MemoryEntry(feats, c.transform, c.params, speedup, a.outcome != "failed_gate",
-                                   f"{trajectory.workload}:{trajectory.method}"))  # fmt: skip
-        added += 1
+        entries.append(MemoryEntry(feats, c.transform, c.params, speedup, a.outcome != "failed_gate", source))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps([asdict(e) for e in entries], indent=1))
-    return added
+    return len(attempts)
 
 
 # --- the walk ---------------------------------------------------------------------------------------------------
@@ -179,7 +184,19 @@ def _verdict_rows(report) -> list[dict]:
     return [{"gate": v.gate, "status": v.status, "code": v.code, "reason": v.reason[:300]} for v in report.verdicts]
 
 
-def _time_pair(workload, current: Program, candidate: Program, settings, device, sandbox) -> dict:
+def _time_pair(workload, current: Program, candidate: Program, settings, device, sandbox, memo: dict | None) -> dict:
+    """Current and candidate timed interleaved. `memo` (one bench instance's, shared by its methods): a pair
+    already timed in this run is not timed again; its effect is marked `reused`."""
+    key = ("pair", current.hash, candidate.hash)
+    if memo is not None and key in memo:
+        return {**memo[key], "reused": True}
+    effect = _timed_effect(workload, current, candidate, settings, device, sandbox)
+    if memo is not None and effect["measured"]:
+        memo[key] = effect
+    return effect
+
+
+def _timed_effect(workload, current: Program, candidate: Program, settings, device, sandbox) -> dict:
     timed = time_pair(workload, current, candidate, settings, device, sandbox)
     if not timed.ok:
         return {"measured": False, "why": f"timing failed: {timed.error}"}
@@ -187,6 +204,16 @@ def _time_pair(workload, current: Program, candidate: Program, settings, device,
     return {"measured": True, "case": v["case"], "current_ms": v["parent_ms"], "candidate_ms": v["child_ms"],
             "current_spread": v["parent_spread"], "candidate_spread": v["child_spread"],
             "speedup": v["parent_ms"] / v["child_ms"]}  # fmt: skip
+
+
+def _memoized(memo: dict | None, key: tuple, make: Callable[[], CheckReport]) -> CheckReport:
+    """A check's report from `memo` when one from the same run has it (a profile too: the same program measured
+    once per instance, not once per method), else made and remembered."""
+    if memo is None:
+        return make()
+    if key not in memo:
+        memo[key] = make()
+    return memo[key]
 
 
 def optimize(
@@ -199,10 +226,13 @@ def optimize(
     sandbox: Sandbox | None = None,
     on_attempt: Callable[[Attempt], None] | None = None,
     explore: bool = False,
+    memo: dict | None = None,
 ) -> Trajectory:
     """The forward walk. Never raises for a bad candidate: every problem is a verdict in the trajectory.
     `explore`: without a GPU, gate every candidate and keep the correct ones even without evidence of speed (to
-    record outcomes for the memory baseline's knowledge base; such a program is not an optimization result)."""
+    record outcomes for the memory baseline's knowledge base; such a program is not an optimization result).
+    `memo`: measurements to share between runs from the same start in one process (bench passes one per instance,
+    so the methods do not time the same start, pair or result twice); every run still spends its own evaluations."""
     started = time.perf_counter()
     own = sandbox is None
     sandbox = sandbox or Sandbox(warm=settings.warm)
@@ -211,7 +241,8 @@ def optimize(
     stop = "budget spent"
     start_ms = best_ms = roofline = None
     try:
-        base = check(workload, program, settings, device, sandbox=sandbox)
+        base = _memoized(memo, ("check", program.hash, device),
+                         lambda: check(workload, program, settings, device, sandbox=sandbox))
         evaluations += 1
         if not base.passed:
             failed = next(v for v in base.verdicts if not v.passed and v.status != "skip")
@@ -245,19 +276,22 @@ def optimize(
                     continue  # the rewrite did not apply here, or gave a program already tried
                 seen.add(cand.program.hash)
                 evaluations += 1
+                began = time.perf_counter()
                 report = check(workload, cand.program, settings, device, CANDIDATE_GATES[device == "cuda"], sandbox)
                 if not report.passed:
-                    attempt = Attempt(evaluations, cand, False, "failed_gate", _verdict_rows(report), {})
+                    attempt = Attempt(evaluations, cand, False, "failed_gate", _verdict_rows(report), {},
+                                      time.perf_counter() - began)  # fmt: skip
                 elif device == "cuda":
-                    effect = _time_pair(workload, current, cand.program, settings, device, sandbox)
+                    effect = _time_pair(workload, current, cand.program, settings, device, sandbox, memo)
                     noise = effect.get("current_spread", 0) + effect.get("candidate_spread", 0)
                     faster = effect.get("measured") and effect["speedup"] > 1 + max(noise, 0.01)
                     attempt = Attempt(evaluations, cand, bool(faster), "kept" if faster else "not_faster",
-                                      _verdict_rows(report), effect)  # fmt: skip
+                                      _verdict_rows(report), effect, time.perf_counter() - began)  # fmt: skip
                 else:
                     attempt = Attempt(evaluations, cand, True, "unmeasured", _verdict_rows(report),
                                       {"measured": False, "why": "no GPU: kept on the skill's evidence "
-                                       f"(expected x{cand.expected:.3f}), not timed"})  # fmt: skip
+                                       f"(expected x{cand.expected:.3f}), not timed"},
+                                      time.perf_counter() - began)  # fmt: skip
                 attempts.append(attempt)
                 if on_attempt:
                     on_attempt(attempt)
@@ -272,10 +306,12 @@ def optimize(
                 break
             current = kept.program
         if device == "cuda" and current is not program:  # start and result timed side by side, not from two runs
-            final = _time_pair(workload, program, current, settings, device, sandbox)
+            final = _time_pair(workload, program, current, settings, device, sandbox, memo)
             if final.get("measured"):
                 start_ms, best_ms = final["current_ms"], final["candidate_ms"]
-            profiled = check(workload, current, settings, device, ("profile",), sandbox).verdict("profile")
+            profiled = _memoized(memo, ("profile", current.hash, device),
+                                 lambda: check(workload, current, settings, device, ("profile",), sandbox)
+                                 ).verdict("profile")  # fmt: skip
             if profiled is not None and profiled.passed:
                 roofline = profiled.metrics.get("roofline_fraction")
     finally:

@@ -8,7 +8,7 @@ import pytest
 from klineage.bench import escapes, markdown, run_bench, suite, write_report
 from klineage.library import Library
 from klineage.program import Program, load_program
-from klineage.workload import load_workload
+from klineage.workload import UserError, load_workload
 from tests.conftest import FIXTURES
 from tests.optimize.skillmaker import make_skill
 
@@ -56,7 +56,6 @@ def test_escape_recheck_catches_a_program_wrong_only_off_the_checked_sizes(setti
 
 def test_shards_split_a_suite_and_merge_back(settings):
     from klineage.bench import merge, shard
-    from klineage.workload import UserError
 
     instances = suite("heldout", settings)
     parts = [shard(instances, f"{i}/3") for i in (1, 2, 3)]
@@ -76,6 +75,8 @@ def test_shards_split_a_suite_and_merge_back(settings):
     assert merged["summary"]["klineage"]["geomean_speedup"] == pytest.approx(4.0)
     with pytest.raises(UserError):
         merge([a, {**b, "stamp": {**b["stamp"], "budget": 8}}])
+    later = merge([a, {**b, "stamp": {**b["stamp"], "commit": "def"}}])  # continued in a later session
+    assert later["stamp"]["commit"] == "abc, def" and [r["commit"] for r in later["rows"]] == ["abc", "def"]
 
 
 def test_a_bundled_workload_recorded_on_another_machine_is_found_here():
@@ -98,6 +99,15 @@ def test_joined_suites_prefix_each_name_and_a_cut_run_keeps_what_it_finished(set
     assert len(seen) == 1 and seen[0]["stamp"]["partial"] and len(seen[0]["rows"]) == 1
     assert seen[0]["stamp"]["instances"] == [two[0].name] and not result["stamp"]["partial"]
     assert "Partial: the run was cut short" in markdown(seen[0]) and "Partial" not in markdown(result)
+    # --resume: the finished instance is carried over as it was; only the other one runs
+    ran = []
+    resumed = run_bench(two, ["autotune"], 1, settings, "cpu", None, on_progress=ran.append, earlier=seen[0])
+    assert all(text.startswith(two[1].name) for text in ran) and ran
+    assert [r["instance"] for r in resumed["rows"]] == [two[0].name, two[1].name]
+    assert resumed["rows"][0] == {**seen[0]["rows"][0], "commit": seen[0]["stamp"]["commit"]}
+    assert set(resumed["trajectories"]) == {f"{i.name}/autotune" for i in two}
+    with pytest.raises(UserError, match="budget"):
+        run_bench(two, ["autotune"], 2, settings, "cpu", None, earlier=seen[0])
 
 
 def test_a_start_that_fails_its_gates_is_skipped_with_why_and_the_suite_goes_on(settings, tmp_path):
@@ -115,3 +125,26 @@ def test_a_start_that_fails_its_gates_is_skipped_with_why_and_the_suite_goes_on(
     assert "- broken: the starting program" in markdown(result)
     added, skipped = build_memory([broken, softmax], settings, "cpu", 3, tmp_path / "memory.json")
     assert list(skipped) == ["broken"] and added >= 1
+
+
+def test_memory_build_keeps_each_attempt_as_it_is_made(settings, tmp_path, monkeypatch):
+    """A build killed at a deadline (h200_eval.sh gives it minutes) keeps the attempts it finished."""
+    import klineage.bench as bench_module
+    from klineage.bench import build_memory
+    from klineage.optimize import Attempt, load_memory
+    from klineage.proposers import Candidate
+
+    softmax = next(i for i in suite("naive", settings) if i.name == "softmax")
+
+    def killed_after_one(workload, start, proposer, settings, device, budget, sandbox, explore, on_attempt):
+        cand = Candidate("BLOCK: 128 -> 256", "catalog", "launch_config", "program", "forward", {"BLOCK": 256}, 1.0,
+                         "", (), start)  # fmt: skip
+        on_attempt(Attempt(2, cand, False, "not_faster", [], {"measured": True, "speedup": 0.9}))
+        raise SystemExit("killed at the deadline")
+
+    monkeypatch.setattr(bench_module, "optimize", killed_after_one)
+    path = tmp_path / "memory.json"
+    with pytest.raises(SystemExit):
+        build_memory([softmax], settings, "cpu", 6, path)
+    (entry,) = load_memory(path)
+    assert entry.transform == "launch_config" and entry.speedup == 0.9 and entry.source == "softmax:blind"

@@ -267,3 +267,63 @@ def test_another_loop_nests_tiles_are_a_guess_and_its_knobs_never_travel_alone(s
     assert not any(c.origin == knobs.id for c in both)  # travelling inside the configs instead
     tiles = [c for c in both if c.label.startswith("expert tile")]
     assert tiles and all(c.expected == 1.0 for c in tiles)  # a matmul's BLOCK_M/N/K: tried, not expected to win
+
+
+class _FixedProposer:
+    """Proposes the same two candidates every round (an A and a B program), as two methods might."""
+
+    def __init__(self, method, programs):
+        self.method, self.programs, self.refusals = method, programs, []
+
+    def propose(self, program):
+        from klineage.proposers import Candidate
+
+        return [Candidate(f"variant {i}", "catalog", "launch_knobs", "program", "forward", {}, 1.0, "", (), p)
+                for i, p in enumerate(self.programs) if p.hash != program.hash]  # fmt: skip
+
+    def observe(self, attempt, evaluations_left):
+        return None
+
+    def llm_usage(self):
+        return None
+
+
+def test_methods_of_one_instance_share_measurements_but_spend_their_own_budget(monkeypatch, settings):
+    """bench passes one memo per instance: the start is profiled once and a pair timed once however many methods
+    try it, while each method still spends its own evaluations. Faked gates and timer: nothing runs."""
+    import klineage.optimize as opt
+    from klineage.check import CheckReport
+    from klineage.gates import Verdict
+    from klineage.sandbox import SandboxResult
+
+    wl, start = _rowsum()
+    a, b = (start.__class__(f"v{i}", start.source + f"\nVARIANT = {i}\n") for i in (1, 2))
+    calls = {"check": 0, "pair": 0}
+
+    def fake_check(workload, program, settings, device="cpu", gates=(), sandbox=None, on_gate=None):
+        calls["check"] += 1
+        verdicts = (Verdict("correctness", "pass"), Verdict("profile", "pass", metrics={"median_ms": 1.0}))
+        return CheckReport(workload.name, program.name, program.hash, device, "fake", "fake", verdicts, (False,) * 2)
+
+    def fake_pair(workload, current, candidate, settings, device, sandbox):
+        calls["pair"] += 1
+        ms = 0.5 if candidate.hash == a.hash else 2.0  # A is twice as fast, B twice as slow
+        return SandboxResult(True, value={"case": "bench", "parent_ms": 1.0, "child_ms": ms, "parent_spread": 0.01,
+                                          "child_spread": 0.01})  # fmt: skip
+
+    monkeypatch.setattr(opt, "check", fake_check)
+    monkeypatch.setattr(opt, "time_pair", fake_pair)
+    monkeypatch.setattr(opt, "device_name", lambda device: "fake GPU")
+    memo: dict = {}
+    first = optimize(wl, start, _FixedProposer("one", [b, a]), settings, "cuda", budget=3, sandbox=object(), memo=memo)
+    checks, pairs = calls["check"], calls["pair"]
+    second = optimize(wl, start, _FixedProposer("two", [b, a]), settings, "cuda", budget=3, sandbox=object(),
+                      memo=memo)  # fmt: skip
+    assert first.evaluations == second.evaluations == 3  # start, B, A: each method spends its own budget
+    assert [x.outcome for x in second.attempts] == [x.outcome for x in first.attempts] == ["not_faster", "kept"]
+    assert all(x.effect.get("reused") for x in second.attempts) and not any(
+        x.effect.get("reused") for x in first.attempts)  # fmt: skip
+    assert second.best.hash == a.hash and second.speedup == first.speedup == 2.0
+    # the second method re-ran only its candidates' correctness checks (2): no profile of the start, of the
+    # result, and no timing at all
+    assert calls["pair"] == pairs and calls["check"] == checks + 2
