@@ -67,6 +67,7 @@ def _describe_exit(status: int) -> tuple[str, str]:
 
 
 _shared: list = []  # in a job's child: the open lock file through which the job holds its shared turn
+_exclusive: list = []  # this process has the GPU alone (a measurement inside it needs nothing more)
 
 
 @contextlib.contextmanager
@@ -89,13 +90,12 @@ def gpu_turn(exclusive: bool) -> Iterator[None]:
         finally:
             if not exclusive:
                 fcntl.flock(turn, fcntl.LOCK_UN)
-        if not exclusive:
-            _shared.append(gpu)
+        held = _exclusive if exclusive else _shared
+        held.append(gpu)
         try:
             yield
         finally:
-            if not exclusive:
-                _shared.remove(gpu)
+            held.remove(gpu)
             fcntl.flock(gpu, fcntl.LOCK_UN)
             if exclusive:
                 fcntl.flock(turn, fcntl.LOCK_UN)
@@ -110,8 +110,11 @@ def exclusive_turn() -> Iterator[None]:
     back, through the turnstile, afterwards."""
     import fcntl
 
-    held = list(_shared) if os.environ.get("KLINEAGE_GPU_LOCK") else []
     path = os.environ.get("KLINEAGE_GPU_LOCK", "")
+    if not path or _exclusive:  # no lock in use, or the caller already has the GPU alone (flock would wait on it)
+        yield
+        return
+    held = list(_shared)
     for gpu in held:
         fcntl.flock(gpu, fcntl.LOCK_UN)
     try:

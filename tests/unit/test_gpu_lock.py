@@ -121,3 +121,19 @@ def test_two_jobs_trading_up_at_once_take_turns_without_deadlock(tmp_path):
         t.join(60)
     (a0, a1), (b0, b1) = results["a"].value, results["b"].value
     assert a1 <= b0 or b1 <= a0  # the measured sections never overlap
+
+
+def test_a_measurement_inside_an_exclusive_turn_does_not_wait_on_itself(tmp_path, monkeypatch):
+    path = tmp_path / "gpu0.lock"
+    monkeypatch.setenv("KLINEAGE_GPU_LOCK", str(path))
+    done = threading.Event()
+
+    def nested():
+        with gpu_turn(exclusive=True), exclusive_turn():
+            done.set()
+
+    worker = threading.Thread(target=nested, daemon=True)
+    worker.start()
+    assert done.wait(5)  # a script that holds the GPU and then times (profile_vs_do_bench) must not deadlock
+    worker.join(5)
+    assert _try(path, fcntl.LOCK_EX)
