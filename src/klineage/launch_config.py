@@ -176,6 +176,64 @@ class _Rewriter(cst.CSTTransformer):
         return line.with_changes(body=[assign.with_changes(value=value.with_changes(elements=elements))])
 
 
+def elements_per_program(source: str, kernel: str) -> int | None:
+    """The product of the tile sizes `kernel` is launched with (every launch alike), when each is a literal or a
+    name bound once to one in the launching function; None when any is computed (`next_power_of_2(n)`), comes from
+    autotune, or the launches differ. An upper bound on the elements one program handles (a matmul's BLOCK_K is
+    a loop step, counted too)."""
+    return _elements(source, kernel)
+
+
+@functools.lru_cache(maxsize=64)
+def _elements(source: str, kernel: str) -> int | None:
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError:
+        return None
+    finder = _LaunchTiles(kernel)
+    module.visit(finder)
+    products = set(finder.products)
+    if len(products) != 1 or None in products:
+        return None
+    # a tile name the kernel spans twice (`tl.arange(0, BLOCK)` for rows and for columns) covers BLOCK^2 elements:
+    # the launch alone cannot tell, so say nothing rather than undercount
+    body = next((module.code_for_node(n) for n in module.body
+                 if isinstance(n, cst.FunctionDef) and n.name.value == kernel), "")  # fmt: skip
+    spans = re.findall(r"tl\.arange\(\s*0\s*,\s*(\w+)\s*\)", body)
+    if not body or any(spans.count(name) > 1 for name in set(spans)):
+        return None
+    return products.pop()
+
+
+class _LaunchTiles(cst.CSTVisitor):
+    def __init__(self, kernel: str):
+        self.kernel, self.functions, self.products = kernel, [], []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions.append(node)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not (isinstance(node.func, cst.Subscript) and isinstance(node.func.value, cst.Name)
+                and node.func.value.value == self.kernel):  # fmt: skip
+            return
+        bindings = _literal_bindings(self.functions[-1]) if self.functions else {}
+        product, tiles = 1, 0
+        for arg in node.args:
+            if arg.keyword is None or not TILE_NAME.match(arg.keyword.value):
+                continue
+            value = _int(arg.value)
+            if value is None and isinstance(arg.value, cst.Name):
+                value = bindings.get(arg.value.value)
+            if value is None:
+                self.products.append(None)
+                return
+            product, tiles = product * value, tiles + 1
+        self.products.append(product if tiles else None)
+
+
 def with_values(source: str, values: dict[str, int]) -> str:
     """Rewrite tunables by `key` (a host name, or `kernel.keyword` for literals at the launch)."""
     found = {t.key: t for t in tunables(source)}

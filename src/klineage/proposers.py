@@ -259,6 +259,29 @@ def _kernel_names(source: str) -> frozenset[str]:
         return frozenset()
 
 
+def _warps_for_tile(variants: list[dict], source: str, kernel: str) -> list[dict]:
+    """Carried warps adapted to this launch's tile: no more threads than the elements one program handles (an
+    expert's 8 or 16 warps were measured on rows of thousands of elements; on a 128-element block they idle, and
+    on the H200 they took every evaluation of a budget of 4 on such kernels). Variants that end at the launch's
+    present warps, or repeat one another, are dropped: they would spend an evaluation on the same program."""
+    elements = launch_config.elements_per_program(source, kernel)
+    if elements is None:
+        return variants
+    cap = 1 << max(0, (elements // 32).bit_length() - 1)  # a power of two, at most one thread per element
+    present = next((t.value for t in launch_config.tunables(source)
+                    if t.kernel == kernel and t.keyword == "num_warps"), 4)  # fmt: skip
+    out = []
+    for params in variants:
+        warps = _literal_int(params.get("num_warps"))
+        if warps is not None and warps > cap:
+            params = {**params, "num_warps": str(cap)}
+        if params.get("num_warps") is not None and _literal_int(params["num_warps"]) == present and len(params) == 1:
+            continue
+        if params not in out:
+            out.append(params)
+    return out
+
+
 def _kernel_of(site: Site, source: str) -> str | None:
     """The Triton kernel a site is in, or that its launch launches."""
     kernels = _kernel_names(source)
@@ -417,6 +440,8 @@ class SkillProposer(Proposer):
         else:
             carried = adapt(skill.transform.get("params") or {}, source, transform_defaults(transform))
             variants = numeric_neighbours(carried or transform_defaults(transform))[:3]
+            if transform.id == "launch_knobs" and kernel is not None:
+                variants = _warps_for_tile(variants, source, kernel)
         if guard is not None and kernel is None:
             self._refuse(Refusal(skill.id, transform.id, site.function, guard.predicate,
                                  f"holds on part of the domain ({guard.reason}); the site is in no kernel a launch "

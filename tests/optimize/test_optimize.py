@@ -327,3 +327,20 @@ def test_methods_of_one_instance_share_measurements_but_spend_their_own_budget(m
     # the second method re-ran only its candidates' correctness checks (2): no profile of the start, of the
     # result, and no timing at all
     assert calls["pair"] == pairs and calls["check"] == checks + 2
+
+
+def test_carried_warps_fit_the_tile_a_program_handles(settings):
+    """SwiGLU's 8 warps were measured on 16384-element rows; on the held-out bias+GELU's 128-element blocks they
+    would only idle (on the H200 such knobs took every evaluation of a budget of 4), so they are capped at one
+    thread per element, and a cap that lands on the launch's present 4 warps is no candidate at all. Where the
+    tile is computed at run time (softmax's next_power_of_2 row), the expert's warps are carried as they were."""
+    from klineage.suites import SUITES
+
+    skill = make_skill("launch_knobs", {"num_warps": "8"}, (), speedup=1.16)
+    gelu = SUITES["heldout"] / "bias_gelu"
+    wl, prog = load_workload(gelu / "workload.py"), load_program(gelu / "naive.py")
+    knobs = [c for c in SkillProposer(wl, settings, "cpu", [skill]).propose(prog) if c.transform == "launch_knobs"]
+    assert knobs == []
+    wl, prog = load_workload(EXAMPLES / "softmax" / "workload.py"), load_program(EXAMPLES / "softmax" / "naive.py")
+    knobs = [c for c in SkillProposer(wl, settings, "cpu", [skill]).propose(prog) if c.transform == "launch_knobs"]
+    assert knobs[0].params == {"num_warps": "8"}

@@ -47,3 +47,14 @@ def test_a_tuple_assignment_binds_each_name():
     (t,) = tunables(source)  # CHUNK is not a tile name
     assert t.key == "BLOCK" and t.value == 128
     assert "CHUNK, BLOCK = 512, 256" in with_values(source, {"BLOCK": 256})
+
+
+def test_elements_per_program_from_the_launch_tiles_or_nothing():
+    from klineage.launch_config import elements_per_program
+
+    heldout, examples = EXAMPLES.parent / "suites" / "heldout", EXAMPLES
+    assert elements_per_program((heldout / "bias_gelu" / "naive.py").read_text(), "bias_gelu_kernel") == 128
+    assert elements_per_program((examples / "matmul" / "naive.py").read_text(), "matmul_kernel") == 32**3
+    # computed at run time (next_power_of_2), or one name spanning rows and columns: unknown, never undercounted
+    assert elements_per_program((examples / "softmax" / "naive.py").read_text(), "softmax_kernel") is None
+    assert elements_per_program((heldout / "transpose_copy" / "naive.py").read_text(), "transpose_kernel") is None
