@@ -195,12 +195,14 @@ def _elements(source: str, kernel: str) -> int | None:
     products = set(finder.products)
     if len(products) != 1 or None in products:
         return None
-    # a tile name the kernel spans twice (`tl.arange(0, BLOCK)` for rows and for columns) covers BLOCK^2 elements:
-    # the launch alone cannot tell, so say nothing rather than undercount
+    # a 2-D kernel may span one tile name twice (`tl.arange(0, BLOCK)` for rows and for columns: BLOCK^2 elements),
+    # which the launch alone cannot tell: say nothing rather than undercount. A 1-D kernel that reuses the name in
+    # several loops over a row still handles BLOCK elements at a time.
     body = next((module.code_for_node(n) for n in module.body
                  if isinstance(n, cst.FunctionDef) and n.name.value == kernel), "")  # fmt: skip
     spans = re.findall(r"tl\.arange\(\s*0\s*,\s*(\w+)\s*\)", body)
-    if not body or any(spans.count(name) > 1 for name in set(spans)):
+    two_d = re.search(r"\[\s*None\s*,|,\s*None\s*\]", body) is not None
+    if not body or (two_d and any(spans.count(name) > 1 for name in set(spans))):
         return None
     return products.pop()
 

@@ -55,6 +55,8 @@ def test_elements_per_program_from_the_launch_tiles_or_nothing():
     heldout, examples = EXAMPLES.parent / "suites" / "heldout", EXAMPLES
     assert elements_per_program((heldout / "bias_gelu" / "naive.py").read_text(), "bias_gelu_kernel") == 128
     assert elements_per_program((examples / "matmul" / "naive.py").read_text(), "matmul_kernel") == 32**3
+    # a row kernel looping over its columns BLOCK at a time (the same arange in three passes): still BLOCK
+    assert elements_per_program((heldout / "layernorm" / "naive.py").read_text(), "layernorm_kernel") == 128
     # computed at run time (next_power_of_2), or one name spanning rows and columns: unknown, never undercounted
     assert elements_per_program((examples / "softmax" / "naive.py").read_text(), "softmax_kernel") is None
     assert elements_per_program((heldout / "transpose_copy" / "naive.py").read_text(), "transpose_kernel") is None
