@@ -6,6 +6,8 @@ import fcntl
 import threading
 import time
 
+import pytest
+
 from klineage.sandbox import Job, Sandbox, exclusive_turn, gpu_turn
 
 
@@ -82,10 +84,11 @@ def trading_job(path: str) -> tuple[str, str, str]:
     return before, during, lock_mode_job(path)
 
 
-def test_sandbox_jobs_hold_a_shared_turn_and_measurements_trade_up(tmp_path):
+@pytest.mark.parametrize("warm", [False, True])
+def test_sandbox_jobs_hold_a_shared_turn_and_measurements_trade_up(tmp_path, warm):
     path = str(tmp_path / "gpu0.lock")
     env = {"KLINEAGE_DEVICE": "cuda", "KLINEAGE_GPU_LOCK": path}
-    with Sandbox(warm=False) as sb:
+    with Sandbox(warm=warm, preload=("klineage.sandbox",)) as sb:  # warm: forked from a server, as bench runs
         assert sb.run(Job("tests.unit.test_gpu_lock:lock_mode_job", path, env=env)).value == "shared"
         traded = sb.run(Job("tests.unit.test_gpu_lock:trading_job", path, env=env))
         assert traded.value == ("shared", "exclusive", "shared"), traded
