@@ -42,3 +42,19 @@ def test_bench_references_time_each_distinct_program_once(settings, tmp_path):
     if row["kept"] == 0:  # nothing kept: the final program is the start, one sample, speedup exactly 1
         assert ref["final:autotune"] == ref["start"] and row["speedup"] == 1.0
     assert row["vs_torch_compile"] > 0 and row["escapes"] == []
+
+
+def test_methods_of_an_instance_share_a_pair_both_try_on_a_gpu_they_take_turns_on(settings, tmp_path, monkeypatch):
+    """blind's first candidate on the naive softmax (8 warps) is autotune's second: timed once, reused by the
+    second method, on a GPU shared through the turn lock (every job shared, each measurement exclusive)."""
+    monkeypatch.setenv("KLINEAGE_GPU_LOCK", str(tmp_path / "gpu.lock"))
+    softmax = [i for i in suite("naive", settings) if i.name == "softmax"]
+    result = run_bench(softmax, ["blind", "autotune"], 3, settings, "cuda", None)
+    blind, autotune = (result["trajectories"][f"softmax/{m}"] for m in ("blind", "autotune"))
+    timed = {a["candidate"]["program_hash"]: a["effect"] for a in blind["attempts"] if a["effect"].get("measured")}
+    shared = [a for a in autotune["attempts"] if a["candidate"]["program_hash"] in timed]
+    assert shared, "the two methods tried no common program: the test's premise changed"
+    for a in shared:
+        assert a["effect"]["reused"] and a["effect"]["speedup"] == timed[a["candidate"]["program_hash"]]["speedup"]
+    assert all(a["seconds"] > 0 for t in (blind, autotune) for a in t["attempts"])
+    assert {r["method"] for r in result["rows"]} == {"blind", "autotune"}
