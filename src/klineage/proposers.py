@@ -126,12 +126,17 @@ def expert_tiles(skill_params: dict) -> list[dict[str, int]]:
     return out
 
 
-def adapt(params: dict, source: str, defaults: dict) -> dict:
+def adapt(params: dict, source: str, defaults: dict, labels: tuple[str, ...] = ()) -> dict:
     """The expert's parameters where this program can evaluate them: an expression naming something the program
     does not define (an expert's helper such as `_num_warps(BLOCK)`) falls back to the family's default, or is
-    dropped when the family has none (a role name such as the expert's `pid_m`: the site's own names fill it)."""
+    dropped when the family has none (a role name such as the expert's `pid_m`: the site's own names fill it).
+    `labels` (Transform.label_params) are the family's own choices, carried as they are: read as code, fast math's
+    `kind: exp2` had been dropped, and its `tl.exp2` then landed on a `1 / tl.sqrt` site."""
     out = {}
     for key, text in params.items():
+        if key in labels:
+            out[key] = text
+            continue
         names = _names_in(str(text))
         missing = {n for n in names if n not in ("tl", "triton", "torch", "True", "False", "None")
                    and not re.search(rf"\b{re.escape(n)}\b", source)}  # fmt: skip
@@ -257,6 +262,22 @@ def _kernel_names(source: str) -> frozenset[str]:
         return frozenset(kernel_names(cst.parse_module(source)))
     except cst.ParserSyntaxError:
         return frozenset()
+
+
+def _unfounded_hint(skill: Skill, source: str, site: Site) -> str | None:
+    """Why an expert's alignment hint cannot be carried to this site, or None. `tl.multiple_of(x, BLOCK_M)` claims x
+    is a multiple of BLOCK_M: here that bound must exist, and the value must be built from it (`pid * BLOCK`,
+    `tl.arange(0, BLOCK)`), or the claim is unfounded: the attention expert's hints had landed on
+    `pid = tl.program_id(0)` with a `BLOCK_M` the kernel did not define."""
+    for fn, bound in (skill.transform.get("params") or {}).get("hints", []):
+        if _literal_int(bound) is not None:
+            continue  # a number: whether it holds is the conditions' question (divisible_by_block, aligned_16)
+        names = _names_in(str(bound))
+        if missing := sorted(n for n in names if not re.search(rf"\b{re.escape(n)}\b", source)):
+            return f"the expert's bound {bound} names {', '.join(missing)}, which this program does not define"
+        if not any(re.search(rf"\b{re.escape(n)}\b", site.before) for n in names):
+            return f"{site.before.strip()[:60]} is not built from {bound}: {fn} would claim what nothing shows"
+    return None
 
 
 def _warps_for_tile(variants: list[dict], source: str, kernel: str) -> list[dict]:
@@ -426,6 +447,9 @@ class SkillProposer(Proposer):
         if transform.id == "launch_knobs" and skill.provenance.get("lineage", skill.id) in self._with_configs:
             return []  # carried inside the lineage's configs, with the tiles they were measured with
         kernel = _kernel_of(site, source)
+        if transform.id == "alignment_hints" and (why := _unfounded_hint(skill, source, site)):
+            self._refuse(Refusal(skill.id, transform.id, site.function, "divisible_by_block", why))
+            return []
         found = screen(skill, self.workload, source, kernel, self.device, self.settings.target)
         if found.refusal is not None:
             self._refuse(Refusal(skill.id, transform.id, site.function, *found.refusal))
@@ -438,7 +462,8 @@ class SkillProposer(Proposer):
             carried = autotune_params(source, site.function, expert_tiles(skill.transform.get("params") or {}))
             variants = [carried] if carried else []
         else:
-            carried = adapt(skill.transform.get("params") or {}, source, transform_defaults(transform))
+            carried = adapt(skill.transform.get("params") or {}, source, transform_defaults(transform),
+                            transform.label_params)  # fmt: skip
             variants = numeric_neighbours(carried or transform_defaults(transform))[:3]
             if transform.id == "launch_knobs" and kernel is not None:
                 variants = _warps_for_tile(variants, source, kernel)

@@ -53,6 +53,9 @@ class Transform:
     cost: ClassVar[int]  # the walk undoes cheaper families first: hints 1, launch knobs 2, specialization 3, ...
     conditions: ClassVar[tuple[str, ...]]  # condition vocabulary worth probing (see CONDITIONS)
     intent: ClassVar[str]  # one line: what the optimization buys
+    # parameters that name one of the family's own choices (a form, an operand order), not code of the expert's:
+    # carried to another program as they are, never checked against its names (proposers.adapt)
+    label_params: ClassVar[tuple[str, ...]] = ()
 
     def sites(self, source: str) -> list[Site]:
         raise NotImplementedError

@@ -22,6 +22,7 @@ from klineage.optimize import (
     write_outputs,
 )
 from klineage.program import load_program
+from klineage.suites import SUITES
 from klineage.workload import load_workload
 from tests.conftest import EXAMPLES, FIXTURES
 from tests.optimize.skillmaker import make_skill
@@ -334,8 +335,6 @@ def test_carried_warps_fit_the_tile_a_program_handles(settings):
     would only idle (on the H200 such knobs took every evaluation of a budget of 4), so they are capped at one
     thread per element, and a cap that lands on the launch's present 4 warps is no candidate at all. Where the
     tile is computed at run time (softmax's next_power_of_2 row), the expert's warps are carried as they were."""
-    from klineage.suites import SUITES
-
     skill = make_skill("launch_knobs", {"num_warps": "8"}, (), speedup=1.16)
     gelu = SUITES["heldout"] / "bias_gelu"
     wl, prog = load_workload(gelu / "workload.py"), load_program(gelu / "naive.py")
@@ -344,3 +343,36 @@ def test_carried_warps_fit_the_tile_a_program_handles(settings):
     wl, prog = load_workload(EXAMPLES / "softmax" / "workload.py"), load_program(EXAMPLES / "softmax" / "naive.py")
     knobs = [c for c in SkillProposer(wl, settings, "cpu", [skill]).propose(prog) if c.transform == "launch_knobs"]
     assert knobs[0].params == {"num_warps": "8"}
+
+
+def test_an_exp2_skill_is_no_rewrite_of_a_square_root_and_keeps_its_form(settings):
+    """Cross-entropy's fast-math skill is `tl.exp2(x * LOG2_E)`; its `kind`, `order` and `parens` are the family's
+    labels, not code. Read as code they had been dropped, and its `tl.exp2` was written over layer norm's
+    `1 / tl.sqrt(var + eps)` (a wrong kernel the gate had to catch, an evaluation spent)."""
+    skill = make_skill("fast_math", {"kind": "exp2", "fn": "tl.exp2", "scale": "LOG2_E", "order": "x*c",
+                                     "parens": "yes"})  # fmt: skip
+    for name, written in (("layernorm", None), ("bias_gelu", "tl.exp2((2.0 * inner) * 1.4426950408889634)")):
+        folder = SUITES["heldout"] / name
+        wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
+        (cand,) = [c for c in SkillProposer(wl, settings, "cpu", [skill]).propose(prog) if c.transform == "fast_math"]
+        assert cand.params["kind"] == "exp2" and "scale" not in cand.params  # LOG2_E is not defined here
+        if written is None:
+            assert cand.program is None  # the rewrite does not apply: no evaluation is spent on it
+        else:
+            assert written in cand.program.source
+
+
+def test_an_alignment_hint_is_carried_only_onto_a_value_built_from_its_bound(settings):
+    """The attention expert's `tl.multiple_of(..., BLOCK_M)` names a tile this kernel does not have: refused with
+    why, not written onto `pid = tl.program_id(0)`. A hint on BLOCK goes onto `pid * BLOCK + tl.arange(0, BLOCK)`,
+    and only there."""
+    folder = SUITES["heldout"] / "strided_add"
+    wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
+    foreign = make_skill("alignment_hints", {"hints": [["tl.multiple_of", "BLOCK_M"]]})
+    proposer = SkillProposer(wl, settings, "cpu", [foreign])
+    assert [c for c in proposer.propose(prog) if c.transform == "alignment_hints"] == []
+    assert "BLOCK_M" in proposer.refusals[0].reason and proposer.refusals[0].predicate == "divisible_by_block"
+    native = make_skill("alignment_hints", {"hints": [["tl.max_contiguous", "BLOCK"], ["tl.multiple_of", "BLOCK"]]})
+    (cand,) = [c for c in SkillProposer(wl, settings, "cpu", [native]).propose(prog)
+               if c.transform == "alignment_hints"]  # fmt: skip
+    assert "tl.max_contiguous(tl.multiple_of(pid * BLOCK + tl.arange(0, BLOCK), BLOCK), BLOCK)" in cand.program.source

@@ -83,6 +83,7 @@ class FastMath(AnchoredTransform):
     cost = 1
     conditions = ("tolerance",)
     intent = "exp2 with folded LOG2E and rsqrt map to fast hardware instructions"
+    label_params = ("kind", "order", "parens")
 
     def expert_anchors(self, module: Module):
         names, tl = _log2e_names(module), _tl_alias(module)
@@ -149,9 +150,10 @@ class FastMath(AnchoredTransform):
             left, right = (x, scale) if order == "x*c" else (scale, x)
             op = cst.Multiply(whitespace_before=cst.SimpleWhitespace(" "), whitespace_after=cst.SimpleWhitespace(" "))
             return call_with(dotted(node.func) + "2", cst.BinaryOperation(left=left, operator=op, right=right))
-        if kind != "rsqrt":
+        fn = params.get("fn", "tl.rsqrt")
+        if kind != "rsqrt" or fn not in RSQRT:  # an exp2 skill says nothing about a square root
             raise ValueError("fast_math: a 1/sqrt site takes rsqrt parameters")
-        return call_with(params.get("fn", "tl.rsqrt"), _one_arg(node.right))
+        return call_with(fn, _one_arg(node.right))
 
 
 def _needs_parens(x: cst.BaseExpression, order: str) -> bool:
