@@ -137,7 +137,7 @@ def adapt(params: dict, source: str, defaults: dict, labels: tuple[str, ...] = (
         if key in labels:
             out[key] = text
             continue
-        names = _names_in(str(text))
+        names = _leaf_names(text)
         missing = {n for n in names if n not in ("tl", "triton", "torch", "True", "False", "None")
                    and not re.search(rf"\b{re.escape(n)}\b", source)}  # fmt: skip
         if missing and key in defaults:
@@ -145,6 +145,19 @@ def adapt(params: dict, source: str, defaults: dict, labels: tuple[str, ...] = (
         elif not missing:
             out[key] = text
     return out
+
+
+def _leaf_names(value) -> set[str]:
+    """Names read by a parameter's code, through lists and dicts: the matmul expert's `tl.assume` facts are a list
+    of `stride_am > 0` strings, which as one string had read as no names at all (and then failed to compile on
+    kernels without those strides)."""
+    if isinstance(value, str):
+        return _names_in(value)
+    if isinstance(value, dict):
+        return set().union(*(_leaf_names(v) for v in value.values()))
+    if isinstance(value, list | tuple):
+        return set().union(*(_leaf_names(v) for v in value))
+    return set()
 
 
 def _names_in(code: str) -> set[str]:

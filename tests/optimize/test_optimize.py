@@ -376,3 +376,16 @@ def test_an_alignment_hint_is_carried_only_onto_a_value_built_from_its_bound(set
     (cand,) = [c for c in SkillProposer(wl, settings, "cpu", [native]).propose(prog)
                if c.transform == "alignment_hints"]  # fmt: skip
     assert "tl.max_contiguous(tl.multiple_of(pid * BLOCK + tl.arange(0, BLOCK), BLOCK), BLOCK)" in cand.program.source
+
+
+def test_nested_parameters_that_name_what_the_program_lacks_are_not_carried(settings):
+    """The matmul expert's `tl.assume` facts (a list of `stride_am > 0` strings) on the naive RMSNorm, which has no
+    such strides: no rewrite (no evaluation spent), instead of a kernel that fails to compile."""
+    facts = {"assume": [[0, "stride_am > 0", ["# Facts the host guarantees."]], [1, "stride_ak > 0"]]}
+    skill = make_skill("assume_hints", facts)
+    wl, prog = load_workload(EXAMPLES / "rmsnorm" / "workload.py"), load_program(EXAMPLES / "rmsnorm" / "naive.py")
+    cands = [c for c in SkillProposer(wl, settings, "cpu", [skill]).propose(prog) if c.transform == "assume_hints"]
+    assert cands and all(c.program is None for c in cands)
+    wl, prog = load_workload(EXAMPLES / "matmul" / "workload.py"), load_program(EXAMPLES / "matmul" / "naive.py")
+    cands = [c for c in SkillProposer(wl, settings, "cpu", [skill]).propose(prog) if c.transform == "assume_hints"]
+    assert cands and "tl.assume(stride_am > 0)" in cands[0].program.source  # the naive matmul has those strides
