@@ -101,3 +101,23 @@ def test_no_sites_without_the_pattern():
     (site,) = T.sites(STORE_WRAPPED)
     assert list(site.params["wrapped"]) == ["offs_bn"]
     assert T.sites("def broken(:\n") == []
+
+
+def test_a_load_left_with_no_mask_loses_its_other_too():
+    """Carried from the matmul expert (whose A load keeps a K mask, hence its `other`) onto a 1-D load whose only
+    mask term is the wrapped bound: Triton rejects `other` without `mask`, so both go."""
+    source = textwrap.dedent("""
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def rowsum(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
+            cols = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + cols, mask=cols < n_cols, other=0.0)
+            tl.store(y_ptr + tl.program_id(0), tl.sum(x, axis=0))
+    """)
+    (site,) = T.optimize_sites(source)
+    new = T.optimize(source, site, {"loads": [{"other": False, "paren": True}]})
+    assert "tl.load(x_ptr + cols)" in new and "(tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)) % n_cols" in new
+    ast.parse(new)

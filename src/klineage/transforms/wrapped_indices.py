@@ -322,8 +322,8 @@ def _unmask_load(load: cst.Call, wrapped: dict, info: dict) -> cst.Call:
         return load
     terms = _and_terms(mask.value)
     kept = [t for t in terms if not any(_is_term(t, v, w["bound"]) for v, w in wrapped.items())]
-    if not kept:
-        return without_kwargs(load, {"mask", "other"} if info.get("other") else {"mask"})
+    if not kept:  # no mask left: `other` goes too, whatever the expert's loads did (Triton rejects other without mask)
+        return without_kwargs(load, {"mask", "other"})
     if len(kept) == 1:
         rest = kept[0]
         if info.get("paren") and rest.lpar:
