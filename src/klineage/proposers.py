@@ -293,6 +293,24 @@ def _unfounded_hint(skill: Skill, source: str, site: Site) -> str | None:
     return None
 
 
+REDUCTIONS = ("tl.sum(", "tl.max(", "tl.min(", "tl.argmax(", "tl.argmin(", "tl.cumsum(", "tl.cumprod(", "tl.reduce(",
+              "tl.associative_scan(", "tl.atomic_")
+
+
+def _reduces_1d(source: str, kernel: str) -> str | None:
+    """The reduction a 1-D kernel (no broadcast indexing) applies to its lanes, if any: there, lanes a wrap
+    duplicates are summed, maxed or atomically added twice, while in a 2-D GEMM the wrapped rows are independent."""
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError:
+        return None
+    body = next((module.code_for_node(n) for n in module.body
+                 if isinstance(n, cst.FunctionDef) and n.name.value == kernel), "")  # fmt: skip
+    if re.search(r"\[\s*None\s*,|,\s*None\s*\]", body):
+        return None
+    return next((op.rstrip("(") for op in REDUCTIONS if op in body), None)
+
+
 def _warps_for_tile(variants: list[dict], source: str, kernel: str) -> list[dict]:
     """Carried warps adapted to this launch's tile: no more threads than the elements one program handles (an
     expert's 8 or 16 warps were measured on rows of thousands of elements; on a 128-element block they idle, and
@@ -462,6 +480,12 @@ class SkillProposer(Proposer):
         kernel = _kernel_of(site, source)
         if transform.id == "alignment_hints" and (why := _unfounded_hint(skill, source, site)):
             self._refuse(Refusal(skill.id, transform.id, site.function, "divisible_by_block", why))
+            return []
+        if transform.id == "wrapped_indices" and kernel is not None and (op := _reduces_1d(source, kernel)):
+            self._refuse(Refusal(skill.id, transform.id, site.function, "divisible_by_block",
+                                 f"the kernel reduces its lanes ({op}): a wrapped lane would count twice wherever a "
+                                 "size is not a multiple of the block; a GEMM's rows and columns are independent, "
+                                 "these are not"))  # fmt: skip
             return []
         found = screen(skill, self.workload, source, kernel, self.device, self.settings.target)
         if found.refusal is not None:

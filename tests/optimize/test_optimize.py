@@ -389,3 +389,19 @@ def test_nested_parameters_that_name_what_the_program_lacks_are_not_carried(sett
     wl, prog = load_workload(EXAMPLES / "matmul" / "workload.py"), load_program(EXAMPLES / "matmul" / "naive.py")
     cands = [c for c in SkillProposer(wl, settings, "cpu", [skill]).propose(prog) if c.transform == "assume_hints"]
     assert cands and "tl.assume(stride_am > 0)" in cands[0].program.source  # the naive matmul has those strides
+
+
+def test_wrapped_indices_are_refused_where_the_kernel_reduces_its_lanes(settings):
+    """The matmul expert's wrapped indices are safe in a GEMM (a wrapped row only feeds a masked store); in the
+    held-out split row sum a wrapped lane would be added twice: refused, with why."""
+    skill = make_skill("wrapped_indices", {"loads": [{"other": False, "paren": True}]})
+    folder = SUITES["heldout"] / "atomic_rowsum"
+    wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
+    proposer = SkillProposer(wl, settings, "cpu", [skill])
+    assert [c for c in proposer.propose(prog) if c.transform == "wrapped_indices"] == []
+    assert "count twice" in proposer.refusals[0].reason and "tl.sum" in proposer.refusals[0].reason
+    for name in ("kl_div", "mse_loss", "row_argmax"):  # the other held-out kernels with a wrappable load reduce too
+        folder = SUITES["heldout"] / name
+        wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
+        proposer = SkillProposer(wl, settings, "cpu", [skill])
+        assert [c for c in proposer.propose(prog) if c.transform == "wrapped_indices"] == [] and proposer.refusals
