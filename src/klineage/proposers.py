@@ -453,7 +453,9 @@ class SkillProposer(Proposer):
         e = chosen[0]
         gain = math.log(max(e["speedup"], 1e-3))
         if not e.get("significant", True):
-            gain = min(gain, 0.0) if gain < 0 else gain * 0.25  # within the noise: a weak hint
+            # within the noise: no evidence of a gain. A quarter of it had still ranked cross-entropy's x1.03
+            # fast math (spreads of 7-9%) above the block-size search on every GELU-like held-out kernel
+            gain = min(gain, 0.0)
         weight = 0.5 + 0.5 * similarity(self.context, skill.provenance.get("features") or {})
         return math.exp(gain * weight)
 

@@ -405,3 +405,19 @@ def test_wrapped_indices_are_refused_where_the_kernel_reduces_its_lanes(settings
         wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
         proposer = SkillProposer(wl, settings, "cpu", [skill])
         assert [c for c in proposer.propose(prog) if c.transform == "wrapped_indices"] == [] and proposer.refusals
+
+
+def test_an_effect_within_the_noise_is_no_evidence_of_a_gain(settings):
+    """Cross-entropy's fast math measured x1.03 with spreads of 7-9%: not a gain to rank by. Only a significant
+    effect raises a skill above the launch search; a slowdown, significant or not, keeps it from being tried."""
+    from dataclasses import replace
+
+    wl = load_workload(EXAMPLES / "softmax" / "workload.py")
+    proposer = SkillProposer(wl, settings, "cpu", [])  # the H200's measurement counts on any device
+    measured = make_skill("fast_math", {"kind": "exp2", "fn": "tl.exp2"}, (), speedup=1.03)
+    (device, effect), = measured.effect.items()
+    noisy = replace(measured, effect={device: {**effect, "significant": False}})
+    slower = replace(measured, effect={device: {**effect, "speedup": 0.97, "significant": False}})
+    assert proposer.expected(measured) > 1.0
+    assert proposer.expected(noisy) == 1.0
+    assert proposer.expected(slower) < 1.0
