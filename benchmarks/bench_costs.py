@@ -36,7 +36,8 @@ def main() -> None:
     if not paths:
         raise SystemExit(__doc__)
     results = [json.loads(p.read_text()) for p in paths]
-    print("| method | runs | run seconds (total) | attempts with seconds | s per attempt, median | p80 | reused effects |")
+    print("| method | runs | run seconds (total) | attempts with seconds | s per attempt, median | p80 | "
+          "reused effects |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for method, m in costs(results).items():
         a = m["attempts"]
