@@ -198,13 +198,27 @@ def _elements(source: str, kernel: str) -> int | None:
     # a 2-D kernel may span one tile name twice (`tl.arange(0, BLOCK)` for rows and for columns: BLOCK^2 elements),
     # which the launch alone cannot tell: say nothing rather than undercount. A 1-D kernel that reuses the name in
     # several loops over a row still handles BLOCK elements at a time.
-    body = next((module.code_for_node(n) for n in module.body
-                 if isinstance(n, cst.FunctionDef) and n.name.value == kernel), "")  # fmt: skip
+    body = kernel_code(source, kernel)
     spans = re.findall(r"tl\.arange\(\s*0\s*,\s*(\w+)\s*\)", body)
-    two_d = re.search(r"\[\s*None\s*,|,\s*None\s*\]", body) is not None
-    if not body or (two_d and any(spans.count(name) > 1 for name in set(spans))):
+    if not body or (broadcasts(body) and any(spans.count(name) > 1 for name in set(spans))):
         return None
     return products.pop()
+
+
+@functools.lru_cache(maxsize=64)
+def kernel_code(source: str, kernel: str) -> str:
+    """The source of the module-level function `kernel` ("" when there is none or the source does not parse)."""
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError:
+        return ""
+    return next((module.code_for_node(n) for n in module.body
+                 if isinstance(n, cst.FunctionDef) and n.name.value == kernel), "")  # fmt: skip
+
+
+def broadcasts(code: str) -> bool:
+    """Whether kernel code indexes with `[:, None]` / `[None, :]`: a 2-D kernel, whose lanes span rows and columns."""
+    return re.search(r"\[\s*None\s*,|,\s*None\s*\]", code) is not None
 
 
 class _LaunchTiles(cst.CSTVisitor):

@@ -137,14 +137,18 @@ def adapt(params: dict, source: str, defaults: dict, labels: tuple[str, ...] = (
         if key in labels:
             out[key] = text
             continue
-        names = _leaf_names(text)
-        missing = {n for n in names if n not in ("tl", "triton", "torch", "True", "False", "None")
-                   and not re.search(rf"\b{re.escape(n)}\b", source)}  # fmt: skip
+        missing = _undefined(_leaf_names(text), source)
         if missing and key in defaults:
             out[key] = defaults[key]
         elif not missing:
             out[key] = text
     return out
+
+
+def _undefined(names: set[str], source: str) -> list[str]:
+    """The names a program's source never mentions (the modules every kernel imports aside), sorted."""
+    return sorted(n for n in names if n not in ("tl", "triton", "torch", "True", "False", "None")
+                  and not re.search(rf"\b{re.escape(n)}\b", source))  # fmt: skip
 
 
 def _leaf_names(value) -> set[str]:
@@ -286,7 +290,7 @@ def _unfounded_hint(skill: Skill, source: str, site: Site) -> str | None:
         if _literal_int(bound) is not None:
             continue  # a number: whether it holds is the conditions' question (divisible_by_block, aligned_16)
         names = _names_in(str(bound))
-        if missing := sorted(n for n in names if not re.search(rf"\b{re.escape(n)}\b", source)):
+        if missing := _undefined(names, source):
             return f"the expert's bound {bound} names {', '.join(missing)}, which this program does not define"
         if not any(re.search(rf"\b{re.escape(n)}\b", site.before) for n in names):
             return f"{site.before.strip()[:60]} is not built from {bound}: {fn} would claim what nothing shows"
@@ -300,13 +304,8 @@ REDUCTIONS = ("tl.sum(", "tl.max(", "tl.min(", "tl.argmax(", "tl.argmin(", "tl.c
 def _reduces_1d(source: str, kernel: str) -> str | None:
     """The reduction a 1-D kernel (no broadcast indexing) applies to its lanes, if any: there, lanes a wrap
     duplicates are summed, maxed or atomically added twice, while in a 2-D GEMM the wrapped rows are independent."""
-    try:
-        module = cst.parse_module(source)
-    except cst.ParserSyntaxError:
-        return None
-    body = next((module.code_for_node(n) for n in module.body
-                 if isinstance(n, cst.FunctionDef) and n.name.value == kernel), "")  # fmt: skip
-    if re.search(r"\[\s*None\s*,|,\s*None\s*\]", body):
+    body = launch_config.kernel_code(source, kernel)
+    if launch_config.broadcasts(body):
         return None
     return next((op.rstrip("(") for op in REDUCTIONS if op in body), None)
 
