@@ -1,6 +1,7 @@
 """Where a bench run's time went: per method, the attempts, the wall seconds each took (gates and timing, waits
-for a shared GPU included), how many effects were reused from another method of the same instance, and the runs'
-total seconds. Reads one or more bench.json reports (a shard's folder or the file). A report, not a test.
+for a shared GPU included), how many effects were reused from another method of the same instance, the runs'
+total seconds, and of an attempt's seconds: its gates, and its timing job's wait for the GPU alone and hold of it.
+Reads one or more bench.json reports (a shard's folder or the file). A report, not a test.
 
     python benchmarks/bench_costs.py REPORT [REPORT ...]"""
 
@@ -16,13 +17,19 @@ def costs(results: list[dict]) -> dict[str, dict]:
     out: dict[str, dict] = {}
     for result in results:
         for key, t in result["trajectories"].items():
-            m = out.setdefault(key.rsplit("/", 1)[1], {"runs": 0, "seconds": 0.0, "attempts": [], "reused": 0})
+            m = out.setdefault(key.rsplit("/", 1)[1], {"runs": 0, "seconds": 0.0, "attempts": [], "reused": 0,
+                                                         "check": [], "wait": [], "held": []})  # fmt: skip
             m["runs"] += 1
             m["seconds"] += t.get("seconds") or 0.0
             for a in t["attempts"]:
                 if "seconds" in a:
                     m["attempts"].append(a["seconds"])
+                if "check_seconds" in a:
+                    m["check"].append(a["check_seconds"])
                 m["reused"] += bool(a["effect"].get("reused"))
+                if "gpu_wait_s" in a["effect"] and not a["effect"].get("reused"):
+                    m["wait"].append(a["effect"]["gpu_wait_s"])
+                    m["held"].append(a["effect"]["gpu_held_s"])
     return out
 
 
@@ -33,17 +40,25 @@ def _quantile(values: list[float], q: float) -> float:
 
 def main() -> None:
     paths = [Path(p) / "bench.json" if Path(p).is_dir() else Path(p) for p in sys.argv[1:]]
+    skipped = [p for p in paths if p.suffix != ".json" or not p.is_file()]  # a shard's log beside its folder, say
+    if skipped:
+        print(f"skipped (not a bench.json): {', '.join(map(str, skipped))}", file=sys.stderr)
+    paths = [p for p in paths if p not in skipped]
     if not paths:
         raise SystemExit(__doc__)
     results = [json.loads(p.read_text()) for p in paths]
     print("| method | runs | run seconds (total) | attempts with seconds | s per attempt, median | p80 | "
-          "reused effects |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+          "reused effects | gates s, median | GPU wait s, median | GPU held s, median |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+
+    def median(values: list[float]) -> str:  # reports from before a figure was recorded: n/a
+        return f"{statistics.median(values):.1f}" if values else "n/a"
+
     for method, m in costs(results).items():
         a = m["attempts"]
-        median = f"{statistics.median(a):.1f}" if a else "n/a"  # reports before attempts had seconds: n/a
         p80 = f"{_quantile(a, 0.8):.1f}" if a else "n/a"
-        print(f"| {method} | {m['runs']} | {m['seconds']:.0f} | {len(a)} | {median} | {p80} | {m['reused']} |")
+        print(f"| {method} | {m['runs']} | {m['seconds']:.0f} | {len(a)} | {median(a)} | {p80} | {m['reused']} | "
+              f"{median(m['check'])} | {median(m['wait'])} | {median(m['held'])} |")
 
 
 if __name__ == "__main__":

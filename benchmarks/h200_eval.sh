@@ -16,7 +16,8 @@
 #      SHARDS bench shards (spread over the GPUs) run METHODS on SUITES under BUDGET, each rewriting its report after
 #      every instance; the GPU tests beside them (GPU_TESTS=1). WAIT_MINING=0 starts B at once, with the lineages as
 #      they were.
-# PROFILE=0 skips the timer-vs-do_bench check. Jobs sharing a GPU take turns through KLINEAGE_GPU_LOCK (klineage.sandbox.gpu_turn): checks run side by side, a
+# PROFILE=0 skips the timer-vs-do_bench check; RESUME=0 starts the bench afresh (PRIOR's lineages and memory base
+# still used). Jobs sharing a GPU take turns through KLINEAGE_GPU_LOCK (klineage.sandbox.gpu_turn): checks run side by side, a
 # job that times runs alone on its GPU.
 # Before the call, here: `git rev-parse --short HEAD > .state/COMMIT` (the tree travels without its history).
 # The device call carries .whl (libcst, liger-kernel wheels) and .state. DEVICE=cpu makes a dry run without a GPU.
@@ -41,6 +42,7 @@ MEMORY_BUDGET="${MEMORY_BUDGET:-6}"
 MEMORY_MINUTES="${MEMORY_MINUTES:-4}"
 GPU_TESTS="${GPU_TESTS:-1}"
 RETIME="${RETIME:-0}"             # 1: time the recorded steps again (walks resumed from $PRIOR under contention)
+RESUME="${RESUME:-1}"             # 0: the bench starts afresh (PRIOR's lineages and memory base are still used)
 mkdir -p "$OUT"
 
 env_setup() {
@@ -104,7 +106,7 @@ pipeline() {
         # its memory base too, so a bench-only run (MINE= FIXTURES=0 MEMORY=0) can use it, and its bench shards,
         # which `bench --resume` continues (the same SHARDS split the suite the same way)
         [ -f "$PRIOR/memory.json" ] && cp "$PRIOR/memory.json" "$R/memory.json"
-        [ -d "$PRIOR/bench" ] && mkdir -p "$R/bench" && cp -r "$PRIOR/bench/." "$R/bench/"
+        [ "$RESUME" = 1 ] && [ -d "$PRIOR/bench" ] && mkdir -p "$R/bench" && cp -r "$PRIOR/bench/." "$R/bench/"
     fi
     declare -A pairs=(
         [matmul]="0 $E/matmul/workload.py:$E/matmul/expert.py"
@@ -168,8 +170,8 @@ open('$R/memory.json', 'w'), indent=1)" $(ls "$R"/memory?.json 2>/dev/null)
             stage "bench shard $i: rc $?") &
         shard_pids+=($!)
     done
-    if [ "$GPU_TESTS" = 1 ]; then
-        (on_gpu 0 timeout "$(left_s $((deadline - 20)))" python3 -m pytest -q -p no:cacheprovider -m gpu \
+    if [ "$GPU_TESTS" = 1 ]; then  # -v: each result logged as it ends (a cut run says which passed)
+        (on_gpu 0 timeout "$(left_s $((deadline - 20)))" python3 -m pytest -v -p no:cacheprovider -m gpu \
             tests/gpu >"$R/gpu-tests.log" 2>&1
             stage "gpu tests: rc $?") &
     fi

@@ -612,7 +612,7 @@ def _compile_on_gpu(request: GateRequest) -> Verdict:
     from triton.runtime.jit import JITFunction
 
     from klineage.sass import kernel_metrics
-    from klineage.workload import make_case_init_inputs, make_case_inputs
+    from klineage.workload import make_case_init_inputs, make_case_inputs, on_device
 
     workload, wl_module, program_module = _prepare(request, interpret=False)
     seen: dict[int, JITFunction] = {}
@@ -626,7 +626,7 @@ def _compile_on_gpu(request: GateRequest) -> Verdict:
     arch = "sm_{}{}".format(*torch.cuda.get_device_capability())
     for name, case in workload.cases.items():
         model = _build(program_module.ModelNew, make_case_init_inputs(wl_module, case)).cuda()
-        inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in make_case_inputs(wl_module, case, 0)]
+        inputs = [on_device(x, "cuda") for x in make_case_inputs(wl_module, case, 0)]
         try:
             with torch.no_grad():
                 model(*inputs)
@@ -656,17 +656,12 @@ def ceilings_job(_: Any = None) -> dict:
     return measure_ceilings()
 
 
-def _input_sets(wl_module, case: dict, count: int) -> list[list]:
-    """`count` input sets of one case on the GPU, seeds 0..count-1: timing cycles through them so the cache is
-    not what is measured."""
-    import torch
+def _input_sets(wl_module, case: dict, count: int, device: str = "cuda") -> list[list]:
+    """`count` input sets of one case on the GPU, seeds 0..count-1, each input in its own layout: timing cycles
+    through them so the cache is not what is measured."""
+    from klineage.workload import make_case_inputs, on_device
 
-    from klineage.workload import make_case_inputs
-
-    return [
-        [x.cuda() if isinstance(x, torch.Tensor) else x for x in make_case_inputs(wl_module, case, seed)]
-        for seed in range(count)
-    ]
+    return [[on_device(x, device) for x in make_case_inputs(wl_module, case, seed)] for seed in range(count)]
 
 
 def _rotating(model, sets: list[list]):
@@ -762,6 +757,8 @@ def profile_pair_job(payload: tuple[GateRequest, Program]) -> dict:
         "child_spread": child_t.spread,
         "speedup": speedup,
         "significant": abs(speedup - 1) > noise,
+        "gpu_wait_s": parent_t.turn_wait_s,
+        "gpu_held_s": parent_t.turn_held_s,
     }
 
 

@@ -131,13 +131,19 @@ class LLMProposer(Proposer):
         params = {"materializer": "llm", "intent": parsed.intent} if parsed.intent else {"materializer": "llm"}
         return Candidate(label[:100], origin, transform, module, kernel, params, expected, "", decided_by, new)
 
+    def worth(self, candidate: Candidate) -> bool:
+        return self.base.worth(candidate)
+
     def observe(self, attempt, evaluations_left: int) -> Candidate | None:
-        """Count what the gates did to model-written candidates; repair a failed candidate while budget is left."""
+        """Count what the gates did to model-written candidates; repair a failed candidate while budget is left.
+        The base proposer sees its own (mechanical) candidates' attempts."""
         cand = attempt.candidate
+        written = cand.program.hash in self.made
+        if not written and (follow := self.base.observe(attempt, evaluations_left)) is not None:
+            return follow
         if attempt.kept:
             self.applied.add(cand.origin)
             return None
-        written = cand.program.hash in self.made
         if attempt.outcome != "failed_gate":
             return None
         failed = next((v for v in attempt.verdicts if v["status"] in ("fail", "error")), None)

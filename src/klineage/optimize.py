@@ -62,11 +62,12 @@ class Attempt:
     verdicts: list[dict]
     effect: dict  # {"measured", "current_ms", "candidate_ms", "speedup", spreads} or {"measured": False, "why"}
     seconds: float = 0.0  # wall time of its gates and its timing, waits for a shared GPU included
+    check_seconds: float = 0.0  # of which its gates (compile, correctness)
 
     def as_dict(self) -> dict:
         return {"evaluation": self.evaluation, "candidate": self.candidate.as_dict(), "kept": self.kept,
                 "outcome": self.outcome, "verdicts": self.verdicts, "effect": self.effect,
-                "seconds": round(self.seconds, 3)}  # fmt: skip
+                "seconds": round(self.seconds, 3), "check_seconds": round(self.check_seconds, 3)}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -203,7 +204,9 @@ def _timed_effect(workload, current: Program, candidate: Program, settings, devi
     v = timed.value
     return {"measured": True, "case": v["case"], "current_ms": v["parent_ms"], "candidate_ms": v["child_ms"],
             "current_spread": v["parent_spread"], "candidate_spread": v["child_spread"],
-            "speedup": v["parent_ms"] / v["child_ms"]}  # fmt: skip
+            "speedup": v["parent_ms"] / v["child_ms"],
+            # where the timing job's time went: waiting for the GPU alone, holding it (the rest is its setup)
+            **{k: round(v[k], 3) for k in ("gpu_wait_s", "gpu_held_s") if k in v}}  # fmt: skip
 
 
 def _memoized(memo: dict | None, key: tuple, make: Callable[[], CheckReport]) -> CheckReport:
@@ -266,6 +269,8 @@ def optimize(
             while evaluations < budget and (cand := follow.pop() if follow else next(pending, None)) is not None:
                 if ran.get(current.hash) and cand.function not in ran[current.hash]:
                     continue
+                if not proposer.worth(cand):
+                    continue  # what this run measured since the list was made says it will not pay
                 # decided before the candidate program is written (writing one can be expensive: Candidate.made)
                 if cand.expected < 1.0:
                     continue  # its own evidence (a skill's measured effect, a remembered outcome) says slower
@@ -278,20 +283,21 @@ def optimize(
                 evaluations += 1
                 began = time.perf_counter()
                 report = check(workload, cand.program, settings, device, CANDIDATE_GATES[device == "cuda"], sandbox)
+                checked = time.perf_counter() - began
                 if not report.passed:
                     attempt = Attempt(evaluations, cand, False, "failed_gate", _verdict_rows(report), {},
-                                      time.perf_counter() - began)  # fmt: skip
+                                      time.perf_counter() - began, checked)  # fmt: skip
                 elif device == "cuda":
                     effect = _time_pair(workload, current, cand.program, settings, device, sandbox, memo)
                     noise = effect.get("current_spread", 0) + effect.get("candidate_spread", 0)
                     faster = effect.get("measured") and effect["speedup"] > 1 + max(noise, 0.01)
                     attempt = Attempt(evaluations, cand, bool(faster), "kept" if faster else "not_faster",
-                                      _verdict_rows(report), effect, time.perf_counter() - began)  # fmt: skip
+                                      _verdict_rows(report), effect, time.perf_counter() - began, checked)  # fmt: skip
                 else:
                     attempt = Attempt(evaluations, cand, True, "unmeasured", _verdict_rows(report),
                                       {"measured": False, "why": "no GPU: kept on the skill's evidence "
                                        f"(expected x{cand.expected:.3f}), not timed"},
-                                      time.perf_counter() - began)  # fmt: skip
+                                      time.perf_counter() - began, checked)  # fmt: skip
                 attempts.append(attempt)
                 if on_attempt:
                     on_attempt(attempt)

@@ -43,6 +43,15 @@ CHECKED = ("condition", "required", "unprobed", "not_probed")
 # the target for every skill of a family that lists them: the expert's probe result describes the expert's code.
 TARGET_PROPERTIES = ("idempotent_launch", "no_aliasing")
 PRIOR_SPEEDUP = 1.0  # an unmeasured skill promises nothing: candidates are then ordered by family cost
+# Carried warps leave each thread at least this many of the elements one program handles: Liger's launch rule
+# (calculate_settings) never gives a thread fewer than 8 of its row, and on the H200 (run 5) 8 warps carried onto
+# 256- to 512-element blocks (1 to 2 elements per thread) ran at x0.57-0.86 on 9 of 10 kernels (x1.035 on one).
+MIN_ELEMENTS_PER_THREAD = 8
+# Families whose evidence is a launch configuration: tiles, warps and stages cost registers and shared memory in
+# proportion to the element size, so their effect is evidence only for kernels of the same element size (the
+# bf16 matmul expert's 128x256x64 tile, x4.7 there, ran at x0.054 on an fp32 batched matmul on the H200, run 5).
+LAUNCH_FAMILIES = ("autotune_single_config", "launch_knobs")
+ELEMENT_BYTES = {"dtype_float32": 4, "dtype_float16": 2, "dtype_bfloat16": 2}
 # Families whose expert form buys robustness, not speed (int64 offsets past 2^31, fp32 math in half-precision
 # kernels): KLineage applies them where the domain needs them (their predicate fails on part of it), never for speed.
 ROBUSTNESS = {"int64_offsets": "offsets_below_2_31", "fp32_upcast": "tolerance"}
@@ -310,21 +319,35 @@ def _reduces_1d(source: str, kernel: str) -> str | None:
     return next((op.rstrip("(") for op in REDUCTIONS if op in body), None)
 
 
+def _element_bytes(feats: dict[str, float]) -> int | None:
+    return next((n for key, n in ELEMENT_BYTES.items() if feats.get(key)), None)
+
+
+def _present_warps(source: str, kernel: str) -> int:
+    """The warps `kernel` is launched with: a literal `num_warps`, else Triton's default of 4."""
+    return next((t.value for t in launch_config.tunables(source)
+                 if t.kernel == kernel and t.keyword == "num_warps"), 4)  # fmt: skip
+
+
 def _warps_for_tile(variants: list[dict], source: str, kernel: str) -> list[dict]:
-    """Carried warps adapted to this launch's tile: no more threads than the elements one program handles (an
-    expert's 8 or 16 warps were measured on rows of thousands of elements; on a 128-element block they idle, and
-    on the H200 they took every evaluation of a budget of 4 on such kernels). Variants that end at the launch's
-    present warps, or repeat one another, are dropped: they would spend an evaluation on the same program."""
+    """Carried warps adapted to this launch's tile: at most the warps that leave each thread
+    MIN_ELEMENTS_PER_THREAD of the elements one program handles (an expert's 8 or 16 warps were measured on rows
+    of thousands of elements; on a 256-element block they idle). A variant the tile has no room for (its warps
+    capped at or below the present ones: a reduction nobody measured) is dropped, as are variants that end at the
+    launch's present warps or repeat one another: they would spend an evaluation on the same program. A computed
+    tile (`next_power_of_2(n)`) is not capped: its size is known only at run time."""
     elements = launch_config.elements_per_program(source, kernel)
-    if elements is None:
-        return variants
-    cap = 1 << max(0, (elements // 32).bit_length() - 1)  # a power of two, at most one thread per element
-    present = next((t.value for t in launch_config.tunables(source)
-                    if t.kernel == kernel and t.keyword == "num_warps"), 4)  # fmt: skip
+    cap = None
+    if elements is not None:
+        room = elements // (32 * MIN_ELEMENTS_PER_THREAD)
+        cap = 1 << (room.bit_length() - 1) if room else 0  # a power of two
+    present = _present_warps(source, kernel)
     out = []
     for params in variants:
         warps = _literal_int(params.get("num_warps"))
-        if warps is not None and warps > cap:
+        if warps is not None and cap is not None and warps > cap:
+            if cap <= present:
+                continue
             params = {**params, "num_warps": str(cap)}
         if params.get("num_warps") is not None and _literal_int(params["num_warps"]) == present and len(params) == 1:
             continue
@@ -403,6 +426,11 @@ class Proposer:
         """Model calls and tokens spent (None for a proposer that uses no model)."""
         return None
 
+    def worth(self, candidate: Candidate) -> bool:
+        """Asked just before a listed candidate is gated: False skips it, at no cost, because what this run measured
+        after the list was made says it will not pay."""
+        return True
+
     def launch_candidates(self, program: Program, origin: str, expected: float) -> Iterator[Candidate]:
         """One tunable changed to a neighbouring value (the launch-configuration search)."""
         for module, source in _module_sources(program):
@@ -436,6 +464,9 @@ class SkillProposer(Proposer):
                               if s.transform["id"] == "autotune_single_config" and _config_tiles(s)}  # fmt: skip
         self.context: dict[str, float] = {}
         self._refused: set[tuple] = set()
+        self._knobs: dict[tuple, _KnobSite] = {}  # launch-knob candidates (by key) -> where they change warps
+        self._over_threaded: dict[tuple[str, str], str] = {}  # (module, kernel) -> the slowdown more warps measured
+        self._fewer_tried: set[tuple[str, str]] = set()
 
     def expected(self, skill: Skill) -> float:
         """The skill's measured speedup on this device (any device if none here), discounted by how unlike the
@@ -446,8 +477,8 @@ class SkillProposer(Proposer):
         here = [e for d, e in skill.effect.items() if d == device_name(self.device) and e.get("measured")]
         chosen = (here or effects)[:1]
         origin = skill.provenance.get("features") or {}
-        if not chosen or ("compute_bound" in origin and "compute_bound" in self.context
-                          and origin["compute_bound"] != self.context["compute_bound"]):  # fmt: skip
+        if not chosen or not self._transfers(skill) or ("compute_bound" in origin and "compute_bound" in self.context
+                                                        and origin["compute_bound"] != self.context["compute_bound"]):
             return PRIOR_SPEEDUP
         e = chosen[0]
         gain = math.log(max(e["speedup"], 1e-3))
@@ -457,6 +488,14 @@ class SkillProposer(Proposer):
             gain = min(gain, 0.0)
         weight = 0.5 + 0.5 * similarity(self.context, skill.provenance.get("features") or {})
         return math.exp(gain * weight)
+
+    def _transfers(self, skill: Skill) -> bool:
+        """False for a launch configuration measured on another element size than this workload's (see
+        LAUNCH_FAMILIES); true where either side's element size is unknown."""
+        if skill.transform["id"] not in LAUNCH_FAMILIES:
+            return True
+        mine, theirs = _element_bytes(self.context), _element_bytes(skill.provenance.get("features") or {})
+        return mine is None or theirs is None or mine == theirs
 
     def propose(self, program: Program) -> list[Candidate]:
         self.context = features(program, self.workload)
@@ -522,7 +561,46 @@ class SkillProposer(Proposer):
             out.append(Candidate(label, skill.id, transform.id, module, site.function, params,
                                  expected if params == carried else expected ** 0.5,
                                  guard.predicate if guard else "", decided_by, make))  # fmt: skip
+            if transform.id == "launch_knobs" and kernel is not None and guard is None:
+                self._knobs[out[-1].key] = _KnobSite(program, module, transform, source, site, kernel,
+                                                     _present_warps(source, kernel))  # fmt: skip
         return out
+
+    def worth(self, candidate: Candidate) -> bool:
+        """Not more warps at a launch where more warps already measured a clear slowdown in this run (rope's 8 warps
+        ran at x0.51 on the H200 and its 16 warps were then tried at x0.25, run 5)."""
+        at = self._knobs.get(candidate.key)
+        warps = _literal_int(candidate.params.get("num_warps"))
+        slower = at and self._over_threaded.get((at.module, at.kernel))
+        if not slower or warps is None or warps <= at.present:
+            return True
+        self._refuse(Refusal(candidate.origin, candidate.transform, candidate.function, "measured_here", slower))
+        return False
+
+    def observe(self, attempt, evaluations_left: int) -> Candidate | None:
+        """After carried warps measured a clear slowdown (beyond both spreads), the launch is over-threaded for its
+        tile: further raises are skipped (`worth`) and the other side of the present warps, half of them, is gated
+        next, once per launch (a search of the carried parameter's neighbourhood that its measurement points)."""
+        cand, effect = attempt.candidate, attempt.effect
+        at = self._knobs.get(cand.key)
+        warps = _literal_int(cand.params.get("num_warps"))
+        if at is None or attempt.outcome != "not_faster" or not effect.get("measured") or warps is None \
+                or warps <= at.present:  # fmt: skip
+            return None
+        noise = max(effect.get("current_spread", 0.0) + effect.get("candidate_spread", 0.0), 0.01)
+        if effect["speedup"] >= 1 / (1 + noise):
+            return None  # within the noise: more warps may still pay
+        where = (at.module, at.kernel)
+        self._over_threaded[where] = (f"{warps} warps at {at.kernel}'s launch ran at x{effect['speedup']:.2f} of "
+                                      f"{at.present} in this run (evaluation {attempt.evaluation})")  # fmt: skip
+        if where in self._fewer_tried or at.present < 2 or evaluations_left < 1:
+            return None
+        self._fewer_tried.add(where)
+        fewer = {"num_warps": str(at.present // 2)}
+        return Candidate(f"launch_knobs at {at.site.function}:{at.site.line} (num_warps={at.present // 2}: "
+                         f"{warps} ran at x{effect['speedup']:.2f})", cand.origin, "launch_knobs", at.module,
+                         at.site.function, fewer, PRIOR_SPEEDUP, "", cand.decided_by,
+                         _rewrite(at.program, at.module, at.transform, at.source, at.site, fewer))  # fmt: skip
 
     def _guarded(self, make, program, module, source, kernel, guard, skill, site) -> Program | None:
         """The rewrite behind a launch-time guard on `guard`'s predicate; refused when it cannot be isolated."""
@@ -570,7 +648,8 @@ class SkillProposer(Proposer):
                         # only onto a kernel tiled along the same dimensions (a matmul's BLOCK_M/N/K onto an
                         # attention kernel's BLOCK_M/N is a guess to try, not a measured gain)
                         dims = _tile_dims(tile)  # none: warps and stages alone, the lineage's own knobs
-                        same = not dims or dims == _tile_dims({t.keyword: t.value for t in tunables})
+                        same = self._transfers(skill) and (
+                            not dims or dims == _tile_dims({t.keyword: t.value for t in tunables}))
                         (out if same else guesses).append(Candidate(
                             f"expert tile {launch_config.describe(values)}", skill.id, "launch_config", module,
                             tunables[0].function, values, expected if same else PRIOR_SPEEDUP, "", (),
@@ -584,6 +663,19 @@ class SkillProposer(Proposer):
         if key not in self._refused:
             self._refused.add(key)
             self.refusals.append(refusal)
+
+
+@dataclass(frozen=True)
+class _KnobSite:
+    """Where a launch-knob candidate changes warps: enough to write its neighbour on the other side."""
+
+    program: Program
+    module: str
+    transform: Transform
+    source: str
+    site: Site
+    kernel: str
+    present: int  # the warps the launch has now
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 FLUSH_BYTES = 512 * 2**20  # well over the H200's 60 MB L2 (and any current GPU's)
 
@@ -25,6 +25,8 @@ class Timing:
     max_ms: float
     reps: int
     wall_median_ms: float  # host clock around call + device sync: catches work the events cannot see
+    turn_wait_s: float = 0.0  # seconds waited for the GPU alone (other jobs' measurements on a shared GPU)
+    turn_held_s: float = 0.0  # seconds the measured section held it: first calls, warm-up, repetitions
 
     @property
     def spread(self) -> float:
@@ -50,8 +52,12 @@ def time_calls(
     with other jobs this section runs with the GPU to itself (sandbox.exclusive_turn); the caller's setup does not."""
     from klineage.sandbox import exclusive_turn
 
+    asked = time.perf_counter()
     with exclusive_turn():  # first calls too: an autotuner's own benchmarks need the GPU alone
-        return _time_calls(calls, warmup_ms, rep_ms, min_reps)
+        got = time.perf_counter()
+        timings = _time_calls(calls, warmup_ms, rep_ms, min_reps)
+    held = time.perf_counter() - got
+    return [replace(t, turn_wait_s=got - asked, turn_held_s=held) for t in timings]
 
 
 def _time_calls(calls: Sequence[Callable[[], object]], warmup_ms: float, rep_ms: float, min_reps: int) -> list[Timing]:

@@ -290,6 +290,21 @@ def redraw(x, distribution: str, gen):
     return out
 
 
+def on_device(x, device: str):
+    """`x` on `device` with its layout. `Tensor.to` keeps the strides of a dense tensor only and copies a strided
+    view (every other element, padded rows) into a contiguous one, so a workload with a strided input was timed
+    on contiguous inputs: the H200's strided_add ran at 127% of its roofline that way (run 5), while its
+    correctness gate (guarded buffers, layout kept) saw the stride. An expanded view (stride 0) cannot be copied
+    into and arrives materialized, as before."""
+    import torch
+
+    if not isinstance(x, torch.Tensor):
+        return x
+    if x.is_contiguous() or any(st == 0 and n > 1 for n, st in zip(x.shape, x.stride())):
+        return x.to(device)
+    return torch.empty_strided(tuple(x.shape), x.stride(), dtype=x.dtype, device=device).copy_(x)
+
+
 def case_roofline(module: types.ModuleType, case: dict) -> tuple[float, float] | None:
     """(flops, bytes) of one case, when the workload declares them."""
     if callable(getattr(module, "flops", None)) and callable(getattr(module, "bytes_moved", None)):

@@ -30,6 +30,8 @@ def test_autotune_on_the_naive_matmul_is_timed_and_kept_only_when_faster(setting
         if a.outcome != "failed_gate":
             e = a.effect
             assert e["measured"] and e["current_ms"] > 0 and e["candidate_ms"] > 0
+            # where the time went: the measured section held the GPU, and the gates took part of the attempt
+            assert e["gpu_held_s"] > 0 and e["gpu_wait_s"] >= 0 and 0 < a.check_seconds < a.seconds
             assert a.kept == (e["speedup"] > 1 + max(e["current_spread"] + e["candidate_spread"], 0.01))
     if any(a.kept for a in t.attempts):  # 32x32 tiles leave a lot on the table: a bigger tile wins
         assert t.best_ms < t.start_ms and t.speedup > 1

@@ -285,6 +285,9 @@ class _FixedProposer:
     def observe(self, attempt, evaluations_left):
         return None
 
+    def worth(self, candidate):
+        return True
+
     def llm_usage(self):
         return None
 
@@ -331,18 +334,82 @@ def test_methods_of_one_instance_share_measurements_but_spend_their_own_budget(m
 
 
 def test_carried_warps_fit_the_tile_a_program_handles(settings):
-    """SwiGLU's 8 warps were measured on 16384-element rows; on the held-out bias+GELU's 128-element blocks they
-    would only idle (on the H200 such knobs took every evaluation of a budget of 4), so they are capped at one
-    thread per element, and a cap that lands on the launch's present 4 warps is no candidate at all. Where the
-    tile is computed at run time (softmax's next_power_of_2 row), the expert's warps are carried as they were."""
+    """SwiGLU's 8 warps were measured on 16384-element rows; carried onto 256- to 512-element blocks they ran at
+    x0.57-0.86 on the H200 (run 5). They are capped at the warps that leave each thread 8 elements, and a cap at or
+    below the launch's present 4 warps is no candidate at all; bias+GELU's block of 4096 has room for 8 warps (16
+    carried are capped to 8). Where the tile is computed at run time (softmax's next_power_of_2 row), the expert's
+    warps are carried as they were."""
     skill = make_skill("launch_knobs", {"num_warps": "8"}, (), speedup=1.16)
     gelu = SUITES["heldout"] / "bias_gelu"
     wl, prog = load_workload(gelu / "workload.py"), load_program(gelu / "naive.py")
-    knobs = [c for c in SkillProposer(wl, settings, "cpu", [skill]).propose(prog) if c.transform == "launch_knobs"]
-    assert knobs == []
+
+    def knobs(skill, prog, wl=wl):
+        return [c for c in SkillProposer(wl, settings, "cpu", [skill]).propose(prog) if c.transform == "launch_knobs"]
+
+    assert "BLOCK = 128" in prog.source and knobs(skill, prog) == []
+    for block in (256, 512, 1024):  # 2, 4 and 8 elements per thread at 4 warps: no room for more
+        assert knobs(skill, prog.__class__("b", prog.source.replace("BLOCK = 128", f"BLOCK = {block}"))) == []
+    wide = prog.__class__("wide", prog.source.replace("BLOCK = 128", "BLOCK = 4096"))
+    assert [c.params for c in knobs(skill, wide)][:1] == [{"num_warps": "8"}]
+    assert {"num_warps": "8"} in [c.params for c in knobs(make_skill("launch_knobs", {"num_warps": "16"}), wide)]
+    assert all(c.params != {"num_warps": "4"} for c in knobs(skill, wide))  # the present warps: the same program
     wl, prog = load_workload(EXAMPLES / "softmax" / "workload.py"), load_program(EXAMPLES / "softmax" / "naive.py")
-    knobs = [c for c in SkillProposer(wl, settings, "cpu", [skill]).propose(prog) if c.transform == "launch_knobs"]
-    assert knobs[0].params == {"num_warps": "8"}
+    found = knobs(skill, prog, wl)
+    assert found[0].params == {"num_warps": "8"}
+    assert all(c.params != {"num_warps": "4"} for c in found)  # Triton's default: no change, no evaluation
+
+
+def test_a_launch_configuration_is_evidence_only_for_its_element_size(settings, monkeypatch):
+    """The bf16 matmul expert's 128x256x64 tile measured x4.7 there and ran at x0.054 on the held-out fp32 batched
+    matmul (H200, run 5). On fp32 it is a guess, tried after the neighbourhood search; on fp16 (the same two bytes)
+    it keeps its evidence."""
+    from dataclasses import replace
+
+    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")  # proposing, not running
+    skill = make_skill("autotune_single_config", {"configs": "[triton.Config({'BLOCK_M': 128, 'BLOCK_N': 256, "
+                                                  "'BLOCK_K': 64}, num_warps=8, num_stages=3)]"}, (), speedup=4.7)
+    skill = replace(skill, provenance={**skill.provenance, "features": {"dot": 1.0, "compute_bound": 1.0,
+                                                                         "dtype_bfloat16": 1.0}})
+    for name, carried in (("bmm_fp32", False), ("matmul_odd_k", True)):
+        folder = SUITES["heldout"] / name
+        wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
+        cands = SkillProposer(wl, settings, "cuda", [skill]).propose(prog)
+        tiles = [i for i, c in enumerate(cands) if c.label.startswith("expert tile")]
+        search = [i for i, c in enumerate(cands) if c.origin == "launch_config" and not c.label.startswith("expert")]
+        assert tiles and search, name
+        if carried:
+            assert tiles[0] == 0 and cands[0].expected > 2  # discounted by how unlike the expert this kernel is
+        else:
+            assert min(tiles) > max(search) and all(cands[i].expected == 1.0 for i in tiles)
+
+
+def test_a_measured_slowdown_of_more_warps_turns_the_search_to_fewer(settings, monkeypatch):
+    """rope's 8 carried warps ran at x0.51 on the H200 and KLineage then spent its budget on 16 warps (x0.25) and on
+    4 (the same program); fewer warps (2) were x1.24 (run 5). After a clear slowdown more warps at that launch are
+    skipped, with the reason, and half the present warps are gated next; a result within the noise changes
+    nothing."""
+    from klineage.optimize import Attempt
+
+    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")  # proposing, not running
+    skill = make_skill("launch_knobs", {"num_warps": "8"}, (), speedup=1.16)
+    rope = SUITES["heldout"] / "rope"
+    wl, prog = load_workload(rope / "workload.py"), load_program(rope / "naive.py")
+    proposer = SkillProposer(wl, settings, "cuda", [skill])
+    first, *rest = [c for c in proposer.propose(prog) if c.transform == "launch_knobs"]
+    assert first.params == {"num_warps": "8"} and {"num_warps": "16"} in [c.params for c in rest]
+
+    def measured(cand, speedup, spread=0.01):
+        return Attempt(2, cand, False, "not_faster", [], {"measured": True, "speedup": speedup,
+                                                          "current_spread": spread, "candidate_spread": spread})
+
+    assert proposer.observe(measured(first, 0.99), 3) is None  # within the noise: more warps may still pay
+    assert all(proposer.worth(c) for c in rest)
+    fewer = proposer.observe(measured(first, 0.505), 2)
+    assert fewer.params == {"num_warps": "2"} and "num_warps=2" in fewer.label
+    assert "num_warps=2" in fewer.program.source
+    assert not any(proposer.worth(c) for c in rest if int(c.params["num_warps"]) > 4)
+    assert proposer.refusals[-1].predicate == "measured_here" and "x0.51" in proposer.refusals[-1].reason
+    assert proposer.observe(measured(first, 0.505), 2) is None  # once per launch
 
 
 def test_an_exp2_skill_is_no_rewrite_of_a_square_root_and_keeps_its_form(settings):
@@ -421,3 +488,35 @@ def test_an_effect_within_the_noise_is_no_evidence_of_a_gain(settings):
     assert proposer.expected(measured) > 1.0
     assert proposer.expected(noisy) == 1.0
     assert proposer.expected(slower) < 1.0
+
+
+def test_the_walk_gates_the_fewer_warps_next_after_a_slowdown(monkeypatch, settings):
+    """The same on the forward walk, with faked gates and timer (nothing runs): 8 warps measured slower, 2 warps
+    gated next and kept, 16 warps never gated."""
+    import klineage.optimize as opt
+    from klineage.check import CheckReport
+    from klineage.gates import Verdict
+    from klineage.sandbox import SandboxResult
+
+    def fake_check(workload, program, settings, device="cpu", gates=(), sandbox=None, on_gate=None):
+        verdicts = (Verdict("correctness", "pass"), Verdict("profile", "pass", metrics={"median_ms": 1.0}))
+        return CheckReport(workload.name, program.name, program.hash, device, "fake", "fake", verdicts, (False,) * 2)
+
+    def fake_pair(workload, current, candidate, settings, device, sandbox):
+        ms = {"num_warps=8": 2.0, "num_warps=16": 4.0, "num_warps=2": 0.8}
+        child = next((v for k, v in ms.items() if k in candidate.source), 1.0)
+        parent = next((v for k, v in ms.items() if k in current.source), 1.0)
+        return SandboxResult(True, value={"case": "bench", "parent_ms": parent, "child_ms": child,
+                                          "parent_spread": 0.01, "child_spread": 0.01})  # fmt: skip
+
+    monkeypatch.setattr(opt, "check", fake_check)
+    monkeypatch.setattr(opt, "time_pair", fake_pair)
+    monkeypatch.setattr(opt, "device_name", lambda device: "NVIDIA H200")
+    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
+    rope = SUITES["heldout"] / "rope"
+    wl, prog = load_workload(rope / "workload.py"), load_program(rope / "naive.py")
+    proposer = SkillProposer(wl, settings, "cuda", [make_skill("launch_knobs", {"num_warps": "8"}, (), speedup=1.16)])
+    trajectory = optimize(wl, prog, proposer, settings, "cuda", budget=3, sandbox=object(), memo={})
+    assert [(a.candidate.params, a.outcome) for a in trajectory.attempts] == [
+        ({"num_warps": "8"}, "not_faster"), ({"num_warps": "2"}, "kept")]
+    assert "num_warps=2" in trajectory.best.source

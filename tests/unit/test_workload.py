@@ -142,3 +142,36 @@ def test_bench_sized_inputs_are_drawn_once_with_an_input_cache(tmp_path, monkeyp
     monkeypatch.delenv("KLINEAGE_INPUT_CACHE")
     make_case_inputs(module, big, 1)
     assert module.CALLS[-1] == 1 and len(module.CALLS) == 6  # unset: never read
+
+
+def test_on_device_keeps_a_strided_layout():
+    """Tensor.to makes a strided view contiguous (meta shows it as cuda would): timing must see the layout the
+    correctness gate sees."""
+    import torch
+
+    from klineage.workload import on_device
+
+    every_other = torch.arange(12.0)[::2]
+    assert every_other.to("meta").stride() == (1,)  # what the timing inputs were before
+    assert on_device(every_other, "meta").stride() == (2,)
+    padded = torch.randn(4, 8)[:, :5]
+    assert on_device(padded, "meta").stride() == (8, 1)
+    moved = on_device(padded, "cpu")
+    assert moved.stride() == (8, 1) and torch.equal(moved, padded)
+    assert on_device(torch.randn(3, 4).t(), "meta").stride() == (1, 4)  # dense, not contiguous: kept as it was
+    assert on_device(torch.randn(1, 4).expand(3, 4), "meta").shape == (3, 4)  # overlap: materialized
+    assert on_device(7, "meta") == 7
+
+
+def test_timing_inputs_of_the_strided_heldout_keep_their_stride():
+    import importlib.util
+
+    from klineage.gates import _input_sets
+    from klineage.suites import suite_instances
+
+    workload_path = next(w for w, _ in suite_instances("heldout") if w.parent.name == "strided_add")
+    spec = importlib.util.spec_from_file_location("strided_add_wl", workload_path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    (x, y), = _input_sets(mod, mod.CASES["tiny"], 1, device="meta")
+    assert x.stride() == (2,) and y.stride() == (1,)
