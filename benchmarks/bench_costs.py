@@ -1,6 +1,7 @@
 """Where a bench run's time went: per method, the attempts, the wall seconds each took (gates and timing, waits
 for a shared GPU included), how many effects were reused from another method of the same instance, the runs'
-total seconds, and of an attempt's seconds: its gates, and its timing job's wait for the GPU alone and hold of it.
+total seconds, and of an attempt's seconds: its gates, and its timing job's wait for the GPU alone and hold of it;
+then, per instance, the seconds outside the runs (the references job, the escape re-checks).
 Reads one or more bench.json reports (a shard's folder or the file). A report, not a test.
 
     python benchmarks/bench_costs.py REPORT [REPORT ...]"""
@@ -59,6 +60,17 @@ def main() -> None:
         p80 = f"{_quantile(a, 0.8):.1f}" if a else "n/a"
         print(f"| {method} | {m['runs']} | {m['seconds']:.0f} | {len(a)} | {median(a)} | {p80} | {m['reused']} | "
               f"{median(m['check'])} | {median(m['wait'])} | {median(m['held'])} |")
+    outside = [c for r in results for c in r.get("costs", {}).values()]  # reports from before costs: none
+    if outside:
+        print()
+        print("| per instance, outside the runs | instances | seconds, median | p80 | total |")
+        print("| --- | --- | --- | --- | --- |")
+        for key, what in (("references_s", "references job (eager, torch.compile, start, expert, finals)"),
+                          ("escapes_s", "escape re-checks of the finals")):
+            values = [c[key] for c in outside if key in c]
+            if values:
+                print(f"| {what} | {len(values)} | {median(values)} | {_quantile(values, 0.8):.1f} | "
+                      f"{sum(values):.0f} |")
 
 
 if __name__ == "__main__":

@@ -244,6 +244,7 @@ def run_bench(
     trajectories: dict[str, dict] = {}
     references: dict[str, dict] = {}
     skipped: dict[str, str] = {}
+    costs: dict[str, dict] = {}  # per instance, the seconds outside the methods' runs (references, escape re-checks)
     done = _finished(earlier, instances, methods, budget, device) if earlier else set()
     for name in done:  # every row, trajectory and reference of an instance is measured within one run: carried whole
         rows += [Row(**{"commit": earlier["stamp"]["commit"], **r}) for r in earlier["rows"] if r["instance"] == name]
@@ -252,6 +253,8 @@ def run_bench(
             references[name] = earlier["references"][name]
         if name in earlier.get("skipped", {}):
             skipped[name] = earlier["skipped"][name]
+        if name in earlier.get("costs", {}):
+            costs[name] = earlier["costs"][name]
     with Sandbox(warm=settings.warm) as sandbox:
         for inst in instances:
             if inst.name in done:
@@ -271,6 +274,7 @@ def run_bench(
                 skipped[inst.name] = str(e)
                 continue
             ref = {}
+            began = time.perf_counter()
             if device == "cuda":
                 if on_progress:
                     on_progress(f"{inst.name}: references")
@@ -289,6 +293,8 @@ def run_bench(
                 else:
                     ref = {"error": result.error[:300]}
             references[inst.name] = ref
+            costs[inst.name] = {"references_s": round(time.perf_counter() - began, 3)}
+            began = time.perf_counter()
             for method, t in finals.items():
                 if on_progress:
                     on_progress(f"{inst.name}: {method}: re-checking for escapes")
@@ -310,15 +316,17 @@ def run_bench(
                     kept=sum(a.kept for a in t.attempts), refusals=len(t.refusals), escapes=found,
                     seconds=t.seconds, stop=t.stop, best_hash=t.best.hash, commit=_git_commit(),
                 ))  # fmt: skip
+            costs[inst.name]["escapes_s"] = round(time.perf_counter() - began, 3)
             if on_instance and inst is not instances[-1]:
                 done = instances[: instances.index(inst) + 1]
                 on_instance(_result(done, methods, budget, device, started, rows, references, trajectories, skipped,
-                                    True))  # fmt: skip
-    return _result(instances, methods, budget, device, started, rows, references, trajectories, skipped, False)
+                                    True, costs))  # fmt: skip
+    return _result(instances, methods, budget, device, started, rows, references, trajectories, skipped, False, costs)
 
 
 def _result(instances: list[Instance], methods: list[str], budget: int, device: str, started: float, rows: list[Row],
-            references: dict, trajectories: dict, skipped: dict, partial: bool) -> dict:  # fmt: skip
+            references: dict, trajectories: dict, skipped: dict, partial: bool,
+            costs: dict | None = None) -> dict:  # fmt: skip
     return {
         "stamp": {"device": device_name(device), "versions": versions(), "budget": budget,
                   "commit": ", ".join(sorted({r.commit for r in rows if r.commit} | {_git_commit()})),
@@ -330,6 +338,7 @@ def _result(instances: list[Instance], methods: list[str], budget: int, device: 
         "references": dict(references),
         "trajectories": dict(trajectories),
         "skipped": dict(skipped),
+        "costs": dict(costs or {}),
     }
 
 
@@ -379,6 +388,7 @@ def merge(results: list[dict]) -> dict:
         "references": {k: v for r in results for k, v in r["references"].items()},
         "trajectories": {k: v for r in results for k, v in r["trajectories"].items()},
         "skipped": {k: v for r in results for k, v in r.get("skipped", {}).items()},
+        "costs": {k: v for r in results for k, v in r.get("costs", {}).items()},
     }
 
 

@@ -37,6 +37,8 @@ def test_small_run_writes_a_stamped_report_and_invents_no_time(settings, tmp_pat
     assert rows["klineage"]["kept"] >= 1 and rows["klineage"]["escapes"] == []
     assert rows["autotune"]["kept"] == 0  # nothing to decide launch configurations on without timing
     assert all(r["speedup"] is None and r["vs_torch_compile"] is None for r in result["rows"])
+    cost = result["costs"]["softmax"]  # where an instance's time went outside its runs: read by bench_costs.py
+    assert set(cost) == {"references_s", "escapes_s"} and cost["escapes_s"] > 0
     text = markdown(result)
     assert "No GPU: nothing was timed" in text and "| klineage |" in text
     paths = write_report(result, tmp_path / "report")
@@ -67,10 +69,12 @@ def test_shards_split_a_suite_and_merge_back(settings):
     row = {"instance": "x", "method": "klineage", "speedup": 2.0, "expert_fraction": None, "roofline_fraction": None,
            "vs_torch_compile": None, "evaluations": 4, "evaluations_to_95": 2, "failed_share": 0.0, "kept": 1,
            "refusals": 0, "escapes": [], "seconds": 1.0, "stop": "s", "best_hash": "h"}  # fmt: skip
-    a = {"stamp": {**stamp, "instances": ["x"]}, "rows": [row], "references": {}, "trajectories": {}}
+    a = {"stamp": {**stamp, "instances": ["x"]}, "rows": [row], "references": {}, "trajectories": {},
+         "costs": {"x": {"references_s": 1.0, "escapes_s": 2.0}}}  # fmt: skip
     b = {"stamp": {**stamp, "instances": ["y"]}, "rows": [{**row, "instance": "y", "speedup": 8.0}],
          "references": {}, "trajectories": {}}  # fmt: skip
     merged = merge([a, b])
+    assert merged["costs"] == {"x": {"references_s": 1.0, "escapes_s": 2.0}}  # b predates costs
     assert merged["stamp"]["instances"] == ["x", "y"] and merged["stamp"]["shards"] == 2
     assert merged["summary"]["klineage"]["geomean_speedup"] == pytest.approx(4.0)
     with pytest.raises(UserError):
@@ -105,6 +109,7 @@ def test_joined_suites_prefix_each_name_and_a_cut_run_keeps_what_it_finished(set
     assert all(text.startswith(two[1].name) for text in ran) and ran
     assert [r["instance"] for r in resumed["rows"]] == [two[0].name, two[1].name]
     assert resumed["rows"][0] == {**seen[0]["rows"][0], "commit": seen[0]["stamp"]["commit"]}
+    assert resumed["costs"][two[0].name] == seen[0]["costs"][two[0].name] and two[1].name in resumed["costs"]
     assert set(resumed["trajectories"]) == {f"{i.name}/autotune" for i in two}
     with pytest.raises(UserError, match="budget"):
         run_bench(two, ["autotune"], 2, settings, "cpu", None, earlier=seen[0])
