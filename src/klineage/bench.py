@@ -413,7 +413,20 @@ def summarize(rows: list[Row], methods: list[str]) -> dict:
             "fast_1": _mean([1.0 if (r.speedup or 0) > 1.0 and not r.escapes else 0.0 for r in mine]),
             "escapes": sum(bool(r.escapes) for r in mine),
         }
+    if "klineage" in methods:
+        out["klineage"]["paired_evaluations_to_95"] = {
+            other: paired_evaluations(rows, "klineage", other) for other in methods if other != "klineage"}
     return out
+
+
+def paired_evaluations(rows: list[Row], a: str, b: str) -> dict:
+    """Mean evaluations to 95% of the final result of `a` and of `b` over the instances where both improved: the
+    per-method mean leaves out the instances a method did not improve, so a method that improves more instances,
+    some late, can look slower than one that improved few."""
+    by = {(r.instance, r.method): r.evaluations_to_95 for r in rows}
+    both = [(by[(i, a)], by[(i, b)]) for i in sorted({r.instance for r in rows})
+            if by.get((i, a)) and by.get((i, b))]  # fmt: skip
+    return {"instances": len(both), a: _mean([x for x, _ in both]), b: _mean([y for _, y in both])}
 
 
 def _mean(values: list[float]) -> float | None:
@@ -441,6 +454,11 @@ def markdown(result: dict) -> str:
                      f"{_f(m['geomean_vs_torch_compile'])} | {_f(m['mean_roofline_fraction'], '.2f')} | "
                      f"{_f(m['mean_evaluations_to_95'], '.1f')} | {_f(m['mean_failed_share'], '.2f')} | "
                      f"{_f(m['fast_1'], '.2f')} | {m['escapes']} |")  # fmt: skip
+    paired = (result["summary"].get("klineage") or {}).get("paired_evaluations_to_95") or {}
+    if s["timed"] and any(p["instances"] for p in paired.values()):
+        lines += ["", "Evaluations to 95%, paired (instances where both methods improved): " + "; ".join(
+            f"klineage {_f(p['klineage'], '.1f')} vs {other} {_f(p[other], '.1f')} on {p['instances']}"
+            for other, p in paired.items()) + "."]  # fmt: skip
     lines += ["", "| instance | method | speedup | x expert | roofline | x torch.compile | evals | to 95% | kept | "
               "refused | escapes | stop |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in result["rows"]:

@@ -153,3 +153,25 @@ def test_memory_build_keeps_each_attempt_as_it_is_made(settings, tmp_path, monke
         build_memory([softmax], settings, "cpu", 6, path)
     (entry,) = load_memory(path)
     assert entry.transform == "launch_config" and entry.speedup == 0.9 and entry.source == "softmax:blind"
+
+
+def test_evaluations_to_95_are_also_compared_on_the_instances_both_methods_improved():
+    """The per-method mean leaves out what a method did not improve: here blind's mean (2.0) beats klineage's (3.0)
+    only because blind improved one instance of the two; on that one both took 2 evaluations."""
+    from dataclasses import asdict
+
+    from klineage.bench import Row, markdown, summarize
+
+    def row(instance, method, to95):
+        return Row(instance, method, 2.0 if to95 else 1.0, None, None, None, 4, to95, 0.0, 1, 0, [], 1.0, "s", "h")
+
+    rows = [row("a", "klineage", 2), row("a", "blind", 2), row("b", "klineage", 4), row("b", "blind", None)]
+    summary = summarize(rows, ["klineage", "blind"])
+    assert summary["klineage"]["mean_evaluations_to_95"] == 3.0 and summary["blind"]["mean_evaluations_to_95"] == 2.0
+    assert summary["klineage"]["paired_evaluations_to_95"] == {"blind": {"instances": 1, "klineage": 2.0,
+                                                                         "blind": 2.0}}  # fmt: skip
+    stamp = {"methods": ["klineage", "blind"], "budget": 4, "commit": "c", "device": "d", "instances": ["a", "b"],
+             "seconds": 1.0, "timed": True, "versions": {}, "date": "d"}  # fmt: skip
+    text = markdown({"stamp": stamp, "rows": [asdict(r) for r in rows], "summary": summary})
+    assert "paired (instances where both methods improved): klineage 2.0 vs blind 2.0 on 1." in text
+
