@@ -14,8 +14,8 @@
 #   B. the data directories merged into one library; with MEMORY=1 the memory baseline's base built from the merged
 #      lineages' simplest forms (5 parallel shards, blind runs of MEMORY_BUDGET, MEMORY_MINUTES at most); then
 #      SHARDS bench shards (spread over the GPUs) run METHODS on SUITES under BUDGET, each rewriting its report after
-#      every instance; the GPU tests beside them (GPU_TESTS=1). WAIT_MINING=0 starts B at once, with the lineages as
-#      they were.
+#      every instance; the GPU tests beside them (GPU_TESTS=1: tests/gpu; or a test path). WAIT_MINING=0 starts
+#      B at once, with the lineages as they were.
 # PROFILE=0 skips the timer-vs-do_bench check; RESUME=0 starts the bench afresh (PRIOR's lineages and memory base
 # still used). Jobs sharing a GPU take turns through KLINEAGE_GPU_LOCK (klineage.sandbox.gpu_turn): checks run side by side, a
 # job that times runs alone on its GPU.
@@ -40,7 +40,7 @@ FIXTURES="${FIXTURES:-1}"         # mine the planted/probed/hinted fixtures too
 MEMORY="${MEMORY:-1}"             # build the memory baseline's base (5 parallel shards) before the bench
 MEMORY_BUDGET="${MEMORY_BUDGET:-6}"
 MEMORY_MINUTES="${MEMORY_MINUTES:-4}"
-GPU_TESTS="${GPU_TESTS:-1}"
+GPU_TESTS="${GPU_TESTS:-1}"      # 1: tests/gpu beside the bench; 0: none; a path: those tests only
 RETIME="${RETIME:-0}"             # 1: time the recorded steps again (walks resumed from $PRIOR under contention)
 RESUME="${RESUME:-1}"             # 0: the bench starts afresh (PRIOR's lineages and memory base are still used)
 mkdir -p "$OUT"
@@ -170,9 +170,10 @@ open('$R/memory.json', 'w'), indent=1)" $(ls "$R"/memory?.json 2>/dev/null)
             stage "bench shard $i: rc $?") &
         shard_pids+=($!)
     done
-    if [ "$GPU_TESTS" = 1 ]; then  # -v: each result logged as it ends (a cut run says which passed)
+    if [ "$GPU_TESTS" != 0 ]; then  # -v: each result logged as it ends (a cut run says which passed)
+        [ "$GPU_TESTS" = 1 ] && GPU_TESTS=tests/gpu
         (on_gpu 0 timeout "$(left_s $((deadline - 20)))" python3 -m pytest -v -p no:cacheprovider -m gpu \
-            tests/gpu >"$R/gpu-tests.log" 2>&1
+            $GPU_TESTS >"$R/gpu-tests.log" 2>&1
             stage "gpu tests: rc $?") &
     fi
     for pid in "${shard_pids[@]}"; do wait "$pid"; done
