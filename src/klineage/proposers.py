@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 import json
 import math
@@ -154,10 +155,64 @@ def adapt(params: dict, source: str, defaults: dict, labels: tuple[str, ...] = (
     return out
 
 
+@functools.lru_cache(maxsize=64)
+def visible_code(source: str, function: str) -> str:
+    """The code whose names `function` can read: its own body and the module's top level, other functions' and
+    classes' bodies left out (their names kept). A name defined only inside another function had passed as
+    defined: SwiGLU's `num_warps=num_warps` was carried into Liger's cross_entropy_forward, where `num_warps`
+    lives in another function, and failed its gate with a NameError on the H200 (run 5). The whole source when
+    `function` is neither a top-level function nor a method of a top-level class."""
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError:
+        return source
+    parts, found = [], False
+    for node in module.body:
+        if isinstance(node, cst.FunctionDef | cst.ClassDef):
+            methods = [m for m in node.body.body if isinstance(m, cst.FunctionDef)] if isinstance(
+                node, cst.ClassDef) else [node]  # fmt: skip
+            mine = next((m for m in methods if m.name.value == function), None)
+            parts.append(module.code_for_node(mine) if mine is not None else f"{node.name.value} = None")
+            found = found or mine is not None
+        else:
+            parts.append(module.code_for_node(node))
+    return "\n".join(parts) if found else source
+
+
 def _undefined(names: set[str], source: str) -> list[str]:
-    """The names a program's source never mentions (the modules every kernel imports aside), sorted."""
-    return sorted(n for n in names if n not in ("tl", "triton", "torch", "True", "False", "None")
-                  and not re.search(rf"\b{re.escape(n)}\b", source))  # fmt: skip
+    """The names `source` never binds (assignments, parameters, imports, definitions; builtins and the modules
+    every kernel imports aside), sorted. A mention is not a binding: SwiGLU's `num_warps` had passed as defined in
+    a module whose launches only spell the keyword `num_warps=`. Where the source does not parse, any mention
+    counts."""
+    bound = _bound_names(source)
+    known = ("tl", "triton", "torch", "True", "False", "None")
+    if bound is None:
+        return sorted(n for n in names if n not in known and not re.search(rf"\b{re.escape(n)}\b", source))
+    return sorted(n for n in names if n not in known and n not in bound and n not in BUILTINS)
+
+
+BUILTINS = frozenset(dir(builtins))
+
+
+@functools.lru_cache(maxsize=128)
+def _bound_names(source: str) -> frozenset[str] | None:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+    return frozenset(names)
 
 
 def _leaf_names(value) -> set[str]:
@@ -539,8 +594,8 @@ class SkillProposer(Proposer):
             carried = autotune_params(source, site.function, expert_tiles(skill.transform.get("params") or {}))
             variants = [carried] if carried else []
         else:
-            carried = adapt(skill.transform.get("params") or {}, source, transform_defaults(transform),
-                            transform.label_params)  # fmt: skip
+            carried = adapt(skill.transform.get("params") or {}, visible_code(source, site.function),
+                            transform_defaults(transform), transform.label_params)  # fmt: skip
             variants = numeric_neighbours(carried or transform_defaults(transform))[:3]
             if transform.id == "launch_knobs" and kernel is not None:
                 variants = _warps_for_tile(variants, source, kernel)

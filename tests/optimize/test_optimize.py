@@ -359,6 +359,31 @@ def test_carried_warps_fit_the_tile_a_program_handles(settings):
     assert all(c.params != {"num_warps": "4"} for c in found)  # Triton's default: no change, no evaluation
 
 
+def test_a_carried_name_must_be_visible_where_it_is_used(settings):
+    """SwiGLU's `num_warps=num_warps` was carried into Liger's cross_entropy_forward because another function of
+    the module defines `num_warps`; the launch raised a NameError (H200, run 5). A name counts as defined only in
+    the site's own function or at the module's top level; otherwise the family's default is carried."""
+    from klineage.proposers import visible_code
+
+    folder = SUITES["heldout"] / "softmax_scale_mask"
+    wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
+    elsewhere = prog.__class__("elsewhere", prog.source + "\n\ndef _settings(n):\n    num_warps = 4 if n < 2048 else 8"
+                               "\n    return num_warps\n")  # fmt: skip
+    skill = make_skill("launch_knobs", {"num_warps": "num_warps"}, (), speedup=1.16)
+    knobs = [c for c in SkillProposer(wl, settings, "cpu", [skill]).propose(elsewhere) if c.transform == "launch_knobs"]
+    assert knobs and all(c.params.get("num_warps") != "num_warps" for c in knobs)
+    assert knobs[0].params == {"num_warps": "8"}  # the family's default
+    visible = visible_code(elsewhere.source, "forward")
+    assert "def forward" in visible and "num_warps" not in visible and "_settings" in visible
+    assert visible_code(elsewhere.source, "no_such_function") == elsewhere.source
+    # a mention is not a binding: the keyword of a launch (`num_warps=4`) defines no `num_warps`
+    from klineage.proposers import _undefined
+
+    spelled = "def forward(x):\n    k[(1,)](x, num_warps=4)\n"
+    assert _undefined({"num_warps", "min"}, spelled) == ["num_warps"]  # builtins are defined
+    assert _undefined({"num_warps"}, spelled.replace("(x):", "(x):\n    num_warps = 8")) == []
+
+
 def test_a_launch_configuration_is_evidence_only_for_its_element_size(settings, monkeypatch):
     """The bf16 matmul expert's 128x256x64 tile measured x4.7 there and ran at x0.054 on the held-out fp32 batched
     matmul (H200, run 5). On fp32 it is a guess, tried after the neighbourhood search; on fp16 (the same two bytes)
