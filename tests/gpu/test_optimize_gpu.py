@@ -63,3 +63,39 @@ def test_methods_of_an_instance_share_a_pair_both_try_on_a_gpu_they_take_turns_o
         assert a["effect"]["reused"] and a["effect"]["speedup"] == timed[a["candidate"]["program_hash"]]["speedup"]
     assert all(a["seconds"] > 0 for t in (blind, autotune) for a in t["attempts"])
     assert {r["method"] for r in result["rows"]} == {"blind", "autotune"}
+
+
+def test_a_strided_input_is_timed_strided(settings, sandbox):
+    """strided_add's x is a stride-2 view. Timed as it is, the kernel reads x's whole span and cannot beat the
+    roofline, which counts that span; run 5 timed a contiguous copy (`.cuda()`) and reported 127% of it."""
+    from klineage.check import check
+    from klineage.suites import SUITES
+
+    folder = SUITES["heldout"] / "strided_add"
+    wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
+    profile = check(wl, prog, settings, "cuda", ("profile",), sandbox).verdict("profile")
+    assert profile.passed, profile.reason
+    assert 0 < profile.metrics["roofline_fraction"] < 1.05  # a bound on the measurement, not a speed target
+
+
+def test_after_more_warps_measure_slower_fewer_are_gated_next(settings, sandbox):
+    """KLineage carries 8 warps onto rope's computed 64-element block (x0.51 on the H200 in run 5). Whatever this
+    GPU measures, the walk follows it: a clear slowdown is followed by half the present warps, and no more warps
+    are tried at that launch afterwards."""
+    from klineage.proposers import SkillProposer
+    from klineage.suites import SUITES
+    from tests.optimize.skillmaker import make_skill
+
+    folder = SUITES["heldout"] / "rope"
+    wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
+    proposer = SkillProposer(wl, settings, "cuda", [make_skill("launch_knobs", {"num_warps": "8"}, (), speedup=1.16)])
+    t = optimize(wl, prog, proposer, settings, "cuda", budget=3, sandbox=sandbox)
+    first = t.attempts[0]
+    assert first.candidate.params == {"num_warps": "8"} and first.effect["measured"]
+    e = first.effect
+    slower = e["speedup"] < 1 / (1 + max(e["current_spread"] + e["candidate_spread"], 0.01))
+    if slower:
+        assert t.attempts[1].candidate.params == {"num_warps": "2"}
+        assert not any(int(a.candidate.params.get("num_warps", 0)) > 4 for a in t.attempts[1:])
+    else:
+        assert all(a.candidate.params != {"num_warps": "2"} for a in t.attempts)  # no evidence to turn on
