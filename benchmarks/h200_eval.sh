@@ -13,9 +13,9 @@
 #      (FIXTURES=1, not waited for); mining stops at A_MINUTES;
 #   B. the data directories merged into one library; with MEMORY=1 the memory baseline's base built from the merged
 #      lineages' simplest forms (5 parallel shards, blind runs of MEMORY_BUDGET, MEMORY_MINUTES at most); then
-#      SHARDS bench shards (spread over the GPUs) run METHODS on SUITES under BUDGET, each rewriting its report after
-#      every instance; the GPU tests beside them (GPU_TESTS=1: tests/gpu; or a test path). WAIT_MINING=0 starts
-#      B at once, with the lineages as they were.
+#      SHARDS bench shards (spread over the GPUs) run METHODS on SUITES (INSTANCES of them, where given) under BUDGET,
+#      each rewriting its report after every instance; the GPU tests beside them (GPU_TESTS=1: tests/gpu; or a
+#      test path). WAIT_MINING=0 starts B at once, with the lineages as they were.
 # PROFILE=0 skips the timer-vs-do_bench check; RESUME=0 starts the bench afresh (PRIOR's lineages and memory base
 # still used). Jobs sharing a GPU take turns through KLINEAGE_GPU_LOCK (klineage.sandbox.gpu_turn): checks run side by side, a
 # job that times runs alone on its GPU.
@@ -31,6 +31,7 @@ A_MINUTES="${A_MINUTES:-11}"
 SHARDS="${SHARDS:-8}"
 METHODS="${METHODS:-klineage,blind,memory,autotune}"
 SUITES="${SUITES:-naive,experts,heldout}"
+INSTANCES="${INSTANCES:-}"        # comma-separated instance names of SUITES (empty: all of them)
 GPUS="${GPUS:-2}"
 EXPERTS="matmul attention rmsnorm cross_entropy swiglu"
 MINE="${MINE-$EXPERTS}"           # which experts to mine (resumed from $PRIOR's data directories where given)
@@ -166,6 +167,7 @@ open('$R/memory.json', 'w'), indent=1)" $(ls "$R"/memory?.json 2>/dev/null)
         rm -rf "$R/shard-home$i" && cp -r "$R/home" "$R/shard-home$i"
         (KLINEAGE_HOME="$R/shard-home$i" on_gpu $((i - 1)) timeout "$(left_s $((deadline - 20)))" \
             python3 -m klineage bench "$SUITES" --methods "$METHODS" --budget "$budget" --shard "$i/$SHARDS" \
+            ${INSTANCES:+--instances "$INSTANCES"} \
             --device "$DEVICE" --out "$R/bench/shard$i" --resume --json >>"$R/bench/shard$i.log" 2>&1
             stage "bench shard $i: rc $?") &
         shard_pids+=($!)
