@@ -45,8 +45,9 @@ CHECKED = ("condition", "required", "unprobed", "not_probed")
 TARGET_PROPERTIES = ("idempotent_launch", "no_aliasing")
 PRIOR_SPEEDUP = 1.0  # an unmeasured skill promises nothing: candidates are then ordered by family cost
 # Carried warps leave each thread at least this many of the elements one program handles: Liger's launch rule
-# (calculate_settings) never gives a thread fewer than 8 of its row, and on the H200 (run 5) 8 warps carried onto
-# 256- to 512-element blocks (1 to 2 elements per thread) ran at x0.57-0.86 on 9 of 10 kernels (x1.035 on one).
+# (calculate_settings) raises warps above 4 only where each thread keeps 8 or more (8 warps from 2048-element
+# blocks, 16 from 8192, 32 from 32768), and on the H200 (run 5) 8 warps carried onto 256- to 512-element blocks
+# (1 to 2 elements per thread) ran at x0.57-0.86 on 9 of 10 kernels (x1.035 on one).
 MIN_ELEMENTS_PER_THREAD = 8
 # Families whose evidence is a launch configuration: tiles, warps and stages cost registers and shared memory in
 # proportion to the element size, so their effect is evidence only for kernels of the same element size (the
