@@ -75,3 +75,18 @@ def test_simplified_parses_and_no_pattern_no_sites():
     assert T.sites(SIMPLE) == []
     assert T.sites("import triton.language as tl\ndef host(eps):\n    return eps.to(tl.float32)\n") == []
     assert T.sites("def broken(:\n") == []
+
+
+def test_a_scalar_added_into_an_address_is_an_integer_and_never_pinned():
+    """rope's `half` offsets the second half of each vector (`x_vec + half + offs`); pinned to fp32 it made a float
+    pointer offset, a compile error that blind and memory each spent an evaluation on (H200, run 5)."""
+    import libcst as cst
+
+    from klineage.suites import SUITES
+    from klineage.transforms.scalar_dtype_pin import scalar_params
+
+    source = (SUITES["heldout"] / "rope" / "naive.py").read_text()
+    assert not [s for s in T.optimize_sites(source) if "half" in s.before]
+    (kernel,) = [n for n in cst.parse_module(source).body if isinstance(n, cst.FunctionDef) and n.name.value ==
+                 "rope_kernel"]  # fmt: skip
+    assert "half" not in scalar_params(kernel)

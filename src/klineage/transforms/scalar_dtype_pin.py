@@ -32,10 +32,16 @@ def _leftmost(node: cst.BaseExpression) -> cst.BaseExpression:
 
 def scalar_params(fn: cst.FunctionDef) -> set[str]:
     """Parameters of a kernel that are runtime scalars: not annotated (a constexpr or anything else), not named like
-    a pointer, and not used like one (the base of a load/store address, `p.dtype`, or advanced with `p += ...`)."""
+    a pointer, and not used like one (the base of a load/store address, `p.dtype`, or advanced with `p += ...`), nor
+    added into an address (an offset such as rope's `half` in `x_vec + half + offs` is an integer: pinned to fp32
+    it made a float pointer offset, a compile error the H200 run 5 spent two evaluations on)."""
     names = {p.name.value for p in fn.params.params if p.annotation is None}
     names = {n for n in names if not n.lower().endswith("ptr") and not n.lower().startswith("ptr")}
     pointers: set[str] = set()
+
+    class Names(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            pointers.add(node.value)  # in an address: a pointer or an integer offset, never a float scalar
 
     class V(cst.CSTVisitor):
         def visit_Call(self, call: cst.Call) -> None:
@@ -43,6 +49,8 @@ def scalar_params(fn: cst.FunctionDef) -> set[str]:
                 base = _leftmost(call.args[0].value)
                 if isinstance(base, cst.Name):
                     pointers.add(base.value)
+                if dotted(call.func) != "tl.make_block_ptr":
+                    call.args[0].value.visit(Names())
 
         def visit_Attribute(self, node: cst.Attribute) -> None:
             if isinstance(node.value, cst.Name) and node.attr.value in ("dtype", "element_ty"):
