@@ -72,3 +72,22 @@ def test_simplified_parses_and_no_pattern_no_sites():
     assert T.sites(SIMPLE) == []
     assert T.sites("import triton.language as tl\nx = list(tl.static_range(3))\n") == []
     assert T.sites("def broken(:\n") == []
+
+
+def test_unrolling_is_offered_only_where_the_trip_count_is_known_at_compile_time():
+    """Attention's `range(lo, hi, BLOCK_N)` takes its bounds from the program id: `tl.static_range` there failed to
+    compile (blind on the H200, run 5). A loop over constexpr bounds is still offered."""
+    source = textwrap.dedent("""
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def k(x_ptr, n, BLOCK: tl.constexpr, STAGES: tl.constexpr):
+            lo = tl.program_id(0) * BLOCK
+            for start in range(lo, n, BLOCK):
+                tl.store(x_ptr + start, 0.0)
+            for i in range(0, STAGES):
+                tl.store(x_ptr + i, 1.0)
+    """)
+    sites = T.optimize_sites(source)
+    assert [s.before for s in sites] == ["range(0, STAGES)"]

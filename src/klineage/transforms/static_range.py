@@ -17,6 +17,30 @@ def _loop_iter(module: Module, call: cst.Call) -> bool:
     return isinstance(parent, cst.For) and parent.iter is call and not any(a.star for a in call.args)
 
 
+def _constexpr_names(fn: cst.FunctionDef | None) -> set[str]:
+    if fn is None:
+        return set()
+    code = cst.Module([]).code_for_node
+    return {p.name.value for p in fn.params.params
+            if p.annotation is not None and "constexpr" in code(p.annotation.annotation)}  # fmt: skip
+
+
+def _compile_time_bounds(module: Module, call: cst.Call) -> bool:
+    """Every name in the loop's bounds is a constexpr parameter of the kernel (literals aside): `tl.static_range`
+    needs a trip count known at compile time. Offered on attention's `range(lo, hi, BLOCK_N)`, whose bounds come
+    from the program id, it failed to compile (blind on the H200, run 5)."""
+    allowed = _constexpr_names(module.enclosing(call))
+    names: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            names.add(node.value)
+
+    for arg in call.args:
+        arg.value.visit(V())
+    return names <= allowed
+
+
 @register
 class StaticRange(AnchoredTransform):
     """Intent: `for i in tl.static_range(0, E, BLOCK)` unrolls a short loop with a compile-time trip count, removing
@@ -43,7 +67,7 @@ class StaticRange(AnchoredTransform):
     def plain_anchors(self, module: Module):
         return [(call, {}) for call in kernel_nodes(module, cst.Call)
                 if dotted(call.func) == "range" and _loop_iter(module, call)
-                and all(a.keyword is None for a in call.args)]  # fmt: skip
+                and all(a.keyword is None for a in call.args) and _compile_time_bounds(module, call)]  # fmt: skip
 
     def simple(self, node: cst.Call, params: dict) -> cst.Call:
         return node.with_changes(func=cst.Name("range"))
