@@ -7,7 +7,7 @@ import re
 import libcst as cst
 
 from klineage.transform import dotted, register
-from klineage.transforms._anchored import AnchoredTransform, Module
+from klineage.transforms._anchored import AnchoredTransform, Module, names_in
 from klineage.transforms._kernel_exprs import (
     StatementSites,
     cast_of,
@@ -39,18 +39,14 @@ def scalar_params(fn: cst.FunctionDef) -> set[str]:
     names = {n for n in names if not n.lower().endswith("ptr") and not n.lower().startswith("ptr")}
     pointers: set[str] = set()
 
-    class Names(cst.CSTVisitor):
-        def visit_Name(self, node: cst.Name) -> None:
-            pointers.add(node.value)  # in an address: a pointer or an integer offset, never a float scalar
-
     class V(cst.CSTVisitor):
         def visit_Call(self, call: cst.Call) -> None:
             if dotted(call.func) in ACCESSES and call.args:
                 base = _leftmost(call.args[0].value)
                 if isinstance(base, cst.Name):
                     pointers.add(base.value)
-                if dotted(call.func) != "tl.make_block_ptr":
-                    call.args[0].value.visit(Names())
+                if dotted(call.func) != "tl.make_block_ptr":  # in an address: a pointer or an integer offset
+                    pointers.update(names_in(call.args[0].value))
 
         def visit_Attribute(self, node: cst.Attribute) -> None:
             if isinstance(node.value, cst.Name) and node.attr.value in ("dtype", "element_ty"):

@@ -5,8 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from klineage.transform import dotted, register
-from klineage.transforms._anchored import AnchoredTransform, Module
+from klineage.transforms._anchored import AnchoredTransform, Module, names_in
 from klineage.transforms._kernel_exprs import kernel_nodes
+from klineage.transforms.constexpr_flags import CONSTEXPR
 
 STATIC = ("tl.static_range",)
 
@@ -20,9 +21,8 @@ def _loop_iter(module: Module, call: cst.Call) -> bool:
 def _constexpr_names(fn: cst.FunctionDef | None) -> set[str]:
     if fn is None:
         return set()
-    code = cst.Module([]).code_for_node
     return {p.name.value for p in fn.params.params
-            if p.annotation is not None and "constexpr" in code(p.annotation.annotation)}  # fmt: skip
+            if p.annotation is not None and dotted(p.annotation.annotation) in CONSTEXPR}  # fmt: skip
 
 
 def _compile_time_bounds(module: Module, call: cst.Call) -> bool:
@@ -30,15 +30,7 @@ def _compile_time_bounds(module: Module, call: cst.Call) -> bool:
     needs a trip count known at compile time. Offered on attention's `range(lo, hi, BLOCK_N)`, whose bounds come
     from the program id, it failed to compile (blind on the H200, run 5)."""
     allowed = _constexpr_names(module.enclosing(call))
-    names: set[str] = set()
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, node: cst.Name) -> None:
-            names.add(node.value)
-
-    for arg in call.args:
-        arg.value.visit(V())
-    return names <= allowed
+    return all(names_in(arg.value) <= allowed for arg in call.args)
 
 
 @register
