@@ -556,11 +556,11 @@ def build_memory(instances: list[Instance], settings: Settings, device: str, bud
             # each attempt written as it is made: a build cut at a deadline keeps what it learned
             write = functools.partial(remember_attempts, feats=features(inst.start, workload),
                                       source=f"{workload.name}:blind", path=path)  # fmt: skip
-            kept: list[int] = []
+            written: list[int] = []  # outcomes added per attempt
             try:
                 optimize(workload, inst.start, proposer, settings, device, budget, sandbox, explore=True,
-                         on_attempt=lambda a, write=write, kept=kept: kept.append(write([a])))  # fmt: skip
+                         on_attempt=lambda a, write=write, written=written: written.append(write([a])))  # fmt: skip
             except UserError as e:
                 skipped[inst.name] = str(e)
-            added += sum(kept)
+            added += sum(written)
     return added, skipped
