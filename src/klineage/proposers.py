@@ -521,8 +521,11 @@ class SkillProposer(Proposer):
         self.context: dict[str, float] = {}
         self._refused: set[tuple] = set()
         self._knobs: dict[tuple, _KnobSite] = {}  # launch-knob candidates (by key) -> where they change warps
-        self._over_threaded: dict[tuple[str, str], str] = {}  # (module, kernel) -> the slowdown more warps measured
-        self._fewer_tried: set[tuple[str, str]] = set()
+        # launch-configuration search keys naming a num_warps -> (module, kernel, elements per program, present warps)
+        self._warps_keys: dict[tuple[str, str], tuple[str, str, int | None, int]] = {}
+        # (module, kernel, elements per program) -> what this run measured there: (slower warps, faster warps, why)
+        self._warps_order: dict[tuple, list[tuple[int, int, str]]] = {}
+        self._fewer_tried: set[tuple] = set()
 
     def expected(self, skill: Skill) -> float:
         """The skill's measured speedup on this device (any device if none here), discounted by how unlike the
@@ -532,9 +535,7 @@ class SkillProposer(Proposer):
         effects = [e for e in skill.effect.values() if e.get("measured") and e.get("speedup")]
         here = [e for d, e in skill.effect.items() if d == device_name(self.device) and e.get("measured")]
         chosen = (here or effects)[:1]
-        origin = skill.provenance.get("features") or {}
-        if not chosen or not self._transfers(skill) or ("compute_bound" in origin and "compute_bound" in self.context
-                                                        and origin["compute_bound"] != self.context["compute_bound"]):
+        if not chosen or not self._transfers(skill) or not self._same_regime(skill):
             return PRIOR_SPEEDUP
         e = chosen[0]
         gain = math.log(max(e["speedup"], 1e-3))
@@ -544,6 +545,21 @@ class SkillProposer(Proposer):
             gain = min(gain, 0.0)
         weight = 0.5 + 0.5 * similarity(self.context, skill.provenance.get("features") or {})
         return math.exp(gain * weight)
+
+    def _same_regime(self, skill: Skill) -> bool:
+        """False where the skill was measured on a compute-bound kernel and this one is memory-bound, or the other
+        way; true where either side is unknown."""
+        origin = skill.provenance.get("features") or {}
+        return not ("compute_bound" in origin and "compute_bound" in self.context
+                    and origin["compute_bound"] != self.context["compute_bound"])  # fmt: skip
+
+    def _configs_fit(self, skill: Skill, source: str, kernel: str) -> bool:
+        """Whether an expert's autotune configs are evidence for this kernel's launch: measured on the same element
+        size, in the same roofline regime, and (where they carry tiles) tiling the same dimensions."""
+        tiles = [set(t) - set(launch_config.KNOBS) for t in expert_tiles(skill.transform.get("params") or {})]
+        here = _tile_dims({t.keyword: t.value for t in launch_config.tunables(source) if t.kernel == kernel})
+        dims = [_tile_dims(dict.fromkeys(t)) for t in tiles if t]
+        return self._transfers(skill) and self._same_regime(skill) and (not dims or here in dims)
 
     def _transfers(self, skill: Skill) -> bool:
         """False for a launch configuration measured on another element size than this workload's (see
@@ -555,6 +571,10 @@ class SkillProposer(Proposer):
 
     def propose(self, program: Program) -> list[Candidate]:
         self.context = features(program, self.workload)
+        self._warps_keys = {(module, t.key): (module, t.kernel, launch_config.elements_per_program(source, t.kernel),
+                                              t.value)
+                            for module, source in _module_sources(program)
+                            for t in launch_config.tunables(source) if t.keyword == "num_warps"}  # fmt: skip
         out: list[Candidate] = []
         sites: dict[str, list] = {}  # many skills share a family: list its sites once
         for skill in self.skills:
@@ -591,8 +611,15 @@ class SkillProposer(Proposer):
         if guard is not None and kernel is not None and f"def {kernel}_when_{guard.predicate}(" in source:
             return []  # already applied behind this guard: the original kernel is the fallback path
         expected = self.expected(skill)
-        if transform.id == "autotune_single_config":  # the expert's configs, renamed onto this kernel's launch
+        if transform.id == "autotune_single_config" and self._configs_fit(skill, source, site.function):
+            # the expert's configs, renamed onto this kernel's launch
             carried = autotune_params(source, site.function, expert_tiles(skill.transform.get("params") or {}))
+            variants = [carried] if carried else []
+        elif transform.id == "autotune_single_config":
+            # the skill's conditions still decide whether autotune is safe here, but its configs were measured on
+            # another loop nest, element size or regime: the matmul expert's warps and stages on layer norm's
+            # 256-element block ran at x1.22 where the block doubled and 8 warps ran at x1.43 (H200, run 6)
+            carried = blind_params(transform, source, site)
             variants = [carried] if carried else []
         else:
             carried = adapt(skill.transform.get("params") or {}, visible_code(source, site.function),
@@ -622,41 +649,73 @@ class SkillProposer(Proposer):
                                                      _present_warps(source, kernel))  # fmt: skip
         return out
 
+    def _warps_move(self, candidate: Candidate) -> tuple[tuple, int, int] | None:
+        """Where a candidate changes a launch's warps: ((module, kernel, elements per program), present, new); None
+        for any other candidate. Launch knobs name their site; the launch-configuration search names the launch's
+        `num_warps` by its key."""
+        if (at := self._knobs.get(candidate.key)) is not None:
+            warps = _literal_int(candidate.params.get("num_warps"))
+            elements = launch_config.elements_per_program(at.source, at.kernel)
+            return None if warps is None else ((at.module, at.kernel, elements), at.present, warps)
+        if candidate.transform != "launch_config" or len(candidate.params) != 1:
+            return None
+        ((key, value),) = candidate.params.items()
+        found = self._warps_keys.get((candidate.module, key))
+        warps = _literal_int(value)
+        if found is None or warps is None:
+            return None
+        module, kernel, elements, present = found
+        return (module, kernel, elements), present, warps
+
     def worth(self, candidate: Candidate) -> bool:
-        """Not more warps at a launch where more warps already measured a clear slowdown in this run (rope's 8 warps
-        ran at x0.51 on the H200 and its 16 warps were then tried at x0.25, run 5)."""
-        at = self._knobs.get(candidate.key)
-        warps = _literal_int(candidate.params.get("num_warps"))
-        slower = at and self._over_threaded.get((at.module, at.kernel))
-        if not slower or warps is None or warps <= at.present:
+        """Not warps this run already measured slower at the same launch and tile, nor further in that direction:
+        more warps than a count measured too many, fewer than one measured too few (rope's 8 warps ran at x0.51 on
+        the H200 and its 16 warps were then tried at x0.25, run 5; after 2 warps beat 4 on rope and on the masked
+        softmax, the search went back to 4, the start's launch, x0.80 and x0.93, run 6). The order is kept per
+        tile: a kept block change moves where the warps pay."""
+        move = self._warps_move(candidate)
+        if move is None:
             return True
-        self._refuse(Refusal(candidate.origin, candidate.transform, candidate.function, "measured_here", slower))
-        return False
+        where, _, warps = move
+        for slower, faster, why in self._warps_order.get(where, []):
+            if (slower > faster and warps >= slower) or (slower < faster and warps <= slower):
+                self._refuse(Refusal(candidate.origin, candidate.transform, candidate.function, "measured_here", why))
+                return False
+        return True
 
     def observe(self, attempt, evaluations_left: int) -> Candidate | None:
-        """After carried warps measured a clear slowdown (beyond both spreads), the launch is over-threaded for its
-        tile: further raises are skipped (`worth`) and the other side of the present warps, half of them, is gated
-        next, once per launch (a search of the carried parameter's neighbourhood that its measurement points)."""
+        """Records which of two warp counts measured faster at a launch, beyond both spreads (a kept change, or a
+        clear slowdown), for `worth`. After carried warps measured a clear slowdown, the launch is over-threaded
+        for its tile: half the present warps are gated next, once per launch (a search of the carried
+        parameter's neighbourhood that its measurement points)."""
         cand, effect = attempt.candidate, attempt.effect
-        at = self._knobs.get(cand.key)
-        warps = _literal_int(cand.params.get("num_warps"))
-        if at is None or attempt.outcome != "not_faster" or not effect.get("measured") or warps is None \
-                or warps <= at.present:  # fmt: skip
+        move = self._warps_move(cand)
+        if move is None or not effect.get("measured") or attempt.outcome not in ("kept", "not_faster"):
+            return None
+        where, present, warps = move
+        (module, kernel, _), speedup = where, effect["speedup"]
+        if attempt.kept:
+            self._warps_order.setdefault(where, []).append(
+                (present, warps, f"{present} warps at {kernel}'s launch ran at x{1 / speedup:.2f} of {warps} in "
+                                 f"this run (evaluation {attempt.evaluation})"))  # fmt: skip
             return None
         noise = max(effect.get("current_spread", 0.0) + effect.get("candidate_spread", 0.0), 0.01)
-        if effect["speedup"] >= 1 / (1 + noise):
-            return None  # within the noise: more warps may still pay
-        where = (at.module, at.kernel)
-        self._over_threaded[where] = (f"{warps} warps at {at.kernel}'s launch ran at x{effect['speedup']:.2f} of "
-                                      f"{at.present} in this run (evaluation {attempt.evaluation})")  # fmt: skip
-        if where in self._fewer_tried or at.present < 2 or evaluations_left < 1:
+        if speedup >= 1 / (1 + noise):
+            return None  # within the noise: the two counts are not ordered
+        self._warps_order.setdefault(where, []).append(
+            (warps, present, f"{warps} warps at {kernel}'s launch ran at x{speedup:.2f} of {present} in this run "
+                             f"(evaluation {attempt.evaluation})"))  # fmt: skip
+        at = self._knobs.get(cand.key)
+        if at is None or warps <= present or where in self._fewer_tried or present < 2 or evaluations_left < 1:
             return None
         self._fewer_tried.add(where)
-        fewer = {"num_warps": str(at.present // 2)}
-        return Candidate(f"launch_knobs at {at.site.function}:{at.site.line} (num_warps={at.present // 2}: "
-                         f"{warps} ran at x{effect['speedup']:.2f})", cand.origin, "launch_knobs", at.module,
-                         at.site.function, fewer, PRIOR_SPEEDUP, "", cand.decided_by,
-                         _rewrite(at.program, at.module, at.transform, at.source, at.site, fewer))  # fmt: skip
+        fewer = {"num_warps": str(present // 2)}
+        follow = Candidate(f"launch_knobs at {at.site.function}:{at.site.line} (num_warps={present // 2}: "
+                           f"{warps} ran at x{speedup:.2f})", cand.origin, "launch_knobs", module,
+                           at.site.function, fewer, PRIOR_SPEEDUP, "", cand.decided_by,
+                           _rewrite(at.program, at.module, at.transform, at.source, at.site, fewer))  # fmt: skip
+        self._knobs[follow.key] = at  # so that its own measurement is recorded too
+        return follow
 
     def _guarded(self, make, program, module, source, kernel, guard, skill, site) -> Program | None:
         """The rewrite behind a launch-time guard on `guard`'s predicate; refused when it cannot be isolated."""

@@ -408,6 +408,34 @@ def test_a_launch_configuration_is_evidence_only_for_its_element_size(settings, 
             assert min(tiles) > max(search) and all(cands[i].expected == 1.0 for i in tiles)
 
 
+def test_an_expert_autotune_list_is_carried_only_onto_a_launch_it_tiles(settings, monkeypatch):
+    """The matmul expert's configs (BLOCK_M/N/K, 8 warps, 3-4 stages) were renamed onto layer norm's one BLOCK: its
+    warps and stages on the present 256-element block ran at x1.22, blind's catalog list (the block doubled, 8
+    warps) at x1.43 (H200, run 6). Where the configs tile other dimensions, or come from the other regime or
+    element size, the skill still decides that autotune is safe, and the configs are the catalog's."""
+    from dataclasses import replace
+
+    from klineage.proposers import _sites, _transforms, blind_params
+
+    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
+    skill = make_skill("autotune_single_config", {"configs": "[triton.Config({'BLOCK_M': 128, 'BLOCK_N': 256, "
+                                                  "'BLOCK_K': 64}, num_warps=8, num_stages=3)]"}, (), speedup=4.7)
+    skill = replace(skill, provenance={**skill.provenance, "features": {"dot": 1.0, "compute_bound": 1.0,
+                                                                         "dtype_bfloat16": 1.0}})
+    autotune = _transforms()["autotune_single_config"]
+    for name, expert in (("layernorm", False), ("matmul_odd_k", True)):
+        folder = SUITES["heldout"] / name
+        wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
+        cands = [c for c in SkillProposer(wl, settings, "cuda", [skill]).propose(prog)
+                 if c.transform == "autotune_single_config"]  # fmt: skip
+        assert len(cands) == 1 and cands[0].origin == skill.id, name
+        configs = cands[0].params["configs"]
+        assert ("'BLOCK_M': 128" in configs) == expert, (name, configs)
+        if not expert:
+            (_, source, site), = [x for x in _sites(autotune, prog)]
+            assert cands[0].params == blind_params(autotune, source, site)
+
+
 def test_a_measured_slowdown_of_more_warps_turns_the_search_to_fewer(settings, monkeypatch):
     """rope's 8 carried warps ran at x0.51 on the H200 and KLineage then spent its budget on 16 warps (x0.25) and on
     4 (the same program); fewer warps (2) were x1.24 (run 5). After a clear slowdown more warps at that launch are
@@ -435,6 +463,30 @@ def test_a_measured_slowdown_of_more_warps_turns_the_search_to_fewer(settings, m
     assert not any(proposer.worth(c) for c in rest if int(c.params["num_warps"]) > 4)
     assert proposer.refusals[-1].predicate == "measured_here" and "x0.51" in proposer.refusals[-1].reason
     assert proposer.observe(measured(first, 0.505), 2) is None  # once per launch
+
+
+def test_after_fewer_warps_pay_the_search_does_not_go_back(settings, monkeypatch):
+    """After 2 warps beat 4 on rope and on the masked softmax, KLineage's next candidate was the neighbourhood's
+    2 -> 4, the start's own launch (x0.80 and x0.93, an evaluation each; run 6). What the run measured orders the
+    counts at that launch and tile: back to 4 or up to 8 is skipped with the reason, 1 is still worth a try."""
+    from klineage.optimize import Attempt
+
+    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
+    skill = make_skill("launch_knobs", {"num_warps": "8"}, (), speedup=1.16)
+    folder = SUITES["heldout"] / "softmax_scale_mask"
+    wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
+    proposer = SkillProposer(wl, settings, "cuda", [skill])
+    first = next(c for c in proposer.propose(prog) if c.transform == "launch_knobs")
+    spread = {"current_spread": 0.01, "candidate_spread": 0.01}
+    fewer = proposer.observe(Attempt(2, first, False, "not_faster", [], {"measured": True, "speedup": 0.68, **spread}),
+                             3)  # fmt: skip
+    assert fewer.params == {"num_warps": "2"}
+    proposer.observe(Attempt(3, fewer, True, "kept", [], {"measured": True, "speedup": 1.07, **spread}), 2)
+    search = [c for c in proposer.propose(fewer.program) if c.origin == "launch_config"]
+    back = next(c for c in search if c.label.endswith("num_warps: 2 -> 4"))
+    down = next(c for c in search if c.label.endswith("num_warps: 2 -> 1"))
+    assert not proposer.worth(back) and proposer.worth(down)
+    assert proposer.refusals[-1].predicate == "measured_here" and "4 warps" in proposer.refusals[-1].reason
 
 
 def test_an_exp2_skill_is_no_rewrite_of_a_square_root_and_keeps_its_form(settings):
