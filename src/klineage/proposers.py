@@ -305,13 +305,28 @@ def _config_tiles(skill: Skill) -> list[dict[str, int]]:
 
 
 def _runs_one_of(program: Program, tiles: list[dict[str, int]]) -> bool:
-    """Whether the program's launch parameters already equal one of these tiles on every parameter they share."""
+    """Whether the program's launch parameters already equal one of these tiles on every parameter they share, and
+    its launches run the tile's warps and stages (a launch that passes none runs Triton's defaults)."""
     for _, source in _module_sources(program):
         tunables = launch_config.tunables(source)
         names = {t.keyword for t in tunables}
-        if any(names & set(tile) and not _tile_assignment(tunables, tile) for tile in tiles):
+        if any(names & set(tile) and not _tile_assignment(tunables, tile)
+               and not (_tile_dims(tile) and _missing_knobs(tunables, tile)) for tile in tiles):  # fmt: skip
             return True
     return False
+
+
+# What a CUDA launch that passes no knob runs with (Triton 3.x's CUDAOptions)
+KNOB_DEFAULTS = {"num_warps": 4, "num_stages": 3}
+
+
+def _missing_knobs(tunables: list[launch_config.Tunable], tile: dict[str, int]) -> dict[str, int]:
+    """The tile's warps and stages for the kernels it tiles whose launches pass no knob, as {kernel.knob: value};
+    a value equal to Triton's default is not missing."""
+    tiled = {t.kernel for t in tunables if t.keyword in tile and t.keyword not in launch_config.KNOBS}
+    with_knobs = {t.kernel for t in tunables if t.keyword in launch_config.KNOBS}
+    return {f"{kernel}.{knob}": int(tile[knob]) for kernel in sorted(tiled - with_knobs)
+            for knob in launch_config.KNOBS if knob in tile and int(tile[knob]) != KNOB_DEFAULTS[knob]}  # fmt: skip
 
 
 def _tile_assignment(tunables: list[launch_config.Tunable], tile: dict[str, int]) -> dict[str, int]:
@@ -497,8 +512,34 @@ class Proposer:
                                     {t.key: value}, expected, "", (), make)  # fmt: skip
 
 
-def _retuned(program: Program, module: str, source: str, values: dict[str, int]) -> Program:
-    return _with_source(program, module, launch_config.with_values(source, values))
+def _retuned(program: Program, module: str, source: str, values: dict[str, int],
+             knobs: dict[str, int] | None = None) -> Program | None:
+    """The program with launch parameters set to `values`, and `knobs` ({kernel.num_warps: 8, ...}) appended to
+    the launches of their kernels that pass no knob (None when one of those cannot be written)."""
+    new = launch_config.with_values(source, values)
+    if knobs:
+        new = _with_knobs(new, knobs)
+    return _with_source(program, module, new) if new is not None else None
+
+
+def _with_knobs(source: str, knobs: dict[str, int]) -> str | None:
+    """`source` with `kernel.num_warps`-style knobs appended to every launch of their kernels that passes no knob
+    (those run Triton's defaults), through the launch-knobs family; None when a launch could not be rewritten."""
+    transform = TRANSFORMS["launch_knobs"]()
+    by_kernel: dict[str, dict[str, str]] = {}
+    for key, value in knobs.items():
+        kernel, knob = key.rsplit(".", 1)
+        by_kernel.setdefault(kernel, {})[knob] = str(value)
+    for kernel, params in by_kernel.items():
+        for _ in range(16):  # each rewrite gives one launch its knobs; a module launches a kernel a few times
+            site = next((s for s in transform.optimize_sites(source) if _kernel_of(s, source) == kernel), None)
+            if site is None:
+                break
+            new = _apply(transform, source, site, params)
+            if new is None:
+                return None
+            source = new
+    return source
 
 
 def _transforms() -> dict[str, Transform]:
@@ -757,18 +798,21 @@ class SkillProposer(Proposer):
                     for module, source in _module_sources(program):
                         tunables = launch_config.tunables(source)
                         values = _tile_assignment(tunables, tile)
-                        if not values:
-                            continue
                         # a tiling means something for the loop nest it tiles: the expert's evidence goes with it
                         # only onto a kernel tiled along the same dimensions (a matmul's BLOCK_M/N/K onto an
                         # attention kernel's BLOCK_M/N is a guess to try, not a measured gain)
                         dims = _tile_dims(tile)  # none: warps and stages alone, the lineage's own knobs
                         same = self._transfers(skill) and (
                             not dims or dims == _tile_dims({t.keyword: t.value for t in tunables}))
+                        # the configuration's warps and stages go with its tile, onto launches that pass none
+                        knobs = _missing_knobs(tunables, tile) if dims and same else {}
+                        if not values and not knobs:
+                            continue
+                        label = launch_config.describe({**values, **knobs})
                         (out if same else guesses).append(Candidate(
-                            f"expert tile {launch_config.describe(values)}", skill.id, "launch_config", module,
-                            tunables[0].function, values, expected if same else PRIOR_SPEEDUP, "", (),
-                            functools.partial(_retuned, program, module, source, values)))  # fmt: skip
+                            f"expert tile {label}", skill.id, "launch_config", module, tunables[0].function,
+                            {**values, **knobs}, expected if same else PRIOR_SPEEDUP, "", (),
+                            functools.partial(_retuned, program, module, source, values, knobs)))  # fmt: skip
         if self.device == "cuda":  # the neighbourhood is only worth searching where speed is measured
             out.extend(self.launch_candidates(program, "launch_config", 1.0))
         return out + guesses  # after the neighbourhood: one step from a working config fails less often

@@ -436,6 +436,36 @@ def test_an_expert_autotune_list_is_carried_only_onto_a_launch_it_tiles(settings
             assert cands[0].params == blind_params(autotune, source, site)
 
 
+def test_an_expert_configuration_brings_its_warps_onto_a_launch_that_passes_none(settings, monkeypatch, tmp_path):
+    """The matmul expert's simplest form runs the expert's 128x256x64 tile with Triton's default warps: its configs'
+    8 warps were dropped, as only keywords a launch passes were rewritten, and KLineage searched tiles (x4.35 where
+    memory's remembered 8 warps gave x5.53; H200, run 6). A configuration travels whole: its warps and stages are
+    added where the launch passes none, and a launch on the defaults does not run the configuration."""
+    from klineage.program import Program
+
+    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
+    skill = make_skill("autotune_single_config", {"configs": "[triton.Config({'BLOCK_M': 128, 'BLOCK_N': 256, "
+                                                  "'BLOCK_K': 64}, num_warps=8, num_stages=3)]"}, (), speedup=5.4)
+    wl = load_workload(EXAMPLES / "matmul" / "workload.py")
+    source = (EXAMPLES / "matmul" / "naive.py").read_text()
+    source = source.replace("BLOCK_M = BLOCK_N = BLOCK_K = 32", "BLOCK_M, BLOCK_N, BLOCK_K = 128, 256, 64")
+    bare = source.replace(", num_warps=4, num_stages=1,", ",")
+    assert bare != source
+    for text, knobs in ((bare, {"matmul_kernel.num_warps": 8}), (source, None)):
+        (tmp_path / "p.py").write_text(text)
+        prog = load_program(tmp_path / "p.py")
+        assert isinstance(prog, Program)
+        tiles = [c for c in SkillProposer(wl, settings, "cuda", [skill]).propose(prog)
+                 if c.label.startswith("expert tile")]  # fmt: skip
+        if knobs is None:  # the launch passes its knobs: they are tunables, set like the tile
+            assert tiles and all("matmul_kernel.num_warps" in c.params for c in tiles[:1])
+            continue
+        assert tiles[0].params == knobs and tiles[0].expected > 2  # the lineage's evidence: not yet spent
+        written = tiles[0].program.source
+        assert "num_warps=8" in written and "num_stages" not in written  # 3 stages are Triton's default
+        compile(written, "<candidate>", "exec")
+
+
 def test_a_measured_slowdown_of_more_warps_turns_the_search_to_fewer(settings, monkeypatch):
     """rope's 8 carried warps ran at x0.51 on the H200 and KLineage then spent its budget on 16 warps (x0.25) and on
     4 (the same program); fewer warps (2) were x1.24 (run 5). After a clear slowdown more warps at that launch are
