@@ -733,6 +733,7 @@ def profile_pair_job(payload: tuple[GateRequest, Program]) -> dict:
     from klineage.timing import time_calls
     from klineage.workload import make_case_init_inputs
 
+    started = time.perf_counter()
     request, child = payload
     workload, wl_module, parent_module = _prepare(request, interpret=False)
     child_module = install(child)
@@ -743,6 +744,7 @@ def profile_pair_job(payload: tuple[GateRequest, Program]) -> dict:
     sets = _input_sets(wl_module, case, request.settings.rotate_sets)
     settings = request.settings
     calls = [_rotating(parent_model, sets), _rotating(child_model, sets)]
+    setup_s = time.perf_counter() - started  # imports done: the programs installed, models built, inputs made
     parent_t, child_t = time_calls(
         calls, settings.profile_warmup_ms, settings.profile_rep_ms, settings.profile_min_reps
     )
@@ -759,6 +761,7 @@ def profile_pair_job(payload: tuple[GateRequest, Program]) -> dict:
         "significant": abs(speedup - 1) > noise,
         "gpu_wait_s": parent_t.turn_wait_s,
         "gpu_held_s": parent_t.turn_held_s,
+        "setup_s": setup_s,
     }
 
 

@@ -32,6 +32,9 @@ def test_autotune_on_the_naive_matmul_is_timed_and_kept_only_when_faster(setting
             assert e["measured"] and e["current_ms"] > 0 and e["candidate_ms"] > 0
             # where the time went: the measured section held the GPU, and the gates took part of the attempt
             assert e["gpu_held_s"] > 0 and e["gpu_wait_s"] >= 0 and 0 < a.check_seconds < a.seconds
+            # the timing job as the caller saw it holds the child's setup, its wait and its hold
+            assert 0 < e["setup_s"] and e["setup_s"] + e["gpu_wait_s"] + e["gpu_held_s"] <= e["job_s"] + 0.01
+            assert a.check_seconds + e["job_s"] <= a.seconds + 0.01
             assert a.kept == (e["speedup"] > 1 + max(e["current_spread"] + e["candidate_spread"], 0.01))
     if any(a.kept for a in t.attempts):  # 32x32 tiles leave a lot on the table: a bigger tile wins
         assert t.best_ms < t.start_ms and t.speedup > 1
