@@ -726,9 +726,9 @@ class SkillProposer(Proposer):
 
     def observe(self, attempt, evaluations_left: int) -> Candidate | None:
         """Records which of two warp counts measured faster at a launch, beyond both spreads (a kept change, or a
-        clear slowdown), for `worth`. After carried warps measured a clear slowdown, the launch is over-threaded
-        for its tile: half the present warps are gated next, once per launch (a search of the carried
-        parameter's neighbourhood that its measurement points)."""
+        clear slowdown), for `worth`. After the next count up from the present warps measured a clear slowdown, the
+        launch is over-threaded for its tile: half the present warps are gated next, once per launch (a search of
+        the carried parameter's neighbourhood that its measurement points)."""
         cand, effect = attempt.candidate, attempt.effect
         move = self._warps_move(cand)
         if move is None or not effect.get("measured") or attempt.outcome not in ("kept", "not_faster"):
@@ -747,7 +747,10 @@ class SkillProposer(Proposer):
             (warps, present, f"{warps} warps at {kernel}'s launch ran at x{speedup:.2f} of {present} in this run "
                              f"(evaluation {attempt.evaluation})"))  # fmt: skip
         at = self._knobs.get(cand.key)
-        if at is None or warps <= present or where in self._fewer_tried or present < 2 or evaluations_left < 1:
+        # only the next count up says the present one is already too many: 16 warps slower than 4, with 8 even,
+        # pointed nowhere below 4 (the naive RMSNorm's 2 warps ran at x0.996, an evaluation spent; run 6)
+        if at is None or not present < warps <= 2 * present or where in self._fewer_tried or present < 2 \
+                or evaluations_left < 1:  # fmt: skip
             return None
         self._fewer_tried.add(where)
         fewer = {"num_warps": str(present // 2)}

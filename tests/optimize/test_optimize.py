@@ -493,6 +493,10 @@ def test_a_measured_slowdown_of_more_warps_turns_the_search_to_fewer(settings, m
     assert not any(proposer.worth(c) for c in rest if int(c.params["num_warps"]) > 4)
     assert proposer.refusals[-1].predicate == "measured_here" and "x0.51" in proposer.refusals[-1].reason
     assert proposer.observe(measured(first, 0.505), 2) is None  # once per launch
+    # 16 warps slower than 4 says nothing about fewer than 4 (8 may be even): no follow-up, but no 16 again either
+    other = SkillProposer(wl, settings, "cuda", [skill])
+    sixteen = next(c for c in other.propose(prog) if c.params == {"num_warps": "16"})
+    assert other.observe(measured(sixteen, 0.9), 3) is None and not other.worth(sixteen)
 
 
 def test_after_fewer_warps_pay_the_search_does_not_go_back(settings, monkeypatch):
