@@ -597,9 +597,8 @@ class SkillProposer(Proposer):
     def _configs_fit(self, skill: Skill, source: str, kernel: str) -> bool:
         """Whether an expert's autotune configs are evidence for this kernel's launch: measured on the same element
         size, in the same roofline regime, and (where they carry tiles) tiling the same dimensions."""
-        tiles = [set(t) - set(launch_config.KNOBS) for t in expert_tiles(skill.transform.get("params") or {})]
         here = _tile_dims({t.keyword: t.value for t in launch_config.tunables(source) if t.kernel == kernel})
-        dims = [_tile_dims(dict.fromkeys(t)) for t in tiles if t]
+        dims = [_tile_dims(t) for t in _config_tiles(skill)]
         return self._transfers(skill) and self._same_regime(skill) and (not dims or here in dims)
 
     def _transfers(self, skill: Skill) -> bool:
