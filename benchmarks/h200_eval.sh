@@ -8,7 +8,7 @@
 #
 # The pipeline, all of it stopped at MINUTES after the start (what finished is kept):
 #   A. each expert in $MINE mined and probed on cuda in its own process and data directory (matmul, RMSNorm, SwiGLU
-#      on GPU 0; attention, cross-entropy on GPU 1; effects timed), resumed from $PRIOR's data directories where
+#      on GPU 0; attention, cross-entropy, softmax on GPU 1; effects timed), resumed from $PRIOR's data directories where
 #      given (an earlier run's results, carried in .state), and the planted/probed/hinted fixtures on GPU 0
 #      (FIXTURES=1, not waited for); mining stops at A_MINUTES;
 #   B. the data directories merged into one library; with MEMORY=1 the memory baseline's base built from the merged
@@ -33,7 +33,7 @@ METHODS="${METHODS:-klineage,blind,memory,autotune}"
 SUITES="${SUITES:-naive,experts,heldout}"
 INSTANCES="${INSTANCES:-}"        # comma-separated instance names of SUITES (empty: all of them)
 GPUS="${GPUS:-2}"
-EXPERTS="matmul attention rmsnorm cross_entropy swiglu"
+EXPERTS="matmul attention rmsnorm cross_entropy swiglu softmax"
 MINE="${MINE-$EXPERTS}"           # which experts to mine (resumed from $PRIOR's data directories where given)
 PRIOR="${PRIOR:-}"                # an earlier run's results folder (.state/runN), carried
 WAIT_MINING="${WAIT_MINING:-1}"   # 0: the bench starts at once, with the lineages as they were at the start
@@ -67,7 +67,7 @@ on_gpu() {  # on_gpu I: run the rest of the line on GPU I, taking turns at the c
     CUDA_VISIBLE_DEVICES=$gpu KLINEAGE_GPU_LOCK="/tmp/klineage-gpu$gpu.lock" "$@"
 }
 
-merge_homes() {  # merge_homes DEST: the five lineages' data directories (and the memory base) as one
+merge_homes() {  # merge_homes DEST: the experts' data directories (and the memory base) as one
     local dest=$1 name
     rm -rf "$dest" && mkdir -p "$dest/lineages"
     for name in $EXPERTS; do
@@ -115,6 +115,7 @@ pipeline() {
         [rmsnorm]="0 $E/rmsnorm/workload.py:$E/rmsnorm/liger.py:liger_kernel.ops.rms_norm"
         [cross_entropy]="1 $E/cross_entropy/workload.py:$E/cross_entropy/liger.py:liger_kernel.ops.cross_entropy"
         [swiglu]="0 $E/swiglu/workload.py:$E/swiglu/liger.py:liger_kernel.ops.swiglu"
+        [softmax]="1 $E/softmax/workload.py:$E/softmax/expert.py"
     )
     # the timer against triton's do_bench, on kernels of milliseconds and of tens of microseconds
     [ "${PROFILE:-1}" = 1 ] && (on_gpu 1 timeout 600 python3 benchmarks/profile_vs_do_bench.py --json "$R/profile_vs_do_bench.json" \

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from klineage.transforms._anchored import broadcasts  # noqa: F401 (part of this module's interface)
+
 # Constexpr names that are tile sizes by convention (BLOCK_M, BLOCK_SIZE, TILE_N, BLOCK, BN, GROUP_M excluded).
 TILE_NAME = re.compile(r"^(BLOCK|TILE)(_?[A-Z0-9]*)?$|^B[MNK]$|^(BLOCK|TILE)_SIZE(_[A-Z0-9]+)?$")
 KNOBS = ("num_warps", "num_stages")
@@ -214,11 +216,6 @@ def kernel_code(source: str, kernel: str) -> str:
         return ""
     return next((module.code_for_node(n) for n in module.body
                  if isinstance(n, cst.FunctionDef) and n.name.value == kernel), "")  # fmt: skip
-
-
-def broadcasts(code: str) -> bool:
-    """Whether kernel code indexes with `[:, None]` / `[None, :]`: a 2-D kernel, whose lanes span rows and columns."""
-    return re.search(r"\[\s*None\s*,|,\s*None\s*\]", code) is not None
 
 
 class _LaunchTiles(cst.CSTVisitor):

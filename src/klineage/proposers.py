@@ -34,6 +34,7 @@ from klineage.skills import Skill
 from klineage.transform import TRANSFORMS, Site, Transform, load_families
 from klineage.transforms.autotune_single_config import kernel_launches
 from klineage.transforms.launch_knobs import kernel_names, trailing_kwargs
+from klineage.transforms.whole_row_tile import TWIN
 from klineage.workload import Workload
 
 # Condition statuses decided against the domain before applying: backed by a counterexample, required where
@@ -455,7 +456,14 @@ def _sites(transform: Transform, program: Program) -> Iterator[tuple[str, str, S
         except Exception:
             continue
         for site in sites:
-            yield module, source, site
+            if not _fallback(source, _kernel_of(site, source)):
+                yield module, source, site
+
+
+def _fallback(source: str, kernel: str | None) -> bool:
+    """Whether `kernel` only runs where its one-tile twin cannot (rows wider than the twin's cap; whole_row_tile):
+    a change to it, or to its launch, leaves the timed case as it was and would spend an evaluation on nothing."""
+    return kernel is not None and f"def {kernel}{TWIN}(" in source
 
 
 def _apply(transform: Transform, source: str, site: Site, params: dict) -> str | None:
@@ -506,6 +514,8 @@ class Proposer:
         """One tunable changed to a neighbouring value (the launch-configuration search)."""
         for module, source in _module_sources(program):
             for t in launch_config.tunables(source):
+                if _fallback(source, t.kernel):
+                    continue
                 for value in launch_config.neighbours(t):
                     make = functools.partial(_retuned, program, module, source, {t.key: value})
                     yield Candidate(f"{t.key}: {t.value} -> {value}", origin, "launch_config", module, t.function,
@@ -892,9 +902,10 @@ def blind_params(transform: Transform, source: str, site: Site) -> dict | None:
 # decomposition (tiles, warps, stages, program order) before code-level rewrites, hints last. The backward walk's
 # `cost` orders the other way on purpose: it undoes the cheapest, least entangled families first.
 FORWARD_RANK = {"launch_config": 0, "autotune_single_config": 1, "launch_knobs": 1, "grouped_ordering": 2,
-                "pipelining": 2, "rows_per_program": 2, "block_cap_dispatch": 2, "divisibility_fast_path": 3,
-                "wrapped_indices": 3, "work_skipping": 3, "fast_math": 3, "static_range": 3, "dot_precision": 3,
-                "constexpr_flags": 4, "specialization": 4, "scalar_dtype_pin": 4, "inplace_aliasing": 4}  # fmt: skip
+                "pipelining": 2, "rows_per_program": 2, "block_cap_dispatch": 2, "whole_row_tile": 2,
+                "divisibility_fast_path": 3, "wrapped_indices": 3, "work_skipping": 3, "fast_math": 3,
+                "static_range": 3, "dot_precision": 3, "constexpr_flags": 4, "specialization": 4,
+                "scalar_dtype_pin": 4, "inplace_aliasing": 4}  # fmt: skip
 
 
 def _ordered(candidates: list[Candidate]) -> list[Candidate]:

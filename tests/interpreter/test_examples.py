@@ -87,3 +87,48 @@ def test_compile_for_every_target_without_a_gpu(target, settings, sandbox):
     assert verdict.passed, verdict.reason
     assert verdict.evidence["target"] == target
     assert verdict.metrics["max_load_bits"] >= 32 and verdict.metrics["max_registers"] > 0
+
+
+SOFTMAX_EXPERT = EXAMPLES / "softmax" / "expert.py"
+SOFTMAX_CAP = "MAX_FUSED_SIZE = 32768"
+
+
+def _kernel_names(verdict) -> set[str]:
+    return {k.rsplit(".", 1)[-1] for k in verdict.evidence["kernels"]}
+
+
+def _softmax_workload(tmp_path, tiny: str, odd: str):
+    """The softmax workload with its tiny and odd cases replaced (the gate checks both against torch.softmax)."""
+    text = (EXAMPLES / "softmax" / "workload.py").read_text()
+    patched = text.replace('"tiny": {"M": 6, "N": 37, "dtype": "float32"}', tiny)
+    patched = patched.replace('"odd": {"M": 19, "N": 1000, "dtype": "float16"}', odd)
+    assert patched.count(tiny) == 1 and patched.count(odd) == 1
+    path = tmp_path / "workload.py"
+    path.write_text(patched)
+    return load_workload(path)
+
+
+def test_softmax_expert_takes_the_one_tile_kernel_on_the_workload(settings, sandbox):
+    wl = load_workload(EXAMPLES / "softmax" / "workload.py")
+    correct_v = check(wl, load_program(SOFTMAX_EXPERT), settings, "cpu", ("correctness",), sandbox).verdicts[0]
+    assert correct_v.passed, f"{correct_v.code}: {correct_v.reason}"
+    assert set(wl.check_cases("cpu")) == {"tiny", "odd"}
+    assert _kernel_names(correct_v) == {"softmax_one_tile"}
+
+
+@pytest.mark.parametrize("block", [4096, 64], ids=["block4096", "block64"])
+def test_softmax_expert_looped_kernel(block, settings, sandbox, tmp_path):
+    # MAX_FUSED_SIZE patched to 16 sends 5x300 fp32 and 3x37 fp16 rows to the looped kernel. With its BLOCK of
+    # 4096 every row is narrower than one tile, so most lanes never see a value (m stays -inf): the NaN guard.
+    # With BLOCK 64 the 300-wide rows span five tiles (the last partial), so the running rescale is exercised.
+    source = load_program(SOFTMAX_EXPERT).source
+    assert source.count(SOFTMAX_CAP) == 1 and source.count("BLOCK=4096") == 1
+    source = source.replace(SOFTMAX_CAP, "MAX_FUSED_SIZE = 16").replace("BLOCK=4096", f"BLOCK={block}")
+    wl = _softmax_workload(tmp_path, '"tiny": {"M": 5, "N": 300, "dtype": "float32"}',
+                           '"odd": {"M": 3, "N": 37, "dtype": "float16"}')  # fmt: skip
+    report = check(wl, Program(f"softmax-expert-looped-{block}", source), settings, "cpu", ("compile", "correctness"),
+                   sandbox)  # fmt: skip
+    compile_v, correct_v = report.verdicts
+    assert compile_v.passed, compile_v.reason  # the looped kernel compiles for sm_90 too
+    assert correct_v.passed, f"{correct_v.code}: {correct_v.reason}"
+    assert _kernel_names(correct_v) == {"softmax_looped"}

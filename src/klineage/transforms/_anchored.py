@@ -8,6 +8,8 @@ function enclosing the anchor (a function anchor names itself). Not a family: re
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
@@ -273,3 +275,8 @@ def blocks(root: cst.CSTNode) -> list[cst.IndentedBlock]:
 
     root.visit(V())
     return found
+
+
+def broadcasts(code: str) -> bool:
+    """Whether kernel code indexes with `[:, None]` / `[None, :]`: a 2-D kernel, whose lanes span rows and columns."""
+    return re.search(r"\[\s*None\s*,|,\s*None\s*\]", code) is not None

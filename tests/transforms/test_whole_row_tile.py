@@ -1,0 +1,211 @@
+import ast
+import textwrap
+
+from klineage.transform import matching_optimize_site
+from klineage.transforms.whole_row_tile import FUSED_CAP, WholeRowTile, column_sweeps, one_tile_twin
+from tests.transforms.roundtrip import assert_round_trips
+
+T = WholeRowTile()
+
+LOOPED = textwrap.dedent("""
+    @triton.jit
+    def lse_looped(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
+        row = tl.program_id(0)
+        m = tl.full((BLOCK,), -float("inf"), dtype=tl.float32)
+        for start in range(0, n_cols, BLOCK):
+            cols = start + tl.arange(0, BLOCK)
+            m = tl.maximum(m, tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=-float("inf")))
+        row_max = tl.max(m, axis=0)
+        acc = tl.zeros((BLOCK,), dtype=tl.float32)
+        # the second sweep
+        for start in tl.range(0, n_cols, BLOCK):
+            cols = start + tl.arange(0, BLOCK)
+            acc += tl.exp(tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=-float("inf")) - row_max)
+        tl.store(y_ptr + row, row_max + tl.log(tl.sum(acc, axis=0)))
+""")
+
+HEAD = textwrap.dedent("""
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def lse_one_tile(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
+        row = tl.program_id(0)
+        cols = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=-float("inf"))
+        row_max = tl.max(x, axis=0)
+        tl.store(y_ptr + row, row_max + tl.log(tl.sum(tl.exp(x - row_max), axis=0)))
+
+""") + LOOPED
+
+EXPERT = HEAD + textwrap.dedent("""
+
+    def lse(x):
+        n_rows, n_cols = x.shape
+        y = torch.empty(n_rows, device=x.device)
+        BLOCK = triton.next_power_of_2(n_cols)
+        # One tile when the row fits.
+        if n_cols <= 32768:
+            lse_one_tile[(n_rows,)](x, y, n_cols, BLOCK=BLOCK, num_warps=8)
+        else:
+            lse_looped[(n_rows,)](x, y, n_cols, BLOCK=4096)
+        return y
+""")
+
+SIMPLE = HEAD + textwrap.dedent("""
+
+    def lse(x):
+        n_rows, n_cols = x.shape
+        y = torch.empty(n_rows, device=x.device)
+        BLOCK = triton.next_power_of_2(n_cols)
+        # One tile when the row fits.
+        lse_looped[(n_rows,)](x, y, n_cols, BLOCK=1024)
+        return y
+""")
+
+NAIVE = textwrap.dedent("""
+    import torch
+    import triton
+    import triton.language as tl
+
+""") + LOOPED + textwrap.dedent("""
+
+    def lse(x):
+        x2 = x.contiguous()
+        y = torch.empty(x2.shape[0], device=x.device)
+        lse_looped[(x2.shape[0],)](x2, y, x2.shape[1], BLOCK=128)
+        return y
+""")
+
+
+def test_sites_and_params():
+    (site,) = T.sites(EXPERT)
+    assert site.function == "lse"
+    assert site.params["leading"] == ["# One tile when the row fits."]
+    assert site.params["dispatch"].startswith("if n_cols <= 32768:\n")
+    assert site.after == "# One tile when the row fits.\nlse_looped[(n_rows,)](x, y, n_cols, BLOCK=1024)"
+
+
+def test_simplify_keeps_the_looped_kernel_with_a_fixed_tile():
+    assert T.simplify(EXPERT, T.sites(EXPERT)[0]) == SIMPLE
+    flipped = EXPERT.replace("if n_cols <= 32768:", "if n_cols > 32768:")
+    flipped = flipped.replace("lse_one_tile[(n_rows,)](x, y, n_cols, BLOCK=BLOCK, num_warps=8)", "@@").replace(
+        "lse_looped[(n_rows,)](x, y, n_cols, BLOCK=4096)", "lse_one_tile[(n_rows,)](x, y, n_cols, BLOCK=BLOCK)"
+    ).replace("@@", "lse_looped[(n_rows,)](x, y, n_cols, BLOCK=4096)")
+    (site,) = T.sites(flipped)  # either order
+    assert "\n    lse_looped[(n_rows,)](x, y, n_cols, BLOCK=1024)\n" in T.simplify(flipped, site)
+
+
+def test_not_sites():
+    # both kernels sweep: not a one-tile dispatch
+    both = EXPERT.replace("lse_one_tile[(n_rows,)]", "lse_looped[(n_rows,)]")
+    assert T.sites(both) == []
+    # a branch with more than its launch
+    extra = EXPERT.replace("        lse_looped[(n_rows,)](x, y, n_cols, BLOCK=4096)\n",
+                           "        lse_looped[(n_rows,)](x, y, n_cols, BLOCK=4096)\n        wide = True\n")
+    assert extra != EXPERT
+    assert T.sites(extra) == []
+    # different grids
+    assert T.sites(EXPERT.replace("lse_looped[(n_rows,)]", "lse_looped[(n_rows, 1)]")) == []
+
+
+def test_round_trip():
+    sites = assert_round_trips(T, EXPERT)
+    assert len(sites) == 1
+
+
+def test_optimize_writes_a_twin_and_a_dispatch():
+    (site,) = T.optimize_sites(NAIVE)
+    assert site.params == {"kernel": "lse_looped", "tile": "BLOCK", "width": "x2.shape[1]"}
+    out = T.optimize(NAIVE, site, {})  # the cap defaults to FUSED_CAP
+    ast.parse(out)
+    assert f"    if x2.shape[1] <= {FUSED_CAP}:\n" in out
+    assert "        row_tile = triton.next_power_of_2(x2.shape[1])\n" in out
+    assert "lse_looped_one_tile[(x2.shape[0],)](x2, y, x2.shape[1], BLOCK=row_tile, num_warps=row_warps)" in out
+    assert "    else:\n        lse_looped[(x2.shape[0],)](x2, y, x2.shape[1], BLOCK=128)\n" in out
+    twin = out[out.index("def lse_looped_one_tile"):out.index("def lse(")]
+    assert "for " not in twin and twin.count("    start = 0\n") == 2
+    assert "    # the second sweep\n    start = 0\n" in twin  # the loop's comment stays with its sweep
+    assert out.index("def lse_looped(") < out.index("def lse_looped_one_tile(") < out.index("def lse(")
+    assert T.optimize_sites(out) == []  # applied: the looped launch is now the fallback
+    small = T.optimize(NAIVE, site, {"cap": "4096"})
+    assert "    if x2.shape[1] <= 4096:\n" in small
+
+
+def test_optimize_with_the_experts_dispatch_in_its_own_program():
+    (site,) = T.sites(EXPERT)
+    simplified = T.simplify(EXPERT, site)
+    match = matching_optimize_site(T, simplified, site)
+    assert T.optimize(simplified, match, site.params) == EXPERT
+    assert "lse_looped_one_tile" not in T.optimize(simplified, match, site.params)
+
+
+def test_column_sweeps_only_in_row_kernels():
+    import libcst as cst
+
+    def kernel(code):
+        return cst.parse_module(textwrap.dedent(code)).body[0]
+
+    assert column_sweeps(kernel(LOOPED))[1:] == ("n_cols", "BLOCK")
+    gemm = """
+        @triton.jit
+        def mm(a, b, c, K, BLOCK_K: tl.constexpr):
+            acc = tl.zeros((16, 16), dtype=tl.float32)
+            for k in range(0, K, BLOCK_K):
+                acc += tl.dot(tl.load(a + k), tl.load(b + k))
+            tl.store(c, acc)
+    """
+    nested = """
+        @triton.jit
+        def f(x, n, R, BLOCK: tl.constexpr):
+            for r in range(R):
+                for start in range(0, n, BLOCK):
+                    tl.store(x + start + tl.arange(0, BLOCK), 0.0)
+    """
+    early = """
+        @triton.jit
+        def f(x, n, BLOCK: tl.constexpr):
+            for start in range(0, n, BLOCK):
+                if start > 4:
+                    break
+    """
+    offset = """
+        @triton.jit
+        def f(x, n, BLOCK: tl.constexpr):
+            for start in range(BLOCK, n, BLOCK):
+                tl.store(x + start + tl.arange(0, BLOCK), 0.0)
+    """
+    runtime_step = """
+        @triton.jit
+        def f(x, n, step):
+            for start in range(0, n, step):
+                tl.store(x + start, 0.0)
+    """
+    two_widths = """
+        @triton.jit
+        def f(x, n, m, BLOCK: tl.constexpr):
+            for start in range(0, n, BLOCK):
+                tl.store(x + start + tl.arange(0, BLOCK), 0.0)
+            for start in range(0, m, BLOCK):
+                tl.store(x + start + tl.arange(0, BLOCK), 1.0)
+    """
+    for code in (gemm, nested, early, offset, runtime_step, two_widths):
+        assert column_sweeps(kernel(code)) is None, code
+
+
+def test_twin_runs_each_sweep_once():
+    import libcst as cst
+
+    twin = one_tile_twin(cst.parse_module(LOOPED).body[0])
+    code = cst.Module([]).code_for_node(twin)
+    assert "def lse_looped_one_tile(" in code and "for " not in code
+    assert "# One tile covers the row" in code
+
+
+def test_launch_without_a_keyword_tile_is_not_a_site():
+    positional = NAIVE.replace("x2.shape[1], BLOCK=128)", "x2.shape[1], 128)")
+    assert T.optimize_sites(positional) == []
+    called_width = NAIVE.replace("x2, y, x2.shape[1], BLOCK=128", "x2, y, int(x2.shape[1]), BLOCK=128")
+    assert T.optimize_sites(called_width) == []
