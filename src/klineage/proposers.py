@@ -460,6 +460,10 @@ def _sites(transform: Transform, program: Program) -> Iterator[tuple[str, str, S
                 yield module, source, site
 
 
+def _spent_key(candidate: Candidate) -> tuple:
+    return candidate.origin, candidate.transform, candidate.module, candidate.label
+
+
 def _fallback(source: str, kernel: str | None) -> bool:
     """Whether `kernel` only runs where its one-tile twin cannot (rows wider than the twin's cap; whole_row_tile):
     a change to it, or to its launch, leaves the timed case as it was and would spend an evaluation on nothing."""
@@ -577,6 +581,8 @@ class SkillProposer(Proposer):
         # (module, kernel, elements per program) -> what this run measured there: (slower warps, faster warps, why)
         self._warps_order: dict[tuple, list[tuple[int, int, str]]] = {}
         self._fewer_tried: set[tuple] = set()
+        # (skill, transform, module, label) -> why: a rewrite this run gated and found no faster, or failing
+        self._spent: dict[tuple, str] = {}
 
     def expected(self, skill: Skill) -> float:
         """The skill's measured speedup on this device (any device if none here), discounted by how unlike the
@@ -723,6 +729,9 @@ class SkillProposer(Proposer):
         the H200 and its 16 warps were then tried at x0.25, run 5; after 2 warps beat 4 on rope and on the masked
         softmax, the search went back to 4, the start's launch, x0.80 and x0.93, run 6). The order is kept per
         tile: a kept block change moves where the warps pay."""
+        if (why := self._spent.get(_spent_key(candidate))) is not None:
+            self._refuse(Refusal(candidate.origin, candidate.transform, candidate.function, "measured_here", why))
+            return False
         move = self._warps_move(candidate)
         if move is None:
             return True
@@ -739,6 +748,12 @@ class SkillProposer(Proposer):
         launch is over-threaded for its tile: half the present warps are gated next, once per launch (a search of
         the carried parameter's neighbourhood that its measurement points)."""
         cand, effect = attempt.candidate, attempt.effect
+        if cand.transform != "launch_config" and attempt.outcome in ("not_faster", "failed_gate"):
+            # the same rewrite at the same site, offered again once another change was kept: whole_row_tile on
+            # MSE's small final reduction ran at x1.000 three times in one run of 6 evaluations (H200, run 8)
+            ran = (f"ran at x{effect['speedup']:.3f}" if attempt.outcome == "not_faster" and effect.get("speedup")
+                   else attempt.outcome.replace("_", " "))  # fmt: skip
+            self._spent[_spent_key(cand)] = f"the same rewrite here {ran} at evaluation {attempt.evaluation}"
         move = self._warps_move(cand)
         if move is None or not effect.get("measured") or attempt.outcome not in ("kept", "not_faster"):
             return None

@@ -631,3 +631,26 @@ def test_the_walk_gates_the_fewer_warps_next_after_a_slowdown(monkeypatch, setti
     assert [(a.candidate.params, a.outcome) for a in trajectory.attempts] == [
         ({"num_warps": "8"}, "not_faster"), ({"num_warps": "2"}, "kept")]
     assert "num_warps=2" in trajectory.best.source
+
+
+def test_a_rewrite_measured_no_faster_is_not_gated_again_after_another_change(settings, monkeypatch):
+    """whole_row_tile on MSE's final reduction of a few hundred partials ran at x1.000, and was offered again after
+    each kept block change: three of six evaluations on one rewrite (H200, run 8). Once gated here without a gain,
+    the same rewrite at the same site is skipped for the rest of the run, with the reason."""
+    from klineage.optimize import Attempt
+
+    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
+    skill = make_skill("whole_row_tile", {"leading": []}, (), speedup=1.5)
+    folder = SUITES["heldout"] / "mse_loss"
+    wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
+    proposer = SkillProposer(wl, settings, "cuda", [skill])
+    (first,) = [c for c in proposer.propose(prog) if c.transform == "whole_row_tile"]
+    assert proposer.worth(first) and "def mean_of_partials_kernel_one_tile(" in first.program.source
+    proposer.observe(Attempt(1, first, False, "not_faster", [], {"measured": True, "speedup": 1.0002}), 5)
+    block = next(c for c in proposer.propose(prog) if c.origin == "launch_config")
+    again = [c for c in proposer.propose(block.program) if c.transform == "whole_row_tile"]
+    assert again and again[0].label == first.label
+    assert not proposer.worth(again[0])
+    refusal = proposer.refusals[-1]
+    assert refusal.predicate == "measured_here" and "x1.000 at evaluation 1" in refusal.reason
+    assert proposer.worth(block)  # the launch-configuration search keeps its own order (warps, tiles)

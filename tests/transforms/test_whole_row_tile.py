@@ -2,7 +2,7 @@ import ast
 import textwrap
 
 from klineage.transform import matching_optimize_site
-from klineage.transforms.whole_row_tile import FUSED_CAP, WholeRowTile, column_sweeps, one_tile_twin
+from klineage.transforms.whole_row_tile import FUSED_CAP, WholeRowTile, column_sweeps, one_tile_twin, reused
 from tests.transforms.roundtrip import assert_round_trips
 
 T = WholeRowTile()
@@ -126,8 +126,9 @@ def test_optimize_writes_a_twin_and_a_dispatch():
     assert "lse_looped_one_tile[(x2.shape[0],)](x2, y, x2.shape[1], BLOCK=row_tile, num_warps=row_warps)" in out
     assert "    else:\n        lse_looped[(x2.shape[0],)](x2, y, x2.shape[1], BLOCK=128)\n" in out
     twin = out[out.index("def lse_looped_one_tile"):out.index("def lse(")]
-    assert "for " not in twin and twin.count("    start = 0\n") == 2
-    assert "    # the second sweep\n    start = 0\n" in twin  # the loop's comment stays with its sweep
+    assert "for " not in twin and twin.count("    start = 0\n") == 1 and twin.count("cols = start") == 1
+    # the second sweep's `start = 0` and `cols = ...` hold what the first bound: dropped, their comment kept
+    assert "    # the second sweep\n    acc += tl.exp(" in twin
     assert out.index("def lse_looped(") < out.index("def lse_looped_one_tile(") < out.index("def lse(")
     assert T.optimize_sites(out) == []  # applied: the looped launch is now the fallback
     small = T.optimize(NAIVE, site, {"cap": "4096"})
@@ -209,3 +210,60 @@ def test_launch_without_a_keyword_tile_is_not_a_site():
     assert T.optimize_sites(positional) == []
     called_width = NAIVE.replace("x2, y, x2.shape[1], BLOCK=128", "x2, y, int(x2.shape[1]), BLOCK=128")
     assert T.optimize_sites(called_width) == []
+
+
+def _body(code):
+    import libcst as cst
+
+    return list(cst.parse_module(textwrap.dedent(code)).body)
+
+
+def _code(statements):
+    import libcst as cst
+
+    return cst.Module(body=statements).code
+
+
+SWEEPS = """
+    x = tl.load(x_ptr + cols, mask=mask, other=0.0)
+    tl.store(h_ptr + cols, x + 1.0, mask=mask)
+    acc += x
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    x = tl.load(x_ptr + cols, mask=mask, other=0.0)
+    acc += x
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+"""
+
+
+def test_reused_keeps_a_value_only_while_nothing_could_change_it():
+    # a store through a buffer another argument might alias: the load is repeated
+    assert _code(reused(_body(SWEEPS))).count("tl.load") == 2
+    # the store goes to a buffer the host allocated for that argument alone: the first load is kept
+    kept = _code(reused(_body(SWEEPS), frozenset({"h_ptr"})))
+    assert kept.count("tl.load") == 1
+    # acc was accumulated into between its two zeroings: both stay
+    assert kept.count("acc = tl.zeros") == 2
+    # a rebound input: `cols` moved, so x is loaded again
+    moved = SWEEPS.replace("    acc = tl.zeros((BLOCK,), dtype=tl.float32)\n    x =", "    cols = cols + 1\n    x =")
+    assert _code(reused(_body(moved), frozenset({"h_ptr"}))).count("tl.load") == 2
+    # writes and volatile loads are never dropped, even when repeated word for word
+    atomics = "old = tl.atomic_add(p, 1)\nold = tl.atomic_add(p, 1)\nv = tl.load(p, volatile=True)\n" \
+              "v = tl.load(p, volatile=True)\n"  # fmt: skip
+    assert _code(reused(_body(atomics))) == atomics
+
+
+def test_a_residual_store_between_sweeps_keeps_the_loads_only_for_a_buffer_of_its_own():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "src" / "klineage" / "suites" / "heldout" / "residual_layernorm"
+    source = (root / "naive.py").read_text()
+    (site,) = T.optimize_sites(source)
+    out = T.optimize(source, site, {})
+    twin = out[out.index("def add_layernorm_kernel_one_tile"):out.index("class ModelNew")]
+    assert twin.count("tl.load(x_ptr") == 1 and twin.count("tl.load(r_ptr") == 1  # h is torch.empty_like(x)
+    # the caller passes one of its inputs as h: a store through h may change x, so the twin loads x again after
+    # it (the third sweep still reuses the second's load: no store between them)
+    aliased = source.replace("h = torch.empty_like(x)", "h = r")
+    out = T.optimize(aliased, T.optimize_sites(aliased)[0], {})
+    twin = out[out.index("def add_layernorm_kernel_one_tile"):out.index("class ModelNew")]
+    assert twin.count("tl.load(x_ptr") == 2

@@ -172,8 +172,10 @@ def _with_kwarg(call: cst.Call, name: str, code: str) -> cst.Call:
                                    else a for a in call.args])  # fmt: skip
 
 
-def one_tile_twin(kernel: cst.FunctionDef) -> cst.FunctionDef:
-    """The kernel with every column sweep run once at offset 0 (valid when its tile covers the row)."""
+def one_tile_twin(kernel: cst.FunctionDef, exclusive: frozenset[str] = frozenset()) -> cst.FunctionDef:
+    """The kernel with every column sweep run once at offset 0 (valid when its tile covers the row), and a value a
+    later sweep recomputes with the very same statement kept from the first (`reused`). `exclusive`: the pointer
+    parameters whose buffers no other argument can reach (see `_exclusive_params`)."""
     loops, _, _ = column_sweeps(kernel)
     targets = {id(loop) for loop in loops}
 
@@ -185,17 +187,143 @@ def one_tile_twin(kernel: cst.FunctionDef) -> cst.FunctionDef:
             start = start.with_changes(leading_lines=updated_node.leading_lines)
             return cst.FlattenSentinel([start, *updated_node.body.body])
 
-    comment = ("# One tile covers the row (launched only when it does): each sweep below runs once, and the "
-               "compiler merges")  # fmt: skip
     lines = (
         cst.EmptyLine(),
         cst.EmptyLine(),
-        cst.EmptyLine(comment=cst.Comment(comment)),
-        cst.EmptyLine(comment=cst.Comment("# the sweeps' identical loads: the row is read from memory once, not once "
-                                          "per sweep.")),
+        cst.EmptyLine(comment=cst.Comment("# One tile covers the row (launched only when it does): each sweep below "
+                                          "runs once, and a value a later")),
+        cst.EmptyLine(comment=cst.Comment("# sweep would load again is kept from the first, so the row is read from "
+                                          "memory once, not once per sweep.")),
     )  # fmt: skip
     body = kernel.body.visit(Unroll())
+    body = body.with_changes(body=reused(list(body.body), exclusive))
     return kernel.with_changes(name=cst.Name(kernel.name.value + TWIN), body=body, leading_lines=lines)
+
+
+MEMORY_WRITES = ("tl.store", "tl.atomic_")
+NOT_PURE = (*MEMORY_WRITES, "volatile", "tl.inline_asm", "tl.debug_barrier", "tl.device_print", "tl.device_assert")
+
+
+def reused(statements: list, exclusive: frozenset[str] = frozenset()) -> list:
+    """Straight-line statements without those that rebind a name to the value it already holds: `t = E` again,
+    with E the same code, nothing E reads rebound since, and no write in between that E's loads could see.
+    Triton merges identical loads only while no store separates them; the residual layer norm stores its sum h
+    between the sweeps, so each sweep read x and r again. A store to an `exclusive` buffer (one the host allocated
+    for this argument alone) cannot change what a load of another buffer sees, so it does not stop the reuse."""
+    held: dict[str, tuple[str, set[str]]] = {}  # name -> (the code it holds, the names that code reads)
+
+    def forget(names: set[str]) -> None:
+        for name in [n for n, (_, reads) in held.items() if n in names or reads & names]:
+            del held[name]
+
+    def written(node: cst.CSTNode) -> None:
+        code = node_code(node)
+        if not any(w in code for w in MEMORY_WRITES):
+            return
+        stores = _calls(node, MEMORY_WRITES)
+        if all(s.args and names_in(s.args[0].value) & exclusive and s.func.attr.value == "store" for s in stores):
+            forget(set().union(*(names_in(s.args[0].value) & exclusive for s in stores)))
+        else:
+            for name in [n for n, (code_, _) in held.items() if "tl.load" in code_]:
+                del held[name]
+
+    out, comments = [], []  # comments of a dropped statement go to the next one kept
+    for stmt in statements:
+        assign = _simple_assign(stmt)
+        if assign is not None and not any(w in node_code(stmt) for w in NOT_PURE):
+            target, value = assign
+            code, reads = node_code(value), names_in(value)
+            if held.get(target, (None,))[0] == code:
+                comments.extend(stmt.leading_lines)
+                continue  # it holds this value already
+            forget({target})
+            if target not in reads:
+                held[target] = (code, reads)
+        else:
+            written(stmt)
+            forget(_bound_in(stmt))
+        if comments:
+            stmt = stmt.with_changes(leading_lines=(*comments, *stmt.leading_lines))
+            comments = []
+        out.append(stmt)
+    return out
+
+
+def _simple_assign(stmt: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
+    if (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)
+            and len(stmt.body[0].targets) == 1 and isinstance(stmt.body[0].targets[0].target, cst.Name)):  # fmt: skip
+        return stmt.body[0].targets[0].target.value, stmt.body[0].value
+    return None
+
+
+def _bound_in(node: cst.CSTNode) -> set[str]:
+    """Every name a statement (of any kind, nested blocks included) may rebind."""
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_AssignTarget(self, n) -> None:
+            found.update(names_in(n.target))
+
+        def visit_AugAssign(self, n) -> None:
+            found.update(names_in(n.target))
+
+        def visit_AnnAssign(self, n) -> None:
+            found.update(names_in(n.target))
+
+        def visit_For(self, n) -> None:
+            found.update(names_in(n.target))
+
+        def visit_NamedExpr(self, n) -> None:
+            found.update(names_in(n.target))
+
+    node.visit(V())
+    return found
+
+
+def _calls(node: cst.CSTNode, prefixes: tuple[str, ...]) -> list[cst.Call]:
+    found: list[cst.Call] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            if dotted(call.func).startswith(prefixes):
+                found.append(call)
+
+    node.visit(V())
+    return found
+
+
+FRESH = ("torch.empty", "torch.empty_like", "torch.zeros", "torch.zeros_like", "torch.ones", "torch.ones_like",
+         "torch.full", "torch.full_like", "torch.empty_strided")  # fmt: skip
+
+
+def _exclusive_params(module: Module, call: cst.Call, kernel: cst.FunctionDef) -> frozenset[str]:
+    """Kernel parameters bound to a tensor the launching function allocated (`torch.empty_like(x)`, ...) and bound
+    once: no other argument can reach its memory, so a store through it cannot alias a load of another."""
+    fn = module.enclosing(call)
+    if fn is None:
+        return frozenset()
+    allocated: dict[str, int] = {}  # name -> how many times the function binds it
+    fresh: set[str] = set()
+    for node in module.positions:
+        if isinstance(node, cst.AssignTarget) and module.enclosing(node) is fn:
+            for name in names_in(node.target):
+                allocated[name] = allocated.get(name, 0) + 1
+        if (isinstance(node, cst.Assign) and module.enclosing(node) is fn and len(node.targets) == 1
+                and isinstance(node.targets[0].target, cst.Name) and isinstance(node.value, cst.Call)
+                and dotted(node.value.func) in FRESH):  # fmt: skip
+            fresh.add(node.targets[0].target.value)
+    mentions: dict[str, int] = {}
+    for arg in call.args:
+        for name in names_in(arg.value):
+            mentions[name] = mentions.get(name, 0) + 1
+    out = set()
+    for arg in call.args:
+        if (isinstance(arg.value, cst.Name) and arg.value.value in fresh and allocated.get(arg.value.value) == 1
+                and mentions[arg.value.value] == 1):  # fmt: skip
+            param = kernel_param_for(kernel, call, arg)
+            if param is not None:
+                out.add(param)
+    return frozenset(out)
 
 
 @register
@@ -207,7 +335,8 @@ class WholeRowTile(AnchoredTransform):
 
     Conditions: the one-tile kernel is launched only where the row fits its tile (n <= BLOCK: the dispatch and
     `next_power_of_2` see to it); its masks cover the lanes past the row; the tile fits in registers (the cap, and
-    warps that grow with the tile).
+    warps that grow with the tile); a value kept across a store is one the store cannot change (checked: the store
+    goes to a buffer the host allocated for that argument alone).
 
     Failure: a one-tile kernel launched on a row wider than its tile silently drops the columns past the tile (a
     wrong result with no error); an uncapped tile spills registers or fails to compile (more than 2**20 elements).
@@ -218,8 +347,9 @@ class WholeRowTile(AnchoredTransform):
     passed by keyword. Simplify: the looped launch takes the if's place, its tile set to 1024. Params: `dispatch`
     (the whole statement) and `leading` (its comment lines). Optimize: a launch statement of a sweeping row kernel
     (1-D, every loop `range(0, n, B)`); with the expert's `dispatch` (in the expert's own program) that statement;
-    elsewhere a generated twin of the kernel, each sweep run once at offset 0, launched when `n <= cap` with the
-    tile `next_power_of_2(n)` and warps by tile width, the original launch otherwise."""
+    elsewhere a generated twin of the kernel, each sweep run once at offset 0 and a statement a later sweep repeats
+    word for word kept from the first (`reused`), launched when `n <= cap` with the tile `next_power_of_2(n)` and
+    warps by tile width, the original launch otherwise."""
 
     id = "whole_row_tile"
     family = 8
@@ -294,9 +424,10 @@ class WholeRowTile(AnchoredTransform):
         kernel = module.kernels().get(kernel_name)
         if kernel is None or kernel not in module.tree.body:
             raise ValueError(f"whole_row_tile: {kernel_name} is not a module-level kernel")
+        twin_launch = next(c for c in _launches_of(module, kernel_name + TWIN))
         body = list(module.tree.body)
         i = body.index(kernel)
-        body.insert(i + 1, one_tile_twin(kernel))
+        body.insert(i + 1, one_tile_twin(kernel, _exclusive_params(module, twin_launch, kernel)))
         return module.tree.with_changes(body=body).code
 
 
@@ -314,3 +445,8 @@ def _launch_statement_kernel(code: str) -> str | None:
     stmt = cst.parse_statement(code)
     call = _launch_statement(stmt)
     return call.func.value.value if call is not None else None
+
+
+def _launches_of(module: Module, kernel: str) -> list[cst.Call]:
+    return [n for n in module.positions if isinstance(n, cst.Call) and isinstance(n.func, cst.Subscript)
+            and isinstance(n.func.value, cst.Name) and n.func.value.value == kernel]  # fmt: skip
