@@ -43,26 +43,9 @@ def _sweep(loop: cst.For, params: set[str], constexprs: set[str]) -> tuple[str, 
     if not (isinstance(n, cst.Name) and n.value in params - constexprs and isinstance(step, cst.Name)
             and step.value in constexprs):  # fmt: skip
         return None
-    exits = []
-
-    class V(cst.CSTVisitor):
-        def visit_Break(self, node) -> None:
-            exits.append(node)
-
-        def visit_Continue(self, node) -> None:
-            exits.append(node)
-
-        def visit_Return(self, node) -> None:
-            exits.append(node)
-
-        def visit_For(self, node) -> None:
-            exits.append(node)
-
-        def visit_While(self, node) -> None:
-            exits.append(node)
-
-    loop.body.visit(V())
-    return None if exits else (n.value, step.value)
+    if _contains(loop.body, (cst.Break, cst.Continue, cst.Return, cst.For, cst.While)):
+        return None
+    return n.value, step.value
 
 
 def column_sweeps(kernel: cst.FunctionDef) -> tuple[list[cst.For], str, str] | None:
@@ -130,17 +113,21 @@ def _looped_launch(module: Module, call: cst.Call) -> dict | None:
 
 
 def _sweepless(kernel: cst.FunctionDef) -> bool:
-    loops = []
+    return not _contains(kernel.body, (cst.For, cst.While))
+
+
+def _contains(node: cst.CSTNode, kinds: tuple[type, ...]) -> bool:
+    """Whether any node under `node` is of one of `kinds`."""
+    found = []
 
     class V(cst.CSTVisitor):
-        def visit_For(self, node) -> None:
-            loops.append(node)
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            if isinstance(n, kinds):
+                found.append(n)
+            return not found
 
-        def visit_While(self, node) -> None:
-            loops.append(node)
-
-    kernel.body.visit(V())
-    return not loops
+    node.visit(V())
+    return bool(found)
 
 
 def _dispatch(module: Module, node: cst.If) -> tuple[str, cst.SimpleStatementLine, dict] | None:
