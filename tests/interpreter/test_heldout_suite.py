@@ -58,3 +58,37 @@ def test_one_tile_twin_passes_and_a_truncating_one_fails(name, settings, sandbox
     assert truncating != twin
     report = check(wl, Program(name, truncating), settings, "cpu", ("compile", "correctness"), sandbox)
     assert not report.verdicts[-1].passed
+
+
+@pytest.mark.parametrize("name, kernel, signature, loads", [
+    ("log_softmax", "log_softmax_kernel", {"x_ptr": "*fp32", "y_ptr": "*fp32"}, 1),
+    ("kl_div", "kl_rows_kernel", {"q_ptr": "*bf16", "p_ptr": "*bf16", "row_kl_ptr": "*fp32"}, 2),
+])  # fmt: skip
+def test_the_twin_reads_each_input_row_once(name, kernel, signature, loads, tmp_path):
+    """Static, no GPU: compiled for sm_90 at the bench case's 32768-wide tile, the twin of log-softmax loads x once
+    and KL divergence's twin q and p once each (before `one_load`, 2 and 4 loads: their last sweep fills masked
+    lanes with 0 where the first two use -inf)."""
+    import importlib.util
+
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from klineage.transform import load_families
+
+    load_families()
+    from klineage.transforms.whole_row_tile import WholeRowTile
+
+    _, program = next((w, p) for w, p in PAIRS if w.parent.name == name)
+    source = program.read_text()
+    (site,) = [s for s in WholeRowTile().optimize_sites(source) if s.params["width"] == "n_cols"]
+    path = tmp_path / f"{name}_twin.py"
+    path.write_text(WholeRowTile().optimize(source, site, {}))
+    spec = importlib.util.spec_from_file_location(f"{name}_twin", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    twin = getattr(module, kernel + "_one_tile")
+    ints = {p: "i32" for p in twin.arg_names if p not in signature and p != "BLOCK"}
+    src = ASTSource(fn=twin, signature={**signature, **ints, "BLOCK": "constexpr"}, constexprs={"BLOCK": 32768})
+    compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 32})
+    assert compiled.asm["ttgir"].count("tt.load") == loads

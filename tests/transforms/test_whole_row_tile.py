@@ -260,3 +260,26 @@ def test_a_residual_store_between_sweeps_keeps_the_loads_only_for_a_buffer_of_it
     out = T.optimize(aliased, T.optimize_sites(aliased)[0], {})
     twin = out[out.index("def add_layernorm_kernel_one_tile"):out.index("class ModelNew")]
     assert twin.count("tl.load(x_ptr") == 2
+
+
+def test_one_load_writes_a_repeated_load_with_another_fill_as_the_first_one_masked():
+    from klineage.transforms.whole_row_tile import one_load
+
+    code = """
+    mask = cols < n
+    a = tl.load(p + cols, mask=cols < n, other=-float("inf"))
+    b = tl.load(p + cols, mask=mask, other=0.0)
+    c = tl.load(p + cols, mask=mask, other=-float("inf"))
+    d = tl.load(q + cols, mask=mask, other=0.0)
+    e = tl.load(p + cols)
+    """
+    out = _code(one_load(_body(code)))
+    # the mask named `mask` is the same `cols < n`: the second load becomes the first, its masked lanes refilled
+    assert 'b = tl.where(mask, tl.load(p + cols, mask=cols < n, other=-float("inf")), 0.0)\n' in out
+    assert 'c = tl.load(p + cols, mask=mask, other=-float("inf"))\n' in out  # the same load already
+    assert "d = tl.load(q + cols, mask=mask, other=0.0)\n" in out and "e = tl.load(p + cols)\n" in out
+    for barrier in ("tl.store(p + cols, a, mask=mask)", "cols = cols + 1", "mask = cols < m",
+                    "old = tl.atomic_add(p, 1.0)"):  # fmt: skip
+        code_ = code.replace("    b =", f"    {barrier}\n    b =")
+        # b is loaded afresh (and c, after it, refills b's load: nothing lies between them)
+        assert "b = tl.load(p + cols, mask=mask, other=0.0)\n" in _code(one_load(_body(code_))), barrier

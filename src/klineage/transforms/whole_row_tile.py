@@ -183,7 +183,7 @@ def one_tile_twin(kernel: cst.FunctionDef, exclusive: frozenset[str] = frozenset
                                           "memory once, not once per sweep.")),
     )  # fmt: skip
     body = kernel.body.visit(Unroll())
-    body = body.with_changes(body=reused(list(body.body), exclusive))
+    body = body.with_changes(body=one_load(reused(list(body.body), exclusive)))
     return kernel.with_changes(name=cst.Name(kernel.name.value + TWIN), body=body, leading_lines=lines)
 
 
@@ -234,6 +234,88 @@ def reused(statements: list, exclusive: frozenset[str] = frozenset()) -> list:
             comments = []
         out.append(stmt)
     return out
+
+
+def one_load(statements: list) -> list:
+    """Straight-line statements where a load of the same pointer and mask as an earlier one, with another `other`
+    and no write or rebinding in between, is written as that load with its masked lanes replaced:
+    `tl.where(mask, <the earlier load>, other)`, the same values. Both loads are then the same operation, which
+    Triton merges: log-softmax's last sweep loads x with `other=0.0` where its first two use `-inf`, so its twin
+    read the row twice (TTGIR for sm_90, Triton 3.6: 2 `tt.load` -> 1; KL divergence's twin 4 -> 2)."""
+    seen: dict[tuple, tuple[cst.Call, set[str]]] = {}  # (pointer, mask, other keywords) -> (first load, its names)
+    named: dict[str, tuple[str, set[str]]] = {}  # a mask kept in a name: `mask = cols < n` -> ("cols < n", names)
+
+    class Rewrite(cst.CSTTransformer):
+        def leave_Call(self, original_node, updated_node):
+            key = _load_key(original_node, {n: code for n, (code, _) in named.items()})
+            if key is None:
+                return updated_node
+            first = seen.get(key[0])
+            if first is None:
+                seen[key[0]] = (original_node, _reads(original_node))
+                return updated_node
+            if _load_key(first[0], {})[2] == key[2]:
+                return updated_node  # the same load already: Triton merges it as it is
+            where = f"tl.where({key[1]}, {node_code(first[0])}, {key[2]})"
+            return cst.parse_expression(where)
+
+    out = []
+    for stmt in statements:
+        if any(w in node_code(stmt) for w in NOT_PURE if w != "tl.store") or not isinstance(
+                stmt, cst.SimpleStatementLine):  # fmt: skip
+            seen.clear()  # a block, an atomic, a volatile load: no reuse across it
+            out.append(stmt)
+            continue
+        new = stmt.visit(Rewrite())
+        if "tl.store" in node_code(stmt):
+            seen.clear()
+        rebound = _bound_in(stmt)
+        for key in [k for k, (_, names) in seen.items() if names & rebound]:
+            del seen[key]
+        for name in [n for n, (_, names) in named.items() if n in rebound or names & rebound]:
+            del named[name]
+        if (assign := _simple_assign(stmt)) is not None and assign[0] not in names_in(assign[1]):
+            named[assign[0]] = (node_code(assign[1]), _reads(assign[1]))
+        out.append(new)
+    return out
+
+
+def _reads(node: cst.CSTNode) -> set[str]:
+    """The variables an expression reads: its names, less keyword names (`mask=`) and attributes (`.load`)."""
+    skip = set()
+
+    class Skip(cst.CSTVisitor):
+        def visit_Arg(self, arg: cst.Arg) -> None:
+            if arg.keyword is not None:
+                skip.add(id(arg.keyword))
+
+        def visit_Attribute(self, attr: cst.Attribute) -> None:
+            skip.add(id(attr.attr))
+
+    node.visit(Skip())
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, name: cst.Name) -> None:
+            if id(name) not in skip:
+                found.add(name.value)
+
+    node.visit(V())
+    return found
+
+
+def _load_key(call: cst.Call, named: dict[str, str]) -> tuple[tuple, str, str] | None:
+    """For `tl.load(ptr, mask=m, other=o, ...)`: ((ptr, m, the other keywords), m, o), with a mask given by a name
+    read as the code the name holds (`named`); None for any other call or a load without both a mask and an
+    `other`."""
+    if dotted(call.func) != "tl.load" or not call.args or call.args[0].keyword is not None:
+        return None
+    keywords = {a.keyword.value: node_code(a.value) for a in call.args[1:] if a.keyword is not None}
+    if len(keywords) != len(call.args) - 1 or "mask" not in keywords or "other" not in keywords:
+        return None
+    rest = tuple(sorted((k, v) for k, v in keywords.items() if k not in ("mask", "other")))
+    mask = named.get(keywords["mask"], keywords["mask"])
+    return (node_code(call.args[0].value), mask, rest), keywords["mask"], keywords["other"]
 
 
 def _simple_assign(stmt: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
@@ -334,8 +416,9 @@ class WholeRowTile(AnchoredTransform):
     passed by keyword. Simplify: the looped launch takes the if's place, its tile set to 1024. Params: `dispatch`
     (the whole statement) and `leading` (its comment lines). Optimize: a launch statement of a sweeping row kernel
     (1-D, every loop `range(0, n, B)`); with the expert's `dispatch` (in the expert's own program) that statement;
-    elsewhere a generated twin of the kernel, each sweep run once at offset 0 and a statement a later sweep repeats
-    word for word kept from the first (`reused`), launched when `n <= cap` with the tile `next_power_of_2(n)` and
+    elsewhere a generated twin of the kernel, each sweep run once at offset 0, a statement a later sweep repeats
+    word for word kept from the first (`reused`) and a load repeated with another `other` written as the first one
+    masked (`one_load`), launched when `n <= cap` with the tile `next_power_of_2(n)` and
     warps by tile width, the original launch otherwise."""
 
     id = "whole_row_tile"
