@@ -263,12 +263,14 @@ def optimize(
         # only sites in functions the check ran are worth a candidate (an installed module's backward kernels are
         # never launched by a forward workload); None when the gate could not tell
         ran = {program.hash: _functions_run(base)}
+        follow: list = []  # a proposer's follow-up (a repair, a next step), gated before the next listed candidate
         while True:
             if roofline is not None and roofline >= NEAR_ROOFLINE:
                 stop = f"within {1 - NEAR_ROOFLINE:.0%} of the roofline"
                 break
             kept = None
-            pending, follow = iter(proposer.propose(current)), []  # follow: a proposer's follow-up (a repair), next
+            # a follow-up made from a kept candidate is written on it, the program this round starts from: it carries
+            pending = iter(proposer.propose(current))
             while evaluations < budget and (cand := follow.pop() if follow else next(pending, None)) is not None:
                 if ran.get(current.hash) and cand.function not in ran[current.hash]:
                     continue

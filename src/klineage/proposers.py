@@ -34,7 +34,7 @@ from klineage.skills import Skill
 from klineage.transform import TRANSFORMS, Site, Transform, load_families
 from klineage.transforms.autotune_single_config import kernel_launches
 from klineage.transforms.launch_knobs import kernel_names, trailing_kwargs
-from klineage.transforms.whole_row_tile import TWIN
+from klineage.transforms.whole_row_tile import TWIN, scaled_ladder, twin_ladders
 from klineage.workload import Workload
 
 # Condition statuses decided against the domain before applying: backed by a counterexample, required where
@@ -583,6 +583,9 @@ class SkillProposer(Proposer):
         self._fewer_tried: set[tuple] = set()
         # (skill, transform, module, label) -> why: a rewrite this run gated and found no faster, or failing
         self._spent: dict[tuple, str] = {}
+        # a twin's warp-ladder follow-up (by key) -> (module, kernel, factor, the program it rewrote, step number)
+        self._ladders: dict[tuple, tuple] = {}
+        self._laddered: set[tuple[str, str]] = set()
 
     def expected(self, skill: Skill) -> float:
         """The skill's measured speedup on this device (any device if none here), discounted by how unlike the
@@ -754,6 +757,8 @@ class SkillProposer(Proposer):
             ran = (f"ran at x{effect['speedup']:.3f}" if attempt.outcome == "not_faster" and effect.get("speedup")
                    else attempt.outcome.replace("_", " "))  # fmt: skip
             self._spent[_spent_key(cand)] = f"the same rewrite here {ran} at evaluation {attempt.evaluation}"
+        if (ladder := self._ladder_follow(attempt, evaluations_left)) is not None:
+            return ladder
         move = self._warps_move(cand)
         if move is None or not effect.get("measured") or attempt.outcome not in ("kept", "not_faster"):
             return None
@@ -784,6 +789,42 @@ class SkillProposer(Proposer):
                            _rewrite(at.program, at.module, at.transform, at.source, at.site, fewer))  # fmt: skip
         self._knobs[follow.key] = at  # so that its own measurement is recorded too
         return follow
+
+    def _ladder_follow(self, attempt, evaluations_left: int) -> Candidate | None:
+        """The warps of a kept one-tile twin, one rung of its ladder at a time: they are computed at launch from the
+        row's tile, so the launch-configuration search has no literal to change, and after the twin the layer norms,
+        log-softmax and row argmax had stopped with budget left (H200, run 9). Halved first; kept, halved again;
+        the first halving slower, doubled once instead."""
+        cand = attempt.candidate
+        if evaluations_left < 1:
+            return None
+        if cand.transform == "whole_row_tile" and attempt.kept:
+            return self._ladder_step(cand, cand.program, 0.5, 1, None)
+        if (state := self._ladders.get(cand.key)) is None:
+            return None
+        module, kernel, factor, base, steps = state
+        if attempt.kept:
+            return self._ladder_step(cand, cand.program, factor, steps + 1, kernel)
+        if steps == 1 and factor < 1 and attempt.outcome == "not_faster":
+            return self._ladder_step(cand, base, 2.0, 1, kernel)
+        return None
+
+    def _ladder_step(self, cand: Candidate, program: Program | None, factor: float, steps: int,
+                     kernel: str | None) -> Candidate | None:  # fmt: skip
+        for module, source in _module_sources(program) if program is not None else []:
+            names = [kernel] if kernel else [k for k in twin_ladders(source) if (module, k) not in self._laddered]
+            for name in names:
+                new = scaled_ladder(source, name, factor)
+                if new is None:
+                    continue
+                self._laddered.add((module, name))
+                label = f"{name}{TWIN} warps x{factor:g} (its ladder, one rung {'down' if factor < 1 else 'up'})"
+                follow = Candidate(label, cand.origin, "launch_config", module, cand.function,
+                                   {f"{name}{TWIN}.row_warps": f"x{factor:g}"}, PRIOR_SPEEDUP, "", cand.decided_by,
+                                   _with_source(program, module, new))  # fmt: skip
+                self._ladders[follow.key] = (module, name, factor, program, steps)
+                return follow
+        return None
 
     def _guarded(self, make, program, module, source, kernel, guard, skill, site) -> Program | None:
         """The rewrite behind a launch-time guard on `guard`'s predicate; refused when it cannot be isolated."""

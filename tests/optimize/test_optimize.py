@@ -654,3 +654,76 @@ def test_a_rewrite_measured_no_faster_is_not_gated_again_after_another_change(se
     refusal = proposer.refusals[-1]
     assert refusal.predicate == "measured_here" and "x1.000 at evaluation 1" in refusal.reason
     assert proposer.worth(block)  # the launch-configuration search keeps its own order (warps, tiles)
+
+
+def test_a_kept_twin_has_its_warp_ladder_searched_one_rung_at_a_time(settings, monkeypatch):
+    """After the one-tile twin, the layer norms, log-softmax and row argmax stopped with budget left: the twin's
+    tile and warps are computed at launch, so the launch-configuration search had nothing to change (H200, run 9).
+    A kept twin's warp ladder is halved next; a kept halving is halved again; a first halving measured slower
+    turns the search to doubling, once."""
+    from klineage.optimize import Attempt
+
+    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
+    skill = make_skill("whole_row_tile", {"leading": []}, (), speedup=1.5)
+    folder = SUITES["heldout"] / "layernorm"
+    wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
+    proposer = SkillProposer(wl, settings, "cuda", [skill])
+    (twin,) = [c for c in proposer.propose(prog) if c.transform == "whole_row_tile"]
+    ladder = "row_warps = 4 if row_tile < 2048 else 8 if row_tile < 8192 else 16 if row_tile < 32768 else 32"
+    assert ladder in twin.program.source
+
+    def outcome(cand, kept, speedup):
+        return Attempt(2, cand, kept, "kept" if kept else "not_faster", [], {"measured": True, "speedup": speedup})
+
+    half = proposer.observe(outcome(twin, True, 1.88), 4)
+    assert half.transform == "launch_config" and "warps x0.5" in half.label
+    assert "row_warps = 2 if row_tile < 2048 else 4 if row_tile < 8192 else 8 if row_tile < 32768 else 16" in \
+        half.program.source  # fmt: skip
+    quarter = proposer.observe(outcome(half, True, 1.05), 3)
+    assert "row_warps = 1 if row_tile < 2048 else 2 if" in quarter.program.source
+    assert proposer.observe(outcome(quarter, False, 0.9), 2) is None  # a later step slower: the search ends
+    # a first halving slower: doubled from the twin instead, once
+    other = SkillProposer(wl, settings, "cuda", [skill])
+    (twin,) = [c for c in other.propose(prog) if c.transform == "whole_row_tile"]
+    half = other.observe(outcome(twin, True, 1.88), 4)
+    double = other.observe(outcome(half, False, 0.8), 3)
+    assert "row_warps = 8 if row_tile < 2048 else 16 if row_tile < 8192 else 32 if" in double.program.source
+    assert "row_warps = 16 if row_tile < 2048 else 32 if" in other.observe(outcome(double, True, 1.1), 2).program.source
+    assert other.observe(outcome(double, True, 1.1), 0) is None  # no budget left: no follow-up
+
+
+@pytest.mark.interpreter
+def test_a_follow_up_made_from_a_kept_candidate_is_gated_first_in_the_next_round(settings, sandbox):
+    """A follow-up built on the candidate just kept (the twin's warps) had been dropped with the round's list."""
+    from klineage.optimize import Proposer
+
+    wl, prog = load_workload(OPT / "scale_workload.py"), load_program(OPT / "scale_naive.py")
+
+    def marked(program, tag):
+        from klineage.program import Program
+
+        return Program(program.name, program.source + f"\n_TAG = {tag!r}\n", program.modules, program.path)
+
+    class Stub(Proposer):
+        method = "stub"
+
+        def propose(self, program):
+            from klineage.proposers import Candidate
+
+            label = f"listed {program.hash[:6]}"
+            return [Candidate(label, "catalog", "cache_hints", "program", "scale_kernel", {}, 1.0, "", (),
+                              marked(program, label))]  # fmt: skip
+
+        def observe(self, attempt, evaluations_left):
+            from klineage.proposers import Candidate
+
+            if attempt.kept and attempt.candidate.label.startswith("listed") and attempt.evaluation == 2:
+                return Candidate("follow-up", "catalog", "cache_hints", "program", "scale_kernel", {}, 1.0, "", (),
+                                 marked(attempt.candidate.program, "follow-up"))  # fmt: skip
+            return None
+
+    trajectory = optimize(wl, prog, Stub(wl, settings, "cpu"), settings, "cpu", budget=4, sandbox=sandbox,
+                          explore=True)  # fmt: skip
+    labels = [a.candidate.label for a in trajectory.attempts]
+    assert labels[0].startswith("listed") and labels[1] == "follow-up", labels
+    assert trajectory.attempts[1].kept

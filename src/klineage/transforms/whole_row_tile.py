@@ -520,3 +520,49 @@ def _launch_statement_kernel(code: str) -> str | None:
 def _launches_of(module: Module, kernel: str) -> list[cst.Call]:
     return [n for n in module.positions if isinstance(n, cst.Call) and isinstance(n.func, cst.Subscript)
             and isinstance(n.func.value, cst.Name) and n.func.value.value == kernel]  # fmt: skip
+
+
+def _ladder_statement(module: Module, kernel: str) -> cst.SimpleStatementLine | None:
+    """The `row_warps = <ladder>` line of the dispatch that launches `kernel`'s twin, if there is one."""
+    for launch in _launches_of(module, kernel + TWIN):
+        block = module.parents.get(module.parents.get(launch))  # the launch's Expr, its line, then the block
+        block = module.parents.get(block) if not isinstance(block, cst.IndentedBlock) else block
+        if not isinstance(block, cst.IndentedBlock):
+            continue
+        for stmt in block.body:
+            assign = _simple_assign(stmt)
+            if assign is not None and assign[0] == "row_warps" and isinstance(assign[1], cst.IfExp):
+                return stmt
+    return None
+
+
+def twin_ladders(source: str) -> list[str]:
+    """The kernels whose one-tile twin is launched with the warp ladder this transform writes."""
+    try:
+        module = Module(source)
+    except cst.ParserSyntaxError:
+        return []
+    return [k for k in module.kernels() if k + TWIN in module.kernels() and _ladder_statement(module, k) is not None]
+
+
+def scaled_ladder(source: str, kernel: str, factor: float) -> str | None:
+    """`source` with every rung of `kernel`'s twin warp ladder multiplied by `factor`, kept a power of two within
+    1..32 (`4 if t < 2048 else 8 if ...` halved is `2 if t < 2048 else 4 if ...`); None where no rung moves."""
+    module = Module(source)
+    stmt = _ladder_statement(module, kernel)
+    if stmt is None:
+        return None
+
+    def scaled(node: cst.BaseExpression) -> cst.BaseExpression:
+        if isinstance(node, cst.IfExp):
+            return node.with_changes(body=scaled(node.body), orelse=scaled(node.orelse))
+        if isinstance(node, cst.Integer):
+            value = min(32, max(1, int(int(node.value) * factor)))
+            return cst.Integer(str(1 << (value.bit_length() - 1)))
+        return node
+
+    assign = stmt.body[0]
+    new = stmt.with_changes(body=[assign.with_changes(value=scaled(assign.value))])
+    if node_code(new) == node_code(stmt):
+        return None
+    return module.tree.deep_replace(stmt, new).code
