@@ -633,18 +633,24 @@ def test_the_walk_gates_the_fewer_warps_next_after_a_slowdown(monkeypatch, setti
     assert "num_warps=2" in trajectory.best.source
 
 
+def _twin_proposer(name: str, settings, monkeypatch):
+    """KLineage with one whole_row_tile skill (x1.5) on a held-out naive program: (proposer, program, its twin)."""
+    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")  # proposing, not running
+    skill = make_skill("whole_row_tile", {"leading": []}, (), speedup=1.5)
+    folder = SUITES["heldout"] / name
+    wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
+    proposer = SkillProposer(wl, settings, "cuda", [skill])
+    (twin,) = [c for c in proposer.propose(prog) if c.transform == "whole_row_tile"]
+    return proposer, prog, twin
+
+
 def test_a_rewrite_measured_no_faster_is_not_gated_again_after_another_change(settings, monkeypatch):
     """whole_row_tile on MSE's final reduction of a few hundred partials ran at x1.000, and was offered again after
     each kept block change: three of six evaluations on one rewrite (H200, run 8). Once gated here without a gain,
     the same rewrite at the same site is skipped for the rest of the run, with the reason."""
     from klineage.optimize import Attempt
 
-    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
-    skill = make_skill("whole_row_tile", {"leading": []}, (), speedup=1.5)
-    folder = SUITES["heldout"] / "mse_loss"
-    wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
-    proposer = SkillProposer(wl, settings, "cuda", [skill])
-    (first,) = [c for c in proposer.propose(prog) if c.transform == "whole_row_tile"]
+    proposer, prog, first = _twin_proposer("mse_loss", settings, monkeypatch)
     assert proposer.worth(first) and "def mean_of_partials_kernel_one_tile(" in first.program.source
     proposer.observe(Attempt(1, first, False, "not_faster", [], {"measured": True, "speedup": 1.0002}), 5)
     block = next(c for c in proposer.propose(prog) if c.origin == "launch_config")
@@ -663,12 +669,7 @@ def test_a_kept_twin_has_its_warp_ladder_searched_one_rung_at_a_time(settings, m
     turns the search to doubling, once."""
     from klineage.optimize import Attempt
 
-    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
-    skill = make_skill("whole_row_tile", {"leading": []}, (), speedup=1.5)
-    folder = SUITES["heldout"] / "layernorm"
-    wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
-    proposer = SkillProposer(wl, settings, "cuda", [skill])
-    (twin,) = [c for c in proposer.propose(prog) if c.transform == "whole_row_tile"]
+    proposer, prog, twin = _twin_proposer("layernorm", settings, monkeypatch)
     ladder = "row_warps = 4 if row_tile < 2048 else 8 if row_tile < 8192 else 16 if row_tile < 32768 else 32"
     assert ladder in twin.program.source
 
@@ -683,8 +684,7 @@ def test_a_kept_twin_has_its_warp_ladder_searched_one_rung_at_a_time(settings, m
     assert "row_warps = 1 if row_tile < 2048 else 2 if" in quarter.program.source
     assert proposer.observe(outcome(quarter, False, 0.9), 2) is None  # a later step slower: the search ends
     # a first halving slower: doubled from the twin instead, once
-    other = SkillProposer(wl, settings, "cuda", [skill])
-    (twin,) = [c for c in other.propose(prog) if c.transform == "whole_row_tile"]
+    other, _, twin = _twin_proposer("layernorm", settings, monkeypatch)
     half = other.observe(outcome(twin, True, 1.88), 4)
     double = other.observe(outcome(half, False, 0.8), 3)
     assert "row_warps = 8 if row_tile < 2048 else 16 if row_tile < 8192 else 32 if" in double.program.source
