@@ -32,6 +32,7 @@ from klineage.mine import _module_sources, _with_source
 from klineage.program import Program
 from klineage.skills import Skill
 from klineage.transform import TRANSFORMS, Site, Transform, load_families
+from klineage.transforms._anchored import constexpr_params
 from klineage.transforms.autotune_single_config import kernel_launches
 from klineage.transforms.launch_knobs import kernel_names, trailing_kwargs
 from klineage.transforms.whole_row_tile import TWIN, scaled_ladder, twin_ladders
@@ -283,8 +284,7 @@ def autotune_params(source: str, kernel: str, tiles: list[dict[str, int]]) -> di
         if config not in configs:
             configs.append(config)
     params = [p.name.value for p in fn.params.params]
-    constexpr = {p.name.value for p in fn.params.params if p.annotation is not None
-                 and "constexpr" in cst.Module([]).code_for_node(p.annotation.annotation)}  # fmt: skip
+    constexpr = constexpr_params(fn)
     key = [p for p in params if p not in constexpr and SIZE_PARAM.match(p) and not p.endswith("_ptr")]
 
     def config_code(c: dict) -> str:

@@ -74,6 +74,21 @@ def launches(node: cst.CSTNode) -> list[cst.Call]:
     return found
 
 
+def launch_statement(stmt: cst.CSTNode) -> cst.Call | None:
+    """The launch `kernel[grid](...)` that makes up a statement line, or None."""
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)):
+        return None
+    call = stmt.body[0].value
+    ok = isinstance(call, cst.Call) and isinstance(call.func, cst.Subscript) and isinstance(call.func.value, cst.Name)
+    return call if ok else None
+
+
+def constexpr_params(fn: cst.FunctionDef) -> set[str]:
+    """Parameters annotated as compile-time constants (`BLOCK: tl.constexpr`), read off the annotation's text."""
+    return {p.name.value for p in fn.params.params
+            if p.annotation is not None and "constexpr" in node_code(p.annotation.annotation)}  # fmt: skip
+
+
 def names_in(node: cst.CSTNode) -> set[str]:
     found: set[str] = set()
 

@@ -8,6 +8,7 @@ from klineage.transform import dotted, node_code, register
 from klineage.transforms._anchored import (
     AnchoredTransform,
     Module,
+    launch_statement,
     launches,
     leading_comments,
     statement_code,
@@ -16,12 +17,8 @@ from klineage.transforms._anchored import (
 
 def _one_row_launch(stmt: cst.CSTNode) -> cst.Call | None:
     """`kernel[(n,)](...)` as a statement of its own: one program per row."""
-    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)):
-        return None
-    call = stmt.body[0].value
-    if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Subscript) or len(call.func.slice) != 1:
-        return None
-    if not isinstance(call.func.value, cst.Name):
+    call = launch_statement(stmt)
+    if call is None or len(call.func.slice) != 1:
         return None
     index = call.func.slice[0].slice
     grid = index.value if isinstance(index, cst.Index) else None

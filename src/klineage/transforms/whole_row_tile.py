@@ -9,7 +9,10 @@ from klineage.transforms._anchored import (
     AnchoredTransform,
     Module,
     broadcasts,
+    constexpr_params,
     kernel_param_for,
+    launch_statement,
+    launches,
     leading_comments,
     names_in,
     statement_code,
@@ -20,13 +23,9 @@ from klineage.transforms.block_cap_dispatch import FIXED_BLOCK
 # register spilling"; catalog family 8). At 32 warps that is 32 fp32 values per thread for each tile-wide value.
 FUSED_CAP = 32768
 TWIN = "_one_tile"
+TILE, WARPS_NAME = "row_tile", "row_warps"  # the host names the generated dispatch binds
 # Warps for a one-tile launch, by tile width: Liger's calculate_settings ladder (catalog family 9).
 WARPS = "4 if {t} < 2048 else 8 if {t} < 8192 else 16 if {t} < 32768 else 32"
-
-
-def _constexpr_params(kernel: cst.FunctionDef) -> set[str]:
-    return {p.name.value for p in kernel.params.params
-            if p.annotation is not None and "constexpr" in node_code(p.annotation.annotation)}  # fmt: skip
 
 
 def _sweep(loop: cst.For, params: set[str], constexprs: set[str]) -> tuple[str, str] | None:
@@ -56,7 +55,7 @@ def column_sweeps(kernel: cst.FunctionDef) -> tuple[list[cst.For], str, str] | N
     if broadcasts(code) or "tl.dot" in code:
         return None
     params = {p.name.value for p in kernel.params.params}
-    constexprs = _constexpr_params(kernel)
+    constexprs = constexpr_params(kernel)
     loops: list[cst.For] = []
     others: list[cst.CSTNode] = []
 
@@ -74,15 +73,6 @@ def column_sweeps(kernel: cst.FunctionDef) -> tuple[list[cst.For], str, str] | N
         return None
     n, step = found[0]
     return loops, n, step
-
-
-def _launch_statement(stmt: cst.CSTNode) -> cst.Call | None:
-    """The launch `kernel[grid](...)` that makes up a statement line, or None."""
-    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)):
-        return None
-    call = stmt.body[0].value
-    ok = isinstance(call, cst.Call) and isinstance(call.func, cst.Subscript) and isinstance(call.func.value, cst.Name)
-    return call if ok else None
 
 
 def _simple_expr(node: cst.BaseExpression) -> bool:
@@ -138,11 +128,11 @@ def _dispatch(module: Module, node: cst.If) -> tuple[str, cst.SimpleStatementLin
     if not isinstance(node.orelse.body, cst.IndentedBlock):
         return None
     sides = {"body": node.body.body, "orelse": node.orelse.body.body}
-    if any(len(stmts) != 1 or _launch_statement(stmts[0]) is None for stmts in sides.values()):
+    if any(len(stmts) != 1 or launch_statement(stmts[0]) is None for stmts in sides.values()):
         return None
     kernels = module.kernels()
     for side, other in (("body", "orelse"), ("orelse", "body")):
-        looped, single = _launch_statement(sides[side][0]), _launch_statement(sides[other][0])
+        looped, single = launch_statement(sides[side][0]), launch_statement(sides[other][0])
         one = kernels.get(single.func.value.value)
         found = _looped_launch(module, looped)
         if (found is not None and one is not None and one.name.value != found["kernel"] and _sweepless(one)
@@ -442,7 +432,7 @@ class WholeRowTile(AnchoredTransform):
 
     def simple(self, node, params):
         stmt, seen = self._looped[id(node)]
-        call = _launch_statement(stmt)
+        call = launch_statement(stmt)
         fixed = stmt.with_changes(body=[stmt.body[0].with_changes(value=_with_kwarg(call, seen["tile"],
                                                                                     str(FIXED_BLOCK)))])  # fmt: skip
         return fixed.with_changes(leading_lines=(*node.leading_lines, *stmt.leading_lines))
@@ -452,12 +442,12 @@ class WholeRowTile(AnchoredTransform):
         for node in module.positions:
             if not isinstance(node, cst.SimpleStatementLine) or module.enclosing(node) is None:
                 continue
-            call = _launch_statement(node)
+            call = launch_statement(node)
             if call is None or (seen := _looped_launch(module, call)) is None:
                 continue
             if seen["kernel"] + TWIN in module.kernels() or "triton" not in _imported(module):
                 continue  # applied already (this is the fallback launch), or no triton.next_power_of_2 to call
-            if {"row_tile", "row_warps"} & names_in(module.enclosing(node)):
+            if {TILE, WARPS_NAME} & names_in(module.enclosing(node)):
                 continue  # the names the dispatch writes are taken
             found.append((node, seen))
         return found
@@ -469,8 +459,8 @@ class WholeRowTile(AnchoredTransform):
                 raise ValueError("whole_row_tile: `dispatch` is not an if statement")
             n_lead = len(params.get("leading", []))
             return dispatch.with_changes(leading_lines=node.leading_lines[:n_lead])
-        call = _launch_statement(node)
-        tile, warps = "row_tile", "row_warps"
+        call = launch_statement(node)
+        tile, warps = TILE, WARPS_NAME
         one = _with_kwarg(call, params["tile"], tile)
         one = _with_kwarg(one, "num_warps", warps)
         one = one.with_changes(func=one.func.with_changes(value=cst.Name(params["kernel"] + TWIN)))
@@ -490,7 +480,7 @@ class WholeRowTile(AnchoredTransform):
             return out
         # the generated dispatch launches a twin that does not exist yet: write it after the kernel
         module = Module(out)
-        kernel_name = _launch_statement_kernel(site.before)
+        kernel_name = site.params["kernel"]  # what plain_anchors read off the launch
         kernel = module.kernels().get(kernel_name)
         if kernel is None or kernel not in module.tree.body:
             raise ValueError(f"whole_row_tile: {kernel_name} is not a module-level kernel")
@@ -511,15 +501,8 @@ def _imported(module: Module) -> set[str]:
     return names
 
 
-def _launch_statement_kernel(code: str) -> str | None:
-    stmt = cst.parse_statement(code)
-    call = _launch_statement(stmt)
-    return call.func.value.value if call is not None else None
-
-
 def _launches_of(module: Module, kernel: str) -> list[cst.Call]:
-    return [n for n in module.positions if isinstance(n, cst.Call) and isinstance(n.func, cst.Subscript)
-            and isinstance(n.func.value, cst.Name) and n.func.value.value == kernel]  # fmt: skip
+    return [call for call in launches(module.tree) if call.func.value.value == kernel]
 
 
 def _ladder_statement(module: Module, kernel: str) -> cst.SimpleStatementLine | None:
@@ -531,7 +514,7 @@ def _ladder_statement(module: Module, kernel: str) -> cst.SimpleStatementLine | 
             continue
         for stmt in block.body:
             assign = _simple_assign(stmt)
-            if assign is not None and assign[0] == "row_warps" and isinstance(assign[1], cst.IfExp):
+            if assign is not None and assign[0] == WARPS_NAME and isinstance(assign[1], cst.IfExp):
                 return stmt
     return None
 
