@@ -35,7 +35,7 @@ from klineage.transform import TRANSFORMS, Site, Transform, load_families
 from klineage.transforms._anchored import constexpr_params
 from klineage.transforms.autotune_single_config import kernel_launches
 from klineage.transforms.launch_knobs import kernel_names, trailing_kwargs
-from klineage.transforms.whole_row_tile import TWIN, scaled_ladder, twin_ladders
+from klineage.transforms.whole_row_tile import TWIN, WARPS_NAME, scaled_ladder, twin_ladders
 from klineage.workload import Workload
 
 # Condition statuses decided against the domain before applying: backed by a counterexample, required where
@@ -820,7 +820,7 @@ class SkillProposer(Proposer):
                 self._laddered.add((module, name))
                 label = f"{name}{TWIN} warps x{factor:g} (its ladder, one rung {'down' if factor < 1 else 'up'})"
                 follow = Candidate(label, cand.origin, "launch_config", module, cand.function,
-                                   {f"{name}{TWIN}.row_warps": f"x{factor:g}"}, PRIOR_SPEEDUP, "", cand.decided_by,
+                                   {f"{name}{TWIN}.{WARPS_NAME}": f"x{factor:g}"}, PRIOR_SPEEDUP, "", cand.decided_by,
                                    _with_source(program, module, new))  # fmt: skip
                 self._ladders[follow.key] = (module, name, factor, program, steps)
                 return follow
