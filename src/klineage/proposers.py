@@ -35,6 +35,7 @@ from klineage.transform import TRANSFORMS, Site, Transform, load_families
 from klineage.transforms._anchored import constexpr_params
 from klineage.transforms.autotune_single_config import kernel_launches
 from klineage.transforms.launch_knobs import kernel_names, trailing_kwargs
+from klineage.transforms.rows_per_program import TWIN as ROWS_TWIN
 from klineage.transforms.whole_row_tile import TWIN, WARPS_NAME, scaled_ladder, twin_ladders
 from klineage.workload import Workload
 
@@ -465,9 +466,10 @@ def _spent_key(candidate: Candidate) -> tuple:
 
 
 def _fallback(source: str, kernel: str | None) -> bool:
-    """Whether `kernel` only runs where its one-tile twin cannot (rows wider than the twin's cap; whole_row_tile):
-    a change to it, or to its launch, leaves the timed case as it was and would spend an evaluation on nothing."""
-    return kernel is not None and f"def {kernel}{TWIN}(" in source
+    """Whether `kernel` only runs where its twin cannot (rows wider than the one-tile twin's cap, whole_row_tile;
+    row tiles wider than the rows twin's cap, rows_per_program): a change to it, or to its launch, leaves the timed
+    case as it was and would spend an evaluation on nothing."""
+    return kernel is not None and any(f"def {kernel}{twin}(" in source for twin in (TWIN, ROWS_TWIN))
 
 
 def _apply(transform: Transform, source: str, site: Site, params: dict) -> str | None:
@@ -956,9 +958,12 @@ def blind_params(transform: Transform, source: str, site: Site) -> dict | None:
 
 # Tie-break when the evidence does not separate candidates (unmeasured, or within the noise): changes to the work
 # decomposition (tiles, warps, stages, program order) before code-level rewrites, hints last. The backward walk's
-# `cost` orders the other way on purpose: it undoes the cheapest, least entangled families first.
-FORWARD_RANK = {"launch_config": 0, "autotune_single_config": 1, "launch_knobs": 1, "grouped_ordering": 2,
-                "pipelining": 2, "rows_per_program": 2, "block_cap_dispatch": 2, "whole_row_tile": 2,
+# `cost` orders the other way on purpose: it undoes the cheapest, least entangled families first. rows_per_program
+# ranks with the launch configuration: its twin runs only where a program's row tile is at most 256 elements wide,
+# under-filled by construction (held-out RoPE, 64 elements a program, ran at 0.20 of the roofline in run 9 while the
+# skill, measured where Liger's dispatch kept one row per program, carried no effect to rank it by).
+FORWARD_RANK = {"launch_config": 0, "rows_per_program": 0, "autotune_single_config": 1, "launch_knobs": 1,
+                "grouped_ordering": 2, "pipelining": 2, "block_cap_dispatch": 2, "whole_row_tile": 2,
                 "divisibility_fast_path": 3, "wrapped_indices": 3, "work_skipping": 3, "fast_math": 3,
                 "static_range": 3, "dot_precision": 3, "constexpr_flags": 4, "specialization": 4,
                 "scalar_dtype_pin": 4, "inplace_aliasing": 4}  # fmt: skip

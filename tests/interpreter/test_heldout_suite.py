@@ -92,3 +92,34 @@ def test_the_twin_reads_each_input_row_once(name, kernel, signature, loads, tmp_
     src = ASTSource(fn=twin, signature={**signature, **ints, "BLOCK": "constexpr"}, constexprs={"BLOCK": 32768})
     compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 32})
     assert compiled.asm["ttgir"].count("tt.load") == loads
+
+
+ONE_ID = ("+ tl.arange(0, BLOCK_ROW)[:, None]", "+ 0 * tl.arange(0, BLOCK_ROW)[:, None]")
+WHOLE_BLOCK = ("axis=1, keep_dims=True", "axis=None, keep_dims=True")
+
+
+@pytest.mark.parametrize("name, wrong", [("rope", ONE_ID), ("mse_loss", ONE_ID), ("softmax_scale_mask", WHOLE_BLOCK)],
+                         ids=["rope", "mse_loss", "softmax_scale_mask"])  # fmt: skip
+def test_rows_twin_passes_and_a_broken_one_fails(name, wrong, settings, sandbox):
+    """rows_per_program's generated twin (BLOCK_ROW rows per program, masked to the live rows) is right on the
+    held-out kernels that handle a narrow row or block per program; their tiny cases take the twin, with the last
+    block partly past the end. A twin whose rows all take the block's first id (rows left unwritten), or whose
+    reductions span the whole block (rows mixing their statistics), fails the correctness gate."""
+    from klineage.program import Program
+    from klineage.transform import load_families
+
+    load_families()
+    from klineage.transforms.rows_per_program import RowsPerProgram
+
+    workload, program = next((w, p) for w, p in PAIRS if w.parent.name == name)
+    wl = load_workload(workload)
+    source = program.read_text()
+    (site,) = [s for s in RowsPerProgram().optimize_sites(source) if s.params.get("kernel")]
+    twin = RowsPerProgram().optimize(source, site, {})
+    report = check(wl, Program(name, twin), settings, "cpu", ("compile", "correctness"), sandbox)
+    assert all(v.passed for v in report.verdicts), [v.reason for v in report.verdicts]
+    assert any(f.endswith("_rows") for f in report.verdicts[-1].evidence["functions_run"])  # the twin ran
+    broken = twin.replace(*wrong)
+    assert broken != twin
+    report = check(wl, Program(name, broken), settings, "cpu", ("compile", "correctness"), sandbox)
+    assert not report.verdicts[-1].passed

@@ -727,3 +727,24 @@ def test_a_follow_up_made_from_a_kept_candidate_is_gated_first_in_the_next_round
     labels = [a.candidate.label for a in trajectory.attempts]
     assert labels[0].startswith("listed") and labels[1] == "follow-up", labels
     assert trajectory.attempts[1].kept
+
+
+def test_rows_twin_ranks_with_the_launch_configuration_and_its_fallback_is_left_alone(settings, monkeypatch):
+    """RoPE hands each program one 64-wide half-vector: 0.20 of the roofline after six evaluations in run 9, where
+    the rows-per-program skill (measured where Liger's dispatch kept one row per program: no effect) was never
+    reached. Its twin now ranks with the launch configuration, ahead of code-level rewrites the evidence does not
+    separate from it; once applied, the one-row kernel only runs on tiles wider than 256, and nothing is proposed
+    for it."""
+    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
+    folder = SUITES["heldout"] / "rope"
+    wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
+    skills = [make_skill("rows_per_program", {"leading": []}), make_skill("int64_offsets", {}),
+              make_skill("divisibility_fast_path", {})]  # fmt: skip
+    proposer = SkillProposer(wl, settings, "cuda", skills)
+    listed = proposer.propose(prog)
+    assert listed[0].transform == "rows_per_program", [c.label for c in listed]
+    rows = listed[0].program.source
+    assert "def rope_kernel_rows(" in rows and "rope_kernel_rows[lambda META:" in rows
+    after = proposer.propose(listed[0].program)
+    assert after and all(c.function != "rope_kernel" for c in after), [c.label for c in after]
+    assert any(c.label.startswith("rope_kernel_rows.BLOCK_ROW: 16 -> 32") for c in after)

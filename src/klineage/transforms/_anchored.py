@@ -126,6 +126,17 @@ def kernel_param_for(kernel: cst.FunctionDef, call: cst.Call, arg: cst.Arg) -> s
     return params[i] if i < len(params) else None
 
 
+def imported_modules(module: Module) -> set[str]:
+    """The top-level names `import x.y` statements bind (`triton`, `torch`)."""
+    names = set()
+    for stmt in module.tree.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Import):
+                    names.update(node_code(a.name).split(".")[0] for a in small.names)
+    return names
+
+
 def statement_code(stmt: cst.CSTNode) -> str:
     """Code of a statement without its leading comment lines."""
     if isinstance(stmt, cst.SimpleStatementLine | cst.BaseCompoundStatement):

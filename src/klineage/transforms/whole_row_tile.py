@@ -10,6 +10,7 @@ from klineage.transforms._anchored import (
     Module,
     broadcasts,
     constexpr_params,
+    imported_modules,
     kernel_param_for,
     launch_statement,
     launches,
@@ -445,7 +446,7 @@ class WholeRowTile(AnchoredTransform):
             call = launch_statement(node)
             if call is None or (seen := _looped_launch(module, call)) is None:
                 continue
-            if seen["kernel"] + TWIN in module.kernels() or "triton" not in _imported(module):
+            if seen["kernel"] + TWIN in module.kernels() or "triton" not in imported_modules(module):
                 continue  # applied already (this is the fallback launch), or no triton.next_power_of_2 to call
             if {TILE, WARPS_NAME} & names_in(module.enclosing(node)):
                 continue  # the names the dispatch writes are taken
@@ -489,16 +490,6 @@ class WholeRowTile(AnchoredTransform):
         i = body.index(kernel)
         body.insert(i + 1, one_tile_twin(kernel, _exclusive_params(module, twin_launch, kernel)))
         return module.tree.with_changes(body=body).code
-
-
-def _imported(module: Module) -> set[str]:
-    names = set()
-    for stmt in module.tree.body:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                if isinstance(small, cst.Import):
-                    names.update(node_code(a.name).split(".")[0] for a in small.names)
-    return names
 
 
 def _launches_of(module: Module, kernel: str) -> list[cst.Call]:
