@@ -76,6 +76,7 @@ class Candidate:
     # the candidate program, or a function that writes it when first asked: a proposal round lists many candidates
     # and a budget evaluates few (writing each up front took 136 s on Liger's cross-entropy module)
     made: object = field(repr=False, compare=False)
+    site: str = ""  # the code of the site it rewrites, where it has one (line numbers move when a change is kept)
 
     @functools.cached_property
     def program(self) -> Program | None:
@@ -462,7 +463,12 @@ def _sites(transform: Transform, program: Program) -> Iterator[tuple[str, str, S
 
 
 def _spent_key(candidate: Candidate) -> tuple:
-    return candidate.origin, candidate.transform, candidate.module, candidate.label
+    """The same rewrite at the same site: by the site's code, not its label, whose line moves when an earlier
+    change is kept (whole_row_tile on MSE's final reduction, spent at forward:42, came back as forward:60 after the
+    rows twin was kept above it; H200, run 10)."""
+    where = candidate.site or candidate.label
+    return (candidate.origin, candidate.transform, candidate.module, candidate.function, where,
+            json.dumps(candidate.params, sort_keys=True, default=str))  # fmt: skip
 
 
 def _fallback(source: str, kernel: str | None) -> bool:
@@ -704,7 +710,7 @@ class SkillProposer(Proposer):
                 make = functools.partial(self._guarded, make, program, module, source, kernel, guard, skill, site)
             out.append(Candidate(label, skill.id, transform.id, module, site.function, params,
                                  expected if params == carried else expected ** 0.5,
-                                 guard.predicate if guard else "", decided_by, make))  # fmt: skip
+                                 guard.predicate if guard else "", decided_by, make, site.before))  # fmt: skip
             if transform.id == "launch_knobs" and kernel is not None and guard is None:
                 self._knobs[out[-1].key] = _KnobSite(program, module, transform, source, site, kernel,
                                                      _present_warps(source, kernel))  # fmt: skip
@@ -959,10 +965,13 @@ def blind_params(transform: Transform, source: str, site: Site) -> dict | None:
 # Tie-break when the evidence does not separate candidates (unmeasured, or within the noise): changes to the work
 # decomposition (tiles, warps, stages, program order) before code-level rewrites, hints last. The backward walk's
 # `cost` orders the other way on purpose: it undoes the cheapest, least entangled families first. rows_per_program
-# ranks with the launch configuration: its twin runs only where a program's row tile is at most 256 elements wide,
-# under-filled by construction (held-out RoPE, 64 elements a program, ran at 0.20 of the roofline in run 9 while the
-# skill, measured where Liger's dispatch kept one row per program, carried no effect to rank it by).
-FORWARD_RANK = {"launch_config": 0, "rows_per_program": 0, "autotune_single_config": 1, "launch_knobs": 1,
+# comes right after the launch configuration's own numbers: its twin runs only where a program's row tile is at
+# most 256 elements wide, under-filled by construction (held-out RoPE, 64 elements a program, ended at 0.20 of the
+# roofline in run 9 while the skill, measured where Liger's dispatch kept one row per program, carried no effect to
+# rank it by). It waits for the launch configuration's own numbers: ranked ahead of MSE's block doublings, the
+# twin was kept (x1.55) and the single final program still summed one partial per 256 elements: 0.37 of the
+# roofline where blind's doublings reached 0.86 (H200, run 10).
+FORWARD_RANK = {"launch_config": 0, "rows_per_program": 0.5, "autotune_single_config": 1, "launch_knobs": 1,
                 "grouped_ordering": 2, "pipelining": 2, "block_cap_dispatch": 2, "whole_row_tile": 2,
                 "divisibility_fast_path": 3, "wrapped_indices": 3, "work_skipping": 3, "fast_math": 3,
                 "static_range": 3, "dot_precision": 3, "constexpr_flags": 4, "specialization": 4,

@@ -748,3 +748,18 @@ def test_rows_twin_ranks_with_the_launch_configuration_and_its_fallback_is_left_
     after = proposer.propose(listed[0].program)
     assert after and all(c.function != "rope_kernel" for c in after), [c.label for c in after]
     assert any(c.label.startswith("rope_kernel_rows.BLOCK_ROW: 16 -> 32") for c in after)
+
+
+def test_a_spent_rewrite_is_known_by_its_site_after_lines_move(settings, monkeypatch):
+    """whole_row_tile on MSE's final reduction ran at x1.000 at forward:42; once the rows twin was kept above it,
+    the same rewrite came back as forward:60 and was gated again (H200, run 10). The spent rewrite is recognized by
+    the code of its site."""
+    from klineage.optimize import Attempt
+
+    proposer, prog, first = _twin_proposer("mse_loss", settings, monkeypatch)
+    proposer.observe(Attempt(2, first, False, "not_faster", [], {"measured": True, "speedup": 1.0}), 4)
+    proposer.skills.append(make_skill("rows_per_program", {"leading": []}))
+    (rows,) = [c for c in proposer.propose(prog) if c.transform == "rows_per_program" and c.program is not None]
+    (again,) = [c for c in proposer.propose(rows.program) if c.transform == "whole_row_tile"]
+    assert again.label != first.label  # its line moved
+    assert not proposer.worth(again) and proposer.refusals[-1].predicate == "measured_here"

@@ -233,8 +233,10 @@ def test_a_plain_row_kernel_is_a_site():
     _kernel(PLAIN, signature="x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr = 128"),
     _kernel(PLAIN, grid="(1,)"),
     _kernel(PLAIN, launch="128"),
+    _kernel(PLAIN, launch="BLOCK=512"),
 ], ids=["program_id(1)", "id read twice", "num_programs", "loop", "branch", "return", "2-D", "axis 1", "keep_dims",
-        "scan", "helper call", "tile-shaped constant", "name taken", "default", "fixed grid", "tile not by keyword"])
+        "scan", "helper call", "tile-shaped constant", "name taken", "default", "fixed grid", "tile not by keyword",
+        "tile wider than the cap"])
 def test_kernels_the_twin_cannot_take_are_no_sites(source):
     ast.parse(source)
     assert all(not s.params for s in T.optimize_sites(source))

@@ -252,7 +252,22 @@ def _row_launch(module: Module, call: cst.Call) -> dict | None:
         return None
     if isinstance(call.func.slice[0].slice.value.elements[0].value, cst.Integer):
         return None  # a fixed number of programs (`(1,)`): not rows
+    known = _known_int(tile.value, module.enclosing(call))
+    if known is not None and known > ROW_TILE_CAP:
+        return None  # the dispatch would never take the twin
     return {"kernel": kernel.name.value, "count": _one_row_grid(call), "tile": node_code(tile.value)}
+
+
+def _known_int(value: cst.BaseExpression, function: cst.FunctionDef | None) -> int | None:
+    """An integer literal, or a name the launching function binds once, at its top level, to one."""
+    if isinstance(value, cst.Integer):
+        return int(value.value, 0)
+    if not isinstance(value, cst.Name) or function is None:
+        return None
+    bound = [small.value for stmt in function.body.body if isinstance(stmt, cst.SimpleStatementLine)
+             for small in stmt.body if isinstance(small, cst.Assign | cst.AugAssign | cst.AnnAssign)
+             and value.value in names_in(small.targets[0].target if isinstance(small, cst.Assign) else small.target)]
+    return int(bound[0].value, 0) if len(bound) == 1 and isinstance(bound[0], cst.Integer) else None
 
 
 def _grouped(code: str) -> str:
