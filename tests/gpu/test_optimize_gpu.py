@@ -102,3 +102,29 @@ def test_after_more_warps_measure_slower_fewer_are_gated_next(settings, sandbox)
         assert not any(int(a.candidate.params.get("num_warps", 0)) > 4 for a in t.attempts[1:])
     else:
         assert all(a.candidate.params != {"num_warps": "2"} for a in t.attempts)  # no evidence to turn on
+
+
+@pytest.mark.parametrize("name, family", [("rope", "rows_per_program"), ("softmax_scale_mask", "rows_per_program"),
+                                          ("log_softmax", "whole_row_tile"), ("kl_div", "whole_row_tile")])
+def test_generated_twins_pass_the_gates_on_every_case_and_the_profile_times_them(name, family, settings, sandbox):
+    """On a GPU the correctness gate runs every named case, the bench case among them, where the dispatch takes
+    the twin at full size (on the CPU only the tiny cases run). The profile gate then times the twin; its
+    roofline fraction is bounded, not targeted."""
+    from klineage.check import check
+    from klineage.program import Program
+    from klineage.suites import SUITES
+    from klineage.transform import TRANSFORMS, load_families
+
+    load_families()
+    transform = TRANSFORMS[family]()
+    folder = SUITES["heldout"] / name
+    wl, source = load_workload(folder / "workload.py"), (folder / "naive.py").read_text()
+    site = next(s for s in transform.optimize_sites(source) if s.params.get("kernel") and
+                (family != "whole_row_tile" or s.params["width"] == "n_cols"))  # fmt: skip
+    twin = Program(name, transform.optimize(source, site, {}))
+    report = check(wl, twin, settings, "cuda", ("correctness", "profile"), sandbox)
+    correct, profile = report.verdicts
+    assert correct.passed, correct.reason
+    assert "bench" in wl.check_cases("cuda")
+    assert any(f.endswith(("_rows", "_one_tile")) for f in correct.evidence["functions_run"])
+    assert profile.passed and 0 < profile.metrics["roofline_fraction"] < 1.05
