@@ -61,17 +61,21 @@ def is_jit(fn: cst.FunctionDef) -> bool:
     return False
 
 
-def launches(node: cst.CSTNode) -> list[cst.Call]:
-    """Kernel launches `kernel[grid](...)` under `node`, in source order."""
+def calls(node: cst.CSTNode) -> list[cst.Call]:
+    """Every call under `node`, in source order (an outer call before the calls in its arguments)."""
     found: list[cst.Call] = []
 
     class V(cst.CSTVisitor):
         def visit_Call(self, call: cst.Call) -> None:
-            if isinstance(call.func, cst.Subscript) and isinstance(call.func.value, cst.Name):
-                found.append(call)
+            found.append(call)
 
     node.visit(V())
     return found
+
+
+def launches(node: cst.CSTNode) -> list[cst.Call]:
+    """Kernel launches `kernel[grid](...)` under `node`, in source order."""
+    return [c for c in calls(node) if isinstance(c.func, cst.Subscript) and isinstance(c.func.value, cst.Name)]
 
 
 def launch_statement(stmt: cst.CSTNode) -> cst.Call | None:
@@ -101,15 +105,7 @@ def names_in(node: cst.CSTNode) -> set[str]:
 
 
 def calls_to(node: cst.CSTNode, name: str) -> list[cst.Call]:
-    found: list[cst.Call] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Call(self, call: cst.Call) -> None:
-            if dotted(call.func) == name:
-                found.append(call)
-
-    node.visit(V())
-    return found
+    return [c for c in calls(node) if dotted(c.func) == name]
 
 
 def kernel_param_for(kernel: cst.FunctionDef, call: cst.Call, arg: cst.Arg) -> str | None:

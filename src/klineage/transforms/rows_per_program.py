@@ -9,6 +9,8 @@ from klineage.transforms._anchored import (
     AnchoredTransform,
     Module,
     broadcasts,
+    calls,
+    calls_to,
     constexpr_params,
     imported_modules,
     launch_statement,
@@ -107,17 +109,6 @@ def _axis(call: cst.Call) -> cst.BaseExpression | None:
     return positional[1].value if len(positional) > 1 else None
 
 
-def _calls(node: cst.CSTNode) -> list[cst.Call]:
-    found: list[cst.Call] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Call(self, call: cst.Call) -> None:
-            found.append(call)
-
-    node.visit(V())
-    return found
-
-
 def rows_kernel(kernel: cst.FunctionDef) -> str | None:
     """For a loop-free 1-D kernel whose program handles one row (or one block) chosen by `tl.program_id(0)`: the
     name that statement binds; None for any other kernel. Every statement is a plain one (no branch, loop or
@@ -135,7 +126,7 @@ def rows_kernel(kernel: cst.FunctionDef) -> str | None:
         for small in stmt.body:
             if isinstance(small, cst.Return | cst.Global | cst.Nonlocal | cst.Del):
                 return None
-            ids = [c for c in _calls(small) if dotted(c.func) in ("tl.program_id", "tl.num_programs")]
+            ids = [c for c in calls(small) if dotted(c.func) in ("tl.program_id", "tl.num_programs")]
             if not ids:
                 continue
             if pid is not None or len(ids) != 1 or not _program_id(ids[0]) or not isinstance(small, cst.Assign):
@@ -148,7 +139,7 @@ def rows_kernel(kernel: cst.FunctionDef) -> str | None:
             pid = small.targets[0].target.value
     if pid is None:
         return None
-    for call in _calls(kernel.body):
+    for call in calls(kernel.body):
         name = dotted(call.func)
         if name.startswith("tl.math."):
             continue
@@ -217,9 +208,7 @@ def rows_twin(kernel: cst.FunctionDef, pid: str) -> cst.FunctionDef:
 
     body = kernel.body.visit(Twin())
     statements = list(body.body)
-    at = next(i for i, s in enumerate(kernel.body.body)
-              if any(isinstance(x, cst.Assign) and names_in(x.targets[0].target) == {pid} and _calls(x.value)
-                     and any(_program_id(c) for c in _calls(x.value)) for x in s.body))  # fmt: skip
+    at = next(i for i, s in enumerate(kernel.body.body) if any(_program_id(c) for c in calls(s)))  # binds the id
     statements.insert(at + 1, cst.parse_statement(f"{LIVE} = {pid} < {COUNT}"))
     params = list(kernel.params.params)
     last_comma = params[-1].comma
@@ -246,8 +235,7 @@ def _row_launch(module: Module, call: cst.Call) -> dict | None:
     if kernel is None or rows_kernel(kernel) is None:
         return None
     constexprs = constexpr_params(kernel)
-    tiles = {node_code(c.args[1].value) for c in _calls(kernel.body)
-             if dotted(c.func) == "tl.arange" and len(c.args) == 2}  # fmt: skip
+    tiles = {node_code(c.args[1].value) for c in calls_to(kernel.body, "tl.arange") if len(c.args) == 2}
     if len(tiles) != 1 or not tiles <= constexprs or (tile := kwarg(call, next(iter(tiles)))) is None:
         return None
     if isinstance(call.func.slice[0].slice.value.elements[0].value, cst.Integer):

@@ -9,6 +9,7 @@ from klineage.transforms._anchored import (
     AnchoredTransform,
     Module,
     broadcasts,
+    calls,
     constexpr_params,
     imported_modules,
     kernel_param_for,
@@ -341,15 +342,7 @@ def _bound_in(node: cst.CSTNode) -> set[str]:
 
 
 def _calls(node: cst.CSTNode, prefixes: tuple[str, ...]) -> list[cst.Call]:
-    found: list[cst.Call] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Call(self, call: cst.Call) -> None:
-            if dotted(call.func).startswith(prefixes):
-                found.append(call)
-
-    node.visit(V())
-    return found
+    return [c for c in calls(node) if dotted(c.func).startswith(prefixes)]
 
 
 FRESH = ("torch.empty", "torch.empty_like", "torch.zeros", "torch.zeros_like", "torch.ones", "torch.ones_like",
