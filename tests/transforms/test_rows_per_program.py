@@ -229,14 +229,15 @@ def test_a_plain_row_kernel_is_a_site():
     _kernel(PLAIN + "    tl.store(y_ptr + row, tl.cumsum(tl.load(x_ptr + cols), axis=0))\n"),
     _kernel(PLAIN + "    tl.store(y_ptr + row, helper(tl.load(x_ptr + cols)))\n"),
     _kernel(PLAIN + "    acc = tl.zeros((BLOCK,), dtype=tl.float32)\n"),
+    _kernel(PLAIN + "    tl.store(y_ptr + row, tl.softmax(tl.load(x_ptr + cols)))\n"),
     _kernel(PLAIN + "    row_live = 1\n"),
     _kernel(PLAIN, signature="x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr = 128"),
     _kernel(PLAIN, grid="(1,)"),
     _kernel(PLAIN, launch="128"),
     _kernel(PLAIN, launch="BLOCK=512"),
 ], ids=["program_id(1)", "id read twice", "num_programs", "loop", "branch", "return", "2-D", "axis 1", "keep_dims",
-        "scan", "helper call", "tile-shaped constant", "name taken", "default", "fixed grid", "tile not by keyword",
-        "tile wider than the cap"])
+        "scan", "helper call", "tile-shaped constant", "softmax", "name taken", "default", "fixed grid",
+        "tile not by keyword", "tile wider than the cap"])
 def test_kernels_the_twin_cannot_take_are_no_sites(source):
     ast.parse(source)
     assert all(not s.params for s in T.optimize_sites(source))

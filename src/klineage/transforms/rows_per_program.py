@@ -35,7 +35,7 @@ ELEMENTWISE = frozenset({
     "load", "store", "arange", "program_id", "where", "maximum", "minimum", "exp", "exp2", "log", "log2", "sqrt",
     "sqrt_rn", "rsqrt", "sigmoid", "abs", "fma", "erf", "sin", "cos", "fdiv", "div_rn", "clamp", "umulhi", "cdiv",
     "floor", "ceil", "multiple_of", "max_contiguous", "max_constancy", "sum", "max", "min", "argmax", "argmin",
-    "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg", "softmax",
+    "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg",
     "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint32", "uint64",
     "int1", "constexpr", "math",
 })  # fmt: skip
@@ -220,7 +220,7 @@ def rows_twin(kernel: cst.FunctionDef, pid: str) -> cst.FunctionDef:
         cst.EmptyLine(),
         cst.EmptyLine(),
         cst.EmptyLine(comment=cst.Comment(f"# {kernel.name.value} on {ROWS_NAME} consecutive rows per program "
-                                          "(launched for narrow rows, many of them):")),
+                                          "(launched for narrow rows):")),
         cst.EmptyLine(comment=cst.Comment("# fewer, fuller programs; a load that does not depend on the row is made "
                                           "once per program.")),
     )  # fmt: skip
