@@ -6,8 +6,13 @@ is an integer literal at the launch or a name bound to an integer literal in the
 assignments such as `BLOCK_M = BLOCK_N = 32` included). Changing the bound name, not the keyword, keeps a grid that
 reads the same name consistent with the tile.
 
-`tunables(source)` lists them; `with_values(source, {param: value})` rewrites them; `neighbourhood` proposes
-nearby values (x2, /2, powers of two within bounds)."""
+A constexpr whose name is no tile's is still tunable as **work per program** when the kernel's loop runs up to it
+(`for start in range(0, CHUNK, BLOCK)`): each program then handles CHUNK elements, and a grid that divides the
+problem by the same bound name stays consistent. Those are listed only when asked (`work=True`): the other readers
+of `tunables` treat every entry as a tile.
+
+`tunables(source)` lists them; `with_values(source, {param: value})` rewrites them; `neighbours` proposes nearby
+values (x2, /2, powers of two within bounds)."""
 
 from __future__ import annotations
 
@@ -24,6 +29,9 @@ TILE_NAME = re.compile(r"^(BLOCK|TILE)(_?[A-Z0-9]*)?$|^B[MNK]$|^(BLOCK|TILE)_SIZ
 KNOBS = ("num_warps", "num_stages")
 BOUNDS = {"num_warps": (1, 16), "num_stages": (1, 5)}
 TILE_BOUNDS = (16, 4096)
+# The atomic row sum's 512-element chunks ran at 0.59 of the copy roofline, 8192 at 0.84, 65536 at 0.82 (H200,
+# benchmarks/roofline_gaps.py atomic, 2026-12-01): past a few thousand elements the grid thins out.
+WORK_BOUNDS = (16, 65536)
 
 
 @dataclass(frozen=True)
@@ -34,6 +42,7 @@ class Tunable:
     value: int
     bound: str  # "literal" (at the launch) or "assigned" (a name in the launching function)
     function: str
+    work: bool = False  # work per program (a loop's bound), not a tile
 
     @property
     def key(self) -> str:
@@ -48,10 +57,41 @@ def _int(node: cst.BaseExpression) -> int | None:
     return int(node.value, 0) if isinstance(node, cst.Integer) else None
 
 
+def _loop_bounds(module: cst.Module) -> dict[str, set[str]]:
+    """Per module-level function: the parameters a `for` loop over `range`/`tl.range` runs up to."""
+    out: dict[str, set[str]] = {}
+
+    class Loops(cst.CSTVisitor):
+        def __init__(self):
+            self.found: set[str] = set()
+
+        def visit_For(self, node: cst.For) -> None:
+            it = node.iter
+            if isinstance(it, cst.Call) and _callee(it.func) in ("range", "tl.range") and len(it.args) >= 2 \
+                    and it.args[1].keyword is None and isinstance(it.args[1].value, cst.Name):  # fmt: skip
+                self.found.add(it.args[1].value.value)
+
+    for stmt in module.body:
+        if isinstance(stmt, cst.FunctionDef):
+            loops = Loops()
+            stmt.visit(loops)
+            out[stmt.name.value] = loops.found & {p.name.value for p in stmt.params.params}
+    return out
+
+
+def _callee(func: cst.BaseExpression) -> str:
+    if isinstance(func, cst.Name):
+        return func.value
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+        return f"{func.value.value}.{func.attr.value}"
+    return ""
+
+
 class _Finder(cst.CSTVisitor):
-    def __init__(self):
+    def __init__(self, work: dict[str, set[str]] | None = None):
         self.functions: list[cst.FunctionDef] = []
         self.found: list[Tunable] = []
+        self.work = work or {}
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.append(node)
@@ -66,15 +106,18 @@ class _Finder(cst.CSTVisitor):
         function = self.functions[-1] if self.functions else None
         bindings = _literal_bindings(function) if function is not None else {}
         for arg in node.args:
-            if arg.keyword is None or not _is_tunable_keyword(arg.keyword.value):
+            if arg.keyword is None:
                 continue
             keyword = arg.keyword.value
+            work = not _is_tunable_keyword(keyword) and keyword in self.work.get(kernel, ())
+            if not work and not _is_tunable_keyword(keyword):
+                continue
             fname = function.name.value if function is not None else "<module>"
             if (value := _int(arg.value)) is not None:
-                self.found.append(Tunable(kernel, keyword, keyword, value, "literal", fname))
+                self.found.append(Tunable(kernel, keyword, keyword, value, "literal", fname, work))
             elif isinstance(arg.value, cst.Name) and arg.value.value in bindings:
                 name = arg.value.value
-                self.found.append(Tunable(kernel, keyword, name, bindings[name], "assigned", fname))
+                self.found.append(Tunable(kernel, keyword, name, bindings[name], "assigned", fname, work))
 
 
 def _literal_bindings(function: cst.FunctionDef) -> dict[str, int]:
@@ -108,9 +151,10 @@ def _bound(target: cst.BaseExpression, value: cst.BaseExpression) -> list[tuple[
     return []
 
 
-def tunables(source: str) -> list[Tunable]:
-    """Every tunable launch parameter, in source order, one entry per distinct `key`."""
-    return list(_tunables(source))
+def tunables(source: str, work: bool = False) -> list[Tunable]:
+    """Every tunable launch parameter, in source order, one entry per distinct `key`; with `work`, the work per
+    program too."""
+    return [t for t in _tunables(source) if work or not t.work]
 
 
 @functools.lru_cache(maxsize=64)  # a proposal round asks for the same source's tunables many times
@@ -119,7 +163,7 @@ def _tunables(source: str) -> tuple[Tunable, ...]:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError:
         return ()
-    finder = _Finder()
+    finder = _Finder(_loop_bounds(module))
     module.visit(finder)
     out, seen = [], set()
     for t in finder.found:
@@ -249,7 +293,7 @@ class _LaunchTiles(cst.CSTVisitor):
 
 def with_values(source: str, values: dict[str, int]) -> str:
     """Rewrite tunables by `key` (a host name, or `kernel.keyword` for literals at the launch)."""
-    found = {t.key: t for t in tunables(source)}
+    found = {t.key: t for t in tunables(source, work=True)}
     unknown = set(values) - set(found)
     if unknown:
         raise KeyError(f"not tunable here: {sorted(unknown)}")
@@ -262,7 +306,7 @@ def _pow2(v: int) -> bool:
 
 def neighbours(t: Tunable) -> list[int]:
     """Values next to the current one: x2 and /2, kept within bounds and powers of two."""
-    lo, hi = BOUNDS.get(t.keyword, TILE_BOUNDS)
+    lo, hi = WORK_BOUNDS if t.work else BOUNDS.get(t.keyword, TILE_BOUNDS)
     out = []
     for v in (t.value * 2, t.value // 2):
         if t.keyword == "num_stages":

@@ -504,6 +504,8 @@ class Proposer:
     def __init__(self, workload: Workload, settings: Settings, device: str):
         self.workload, self.settings, self.device = workload, settings, device
         self.refusals: list[Refusal] = []
+        # launch-configuration steps listed so far: candidate key -> (tunable's keyword, value before, value after)
+        self._steps: dict[tuple, tuple[str, int, int]] = {}
 
     def propose(self, program: Program) -> list[Candidate]:
         raise NotImplementedError
@@ -525,13 +527,40 @@ class Proposer:
     def launch_candidates(self, program: Program, origin: str, expected: float) -> Iterator[Candidate]:
         """One tunable changed to a neighbouring value (the launch-configuration search)."""
         for module, source in _module_sources(program):
-            for t in launch_config.tunables(source):
+            for t in launch_config.tunables(source, work=True):
                 if _fallback(source, t.kernel):
                     continue
                 for value in launch_config.neighbours(t):
-                    make = functools.partial(_retuned, program, module, source, {t.key: value})
-                    yield Candidate(f"{t.key}: {t.value} -> {value}", origin, "launch_config", module, t.function,
-                                    {t.key: value}, expected, "", (), make)  # fmt: skip
+                    yield self._step(program, module, source, t, value, origin, expected)
+
+    def _step(self, program: Program, module: str, source: str, t: launch_config.Tunable, value: int, origin: str,
+              expected: float) -> Candidate:  # fmt: skip
+        make = functools.partial(_retuned, program, module, source, {t.key: value})
+        cand = Candidate(f"{t.key}: {t.value} -> {value}", origin, "launch_config", module, t.function,
+                         {t.key: value}, expected, "", (), make)  # fmt: skip
+        self._steps[cand.key] = (t.keyword, t.value, value)
+        return cand
+
+    def _same_way(self, attempt, evaluations_left: int) -> Candidate | None:
+        """After a kept tile step, the next step the same way, gated before the round's list: MSE's partial sums
+        paid at each block doubling (256 -> 2048, x1.14 to x1.31 each), and KLineage then spent its sixth
+        evaluation on launch knobs (x1.000) where blind's fifth doubling gave x1.077 (H200, run 11). Warps and
+        stages keep their own order (`SkillProposer.worth`)."""
+        cand = attempt.candidate
+        step = self._steps.get(cand.key)
+        if step is None or not attempt.kept or evaluations_left < 1 or cand.program is None:
+            return None
+        keyword, before, after = step
+        if keyword in launch_config.KNOBS or before == after:
+            return None
+        ((key, _),) = cand.params.items()
+        source = dict(_module_sources(cand.program)).get(cand.module)
+        t = next((t for t in launch_config.tunables(source or "", work=True) if t.key == key and t.value == after),
+                 None)  # fmt: skip
+        further = after * 2 if after > before else after // 2
+        if t is None or further not in launch_config.neighbours(t):
+            return None
+        return self._step(cand.program, cand.module, source, t, further, cand.origin, cand.expected)
 
 
 def _retuned(program: Program, module: str, source: str, values: dict[str, int],
@@ -767,6 +796,8 @@ class SkillProposer(Proposer):
             self._spent[_spent_key(cand)] = f"the same rewrite here {ran} at evaluation {attempt.evaluation}"
         if (ladder := self._ladder_follow(attempt, evaluations_left)) is not None:
             return ladder
+        if (onward := self._same_way(attempt, evaluations_left)) is not None:
+            return onward
         move = self._warps_move(cand)
         if move is None or not effect.get("measured") or attempt.outcome not in ("kept", "not_faster"):
             return None

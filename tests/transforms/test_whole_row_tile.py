@@ -198,6 +198,17 @@ def test_twin_runs_each_sweep_once():
     assert "# One tile covers the row" in code
 
 
+def test_a_one_program_launch_is_not_a_site():
+    """A final sum of partials in one program: its width grows with the input (MSE's twin ran at x1.000, run 11)."""
+    from klineage.suites import SUITES
+
+    mse = (SUITES["heldout"] / "mse_loss" / "naive.py").read_text()
+    assert T.optimize_sites(mse) == []
+    assert len(T.optimize_sites(mse.replace("mean_of_partials_kernel[(1,)]", "mean_of_partials_kernel[(4,)]"))) == 1
+    kl = (SUITES["heldout"] / "kl_div" / "naive.py").read_text()
+    assert [s.params["kernel"] for s in T.optimize_sites(kl)] == ["kl_rows_kernel"]
+
+
 def test_launch_without_a_keyword_tile_is_not_a_site():
     positional = NAIVE.replace("x2.shape[1], BLOCK=128)", "x2.shape[1], 128)")
     assert T.optimize_sites(positional) == []

@@ -49,6 +49,23 @@ def test_a_tuple_assignment_binds_each_name():
     assert "CHUNK, BLOCK = 512, 256" in with_values(source, {"BLOCK": 256})
 
 
+def test_a_loop_bound_constexpr_is_work_per_program_when_asked():
+    """The atomic row sum's CHUNK bounds its kernel's loop and divides its grid: 512 ran at 0.59 of the roofline,
+    8192 at 0.84 (H200). It is tunable as work per program, listed only with work=True, with wider bounds."""
+    source = (EXAMPLES.parent / "suites" / "heldout" / "atomic_rowsum" / "naive.py").read_text()
+    assert [t.key for t in tunables(source)] == ["BLOCK"]
+    chunk, block = tunables(source, work=True)
+    assert (chunk.key, chunk.value, chunk.work, block.work) == ("CHUNK", 512, True, False)
+    new = with_values(source, {"CHUNK": 1024})
+    assert "CHUNK, BLOCK = 1024, 128" in new and "triton.cdiv(n_cols, CHUNK)" in new
+    big = with_values(source, {"CHUNK": 32768})
+    assert neighbours(tunables(big, work=True)[0]) == [65536, 16384]
+    assert neighbours(tunables(with_values(source, {"CHUNK": 65536}), work=True)[0]) == [32768]  # the bound
+    # a name the loop does not run up to is no work parameter; a runtime size the launch passes is no literal
+    other = "def forward(x):\n    CHUNK, BLOCK = 512, 128\n    k[(1,)](x, CHUNK=CHUNK, BLOCK=BLOCK)\n"
+    assert [t.key for t in tunables(other, work=True)] == ["BLOCK"]
+
+
 def test_elements_per_program_from_the_launch_tiles_or_nothing():
     from klineage.launch_config import elements_per_program
 

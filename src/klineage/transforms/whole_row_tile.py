@@ -104,6 +104,13 @@ def _looped_launch(module: Module, call: cst.Call) -> dict | None:
     return {"kernel": kernel.name.value, "tile": step, "width": node_code(width)}
 
 
+def _one_program(call: cst.Call) -> bool:
+    """Whether the launch's grid is a literal single program: `(1,)`, `(1, 1)` or `1`."""
+    grid = call.func.slice[0].slice.value if isinstance(call.func, cst.Subscript) else None
+    items = [e.value for e in grid.elements] if isinstance(grid, cst.Tuple) else [grid]
+    return all(isinstance(e, cst.Integer) and int(e.value, 0) == 1 for e in items)
+
+
 def _sweepless(kernel: cst.FunctionDef) -> bool:
     return not _contains(kernel.body, (cst.For, cst.While))
 
@@ -438,6 +445,11 @@ class WholeRowTile(AnchoredTransform):
                 continue
             call = launch_statement(node)
             if call is None or (seen := _looped_launch(module, call)) is None:
+                continue
+            if _one_program(call):
+                # one program reduces the whole problem (a final sum of partials), not a row: its width grows
+                # with the input and passes the cap only where the launch costs microseconds. MSE's final
+                # reduction's twin ran at x1.000 (H200, runs 8 and 11) and spent an evaluation each time
                 continue
             if seen["kernel"] + TWIN in module.kernels() or "triton" not in imported_modules(module):
                 continue  # applied already (this is the fallback launch), or no triton.next_power_of_2 to call
