@@ -1,14 +1,19 @@
 """Variants of the held-out kernels still short of 85% of the roofline, timed side by side with the copy roofline
 measured in the same run: what would close each gap, before a transform is written for it.
 
-    python benchmarks/roofline_gaps.py [twins,atomic,rope]
+    python benchmarks/roofline_gaps.py [twins,atomic,rope,argmax,kl] [--case bench]
 
 - twins: the naive program, the whole-row twin without `one_load` (run 9's), the current twin, and the twin with its
   warps fixed at 4, 8 and 16 (log-softmax, KL divergence, row argmax, the layer norms);
 - atomic: the atomic row sum with other (CHUNK, BLOCK, warps) than the naive 512 / 128 / 4;
-- rope: the naive RoPE at 4 and 2 warps, and rows_per_program's generated twin at several BLOCK_ROW and warps.
+- rope: the naive RoPE at 4 and 2 warps, and rows_per_program's generated twin at several BLOCK_ROW and warps;
+- argmax: the row argmax twin with one merged reduction (`tl.max(..., return_indices=True)`), and a looped form
+  that keeps a running best per lane and reduces once after the loop, at several tiles and warps;
+- kl: the KL divergence with its max and sum-of-exp sweeps merged into one online sweep (two sweeps in all), and
+  fully one-pass (the KL sum rescaled online too), at several tiles and warps.
 
-Each program is checked against the reference on the bench case first (a wrong one is reported, not timed). Medians
+Each program is checked against the reference on the case first (a wrong one is reported, not timed). Without a GPU
+and with TRITON_INTERPRET=1, `--case tiny` checks the programs on the CPU and times nothing. Medians
 of `triton.testing.do_bench` (`return_mode="all"`), with the interquartile range. A report, not a test. Session 8
 ran it on an H200 (docs/runs/2026-11-30-h200/session8-explore.log; its RoPE rows were a hand-written twin, the
 kernel rows_per_program now writes). Needs a GPU."""
@@ -27,8 +32,86 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 HELD = ROOT / "src" / "klineage" / "suites" / "heldout"
 OUT = Path(os.environ.get("OUT", "/tmp")) / "roofline_gaps"
 ATOMIC = [(512, 128, 4), (512, 512, 4), (1024, 1024, 4), (2048, 512, 4), (2048, 1024, 4), (4096, 1024, 4),
-          (8192, 1024, 4), (16384, 1024, 4), (8192, 2048, 8), (32768, 2048, 8)]  # fmt: skip
+          (8192, 1024, 4), (16384, 1024, 4), (8192, 2048, 8), (32768, 2048, 8), (16384, 2048, 8),
+          (32768, 1024, 4), (65536, 2048, 8), (65536, 4096, 16)]  # fmt: skip
 ROPE_ROWS = [(2, 2), (4, 2), (4, 4), (8, 4), (16, 4), (32, 4), (32, 8), (64, 8)]
+LOOPED = [(1024, 4), (2048, 4), (2048, 8), (4096, 4), (4096, 8), (8192, 8), (8192, 16)]
+
+# A running best per lane, one reduction after the loop: the first maximal index of the row is the smallest index
+# among the lanes that hold the row's maximum (each lane keeps its own first, by the strict comparison).
+ARGMAX_LANES = """
+@triton.jit
+def row_argmax_kernel(x_ptr, values_ptr, indices_ptr, n_cols, x_row_stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    best = tl.full((BLOCK,), -float("inf"), dtype=tl.float32)
+    best_index = tl.zeros((BLOCK,), dtype=tl.int32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + row * x_row_stride + cols, mask=cols < n_cols, other=-float("inf")).to(tl.float32)
+        better = x > best
+        best_index = tl.where(better, cols, best_index)
+        best = tl.where(better, x, best)
+    top = tl.max(best, axis=0)
+    top_index = tl.min(tl.where(best == top, best_index, n_cols), axis=0)
+    tl.store(values_ptr + row, top.to(values_ptr.dtype.element_ty))
+    tl.store(indices_ptr + row, top_index.to(tl.int64))
+"""
+
+# Online statistics per lane (running max, sum rescaled when the max grows); lanes start at a finite floor so that a
+# lane that has seen only masked -inf adds exp(-inf) = 0 instead of exp(nan). ONE_PASS also rescales the sum of
+# exp(p - m) * (p - q), so that KL = A / S_p - lse_p + lse_q needs no third sweep.
+KL_ONLINE = """
+@triton.jit
+def kl_rows_kernel(q_ptr, p_ptr, row_kl_ptr, n_cols, q_row_stride, p_row_stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    q_row = q_ptr + row * q_row_stride
+    p_row = p_ptr + row * p_row_stride
+    q_max = tl.full((BLOCK,), -1e30, dtype=tl.float32)
+    p_max = tl.full((BLOCK,), -1e30, dtype=tl.float32)
+    q_sum = tl.zeros((BLOCK,), dtype=tl.float32)
+    p_sum = tl.zeros((BLOCK,), dtype=tl.float32)
+    a_sum = tl.zeros((BLOCK,), dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        mask = cols < n_cols
+        q = tl.load(q_row + cols, mask=mask, other=-float("inf")).to(tl.float32)
+        p = tl.load(p_row + cols, mask=mask, other=-float("inf")).to(tl.float32)
+        q_new = tl.maximum(q_max, q)
+        p_new = tl.maximum(p_max, p)
+        q_sum = q_sum * tl.exp(q_max - q_new) + tl.exp(q - q_new)
+        p_scale = tl.exp(p_max - p_new)
+        e = tl.exp(p - p_new)
+        p_sum = p_sum * p_scale + e
+        if ONE_PASS:
+            a_sum = a_sum * p_scale + tl.where(mask, e * (p - q), 0.0)
+        q_max = q_new
+        p_max = p_new
+    mq = tl.max(q_max, axis=0)
+    mp = tl.max(p_max, axis=0)
+    sq = tl.sum(q_sum * tl.exp(q_max - mq), axis=0)
+    sp = tl.sum(p_sum * tl.exp(p_max - mp), axis=0)
+    q_lse = mq + tl.log(sq)
+    p_lse = mp + tl.log(sp)
+    if ONE_PASS:
+        kl = tl.sum(a_sum * tl.exp(p_max - mp), axis=0) / sp - p_lse + q_lse
+    else:
+        acc = tl.zeros((BLOCK,), dtype=tl.float32)
+        for start in range(0, n_cols, BLOCK):
+            cols = start + tl.arange(0, BLOCK)
+            mask = cols < n_cols
+            log_q = tl.load(q_row + cols, mask=mask, other=0.0).to(tl.float32) - q_lse
+            log_p = tl.load(p_row + cols, mask=mask, other=0.0).to(tl.float32) - p_lse
+            acc += tl.where(mask, tl.exp(log_p) * (log_p - log_q), 0.0)
+        kl = tl.sum(acc, axis=0)
+    tl.store(row_kl_ptr + row, kl)
+"""
+
+
+def _with_kernel(base: str, name: str, kernel: str) -> str:
+    """`base` with the @triton.jit function `name` replaced by `kernel`'s text."""
+    start = base.index(f"@triton.jit\ndef {name}(")
+    end = base.index("\n\n\n", start)
+    return base[:start] + kernel.strip() + base[end:]
 
 
 def main() -> None:
@@ -37,28 +120,35 @@ def main() -> None:
     import whole_row_twins as twins
     from triton.testing import do_bench
 
-    if not torch.cuda.is_available():
-        print("no GPU: nothing is timed (this report needs one)")
+    args = [a for a in sys.argv[1:] if not a.startswith("--case")]
+    case_name = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--case=")), "bench")
+    timed = torch.cuda.is_available()
+    if not timed and os.environ.get("TRITON_INTERPRET") != "1":
+        print("no GPU: nothing is timed (this report needs one; TRITON_INTERPRET=1 --case=tiny checks the programs)")
         return
+    device = "cuda" if timed else "cpu"
     OUT.mkdir(parents=True, exist_ok=True)
-    which = sys.argv[1].split(",") if len(sys.argv) > 1 else ["twins", "atomic", "rope"]
+    which = args[0].split(",") if args else ["twins", "atomic", "rope"]
     print(f"command: `python benchmarks/{Path(__file__).name} {' '.join(sys.argv[1:])}`")
-    print(f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}, triton {triton.__version__}; "
+    print(f"device: {torch.cuda.get_device_name() if timed else 'none (interpreter, correctness only)'}; "
+          f"torch {torch.__version__}, triton {triton.__version__}; "
           f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC")  # fmt: skip
-    src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
-    dst = torch.empty_like(src)
-    copy = 2 * src.numel() / (do_bench(lambda: dst.copy_(src), rep=200, return_mode="median") * 1e-3) / 1e12
-    src = dst = None  # free the 2 GiB before the variants
-    print(f"device copy: {copy:.2f} TB/s")
+    copy = 0.0
+    if timed:
+        src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+        dst = torch.empty_like(src)
+        copy = 2 * src.numel() / (do_bench(lambda: dst.copy_(src), rep=200, return_mode="median") * 1e-3) / 1e12
+        src = dst = None  # free the 2 GiB before the variants
+        print(f"device copy: {copy:.2f} TB/s")
     rows = []
 
     def run(name: str, label: str, text: str) -> None:
         workload = twins._module(HELD / name / "workload.py", f"wl_{name}")
-        case = workload.CASES["bench"]
+        case = workload.CASES[case_name]
         path = OUT / f"{name}_{re.sub(r'[^A-Za-z0-9]+', '_', label)}.py"
         path.write_text(text)
         try:
-            inputs = [t.to("cuda") for t in workload.make_inputs(case, seed=0)]
+            inputs = [t.to(device) for t in workload.make_inputs(case, seed=0)]
             expected = workload.Model()(*[t.clone() for t in inputs])
             model = twins._module(path, path.stem).ModelNew()
             got = model(*[t.clone() for t in inputs])
@@ -68,6 +158,9 @@ def main() -> None:
                      for g, e in pairs)  # fmt: skip
             if not ok:
                 rows.append((name, label, "WRONG", 0.0, 0.0, 0.0))
+                return
+            if not timed:
+                rows.append((name, label, "ok (untimed)", 0.0, 0.0, 0.0))
                 return
             q = sorted(do_bench(lambda: model(*inputs), rep=100, return_mode="all"))
             med, iqr = q[len(q) // 2], q[3 * len(q) // 4] - q[len(q) // 4]
@@ -106,6 +199,26 @@ def main() -> None:
         for block_row, warps in ROPE_ROWS:
             run("rope", f"rows R{block_row} w{warps}", twin.replace("BLOCK_ROW=16)", f"BLOCK_ROW={block_row}, "
                                                                     f"num_warps={warps})"))  # fmt: skip
+    if "argmax" in which:
+        base = (HELD / "row_argmax" / "naive.py").read_text()
+        twin = Path(twins._variants("row_argmax", OUT)["twin"]).read_text()
+        run("row_argmax", "twin", twin)
+        merged = re.sub(r"(\w+) = tl\.max\((\w+), axis=0\)\n(\s*)(\w+) = (.*)"
+                        r"tl\.argmax\(\2, axis=0, tie_break_left=True\)",
+                        r"\1, \4_at = tl.max(\2, axis=0, return_indices=True, return_indices_tie_break_left=True)\n"
+                        r"\3\4 = \5\4_at", twin)  # fmt: skip
+        run("row_argmax", "twin merged" if merged != twin else "twin merged (NO MATCH)", merged)
+        lanes = _with_kernel(base, "row_argmax_kernel", ARGMAX_LANES)
+        for block, warps in LOOPED:
+            run("row_argmax", f"lanes B{block} w{warps}",
+                lanes.replace("BLOCK=128)", f"BLOCK={block}, num_warps={warps})"))
+    if "kl" in which:
+        base = (HELD / "kl_div" / "naive.py").read_text()
+        for one_pass in (False, True):
+            text = _with_kernel(base, "kl_rows_kernel", KL_ONLINE.replace("ONE_PASS", str(one_pass)))
+            for block, warps in LOOPED:
+                run("kl_div", f"{'one pass' if one_pass else 'online + sweep'} B{block} w{warps}",
+                    text.replace("p.stride(0), BLOCK=128)", f"p.stride(0), BLOCK={block}, num_warps={warps})"))
     print()
     print("| instance | variant | status | median ms | IQR ms | roofline |")
     print("| --- | --- | --- | --- | --- | --- |")
