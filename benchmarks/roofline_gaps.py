@@ -7,7 +7,7 @@ measured in the same run: what would close each gap, before a transform is writt
   warps fixed at 4, 8 and 16 (log-softmax, KL divergence, row argmax, the layer norms);
 - atomic: the atomic row sum with other (CHUNK, BLOCK, warps) than the naive 512 / 128 / 4;
 - rope: the naive RoPE at 4 and 2 warps, and rows_per_program's generated twin at several BLOCK_ROW and warps;
-- argmax: the row argmax twin with one merged reduction (`tl.max(..., return_indices=True)`), and a looped form
+- argmax: the row argmax twin with one merged reduction (`merged_reductions`), and a looped form
   that keeps a running best per lane and reduces once after the loop, at several tiles and warps;
 - kl: the KL divergence with its max and sum-of-exp sweeps merged into one online sweep (two sweeps in all),
   fully one-pass (the KL sum rescaled online too) with per-lane maxima, and one-pass with one running maximum per
@@ -240,11 +240,15 @@ def main() -> None:
         base = (HELD / "row_argmax" / "naive.py").read_text()
         twin = Path(twins._variants("row_argmax", OUT)["twin"]).read_text()
         run("row_argmax", "twin", twin)
-        merged = re.sub(r"(\w+) = tl\.max\((\w+), axis=0\)\n(\s*)(\w+) = (.*)"
-                        r"tl\.argmax\(\2, axis=0, tie_break_left=True\)",
-                        r"\1, \4_at = tl.max(\2, axis=0, return_indices=True, return_indices_tie_break_left=True)\n"
-                        r"\3\4 = \5\4_at", twin)  # fmt: skip
-        run("row_argmax", "twin merged" if merged != twin else "twin merged (NO MATCH)", merged)
+        from klineage.transform import load_families
+
+        load_families()
+        from klineage.transforms.merged_reductions import MergedReductions
+
+        merged = twin
+        while sites := MergedReductions().optimize_sites(merged):
+            merged = MergedReductions().optimize(merged, sites[0], {})
+        run("row_argmax", "twin merged (merged_reductions)", merged)
         lanes = _with_kernel(base, "row_argmax_kernel", ARGMAX_LANES)
         for block, warps in LOOPED:
             run("row_argmax", f"lanes B{block} w{warps}",

@@ -1005,8 +1005,8 @@ def blind_params(transform: Transform, source: str, site: Site) -> dict | None:
 FORWARD_RANK = {"launch_config": 0, "rows_per_program": 0.5, "autotune_single_config": 1, "launch_knobs": 1,
                 "grouped_ordering": 2, "pipelining": 2, "block_cap_dispatch": 2, "whole_row_tile": 2,
                 "divisibility_fast_path": 3, "wrapped_indices": 3, "work_skipping": 3, "fast_math": 3,
-                "static_range": 3, "dot_precision": 3, "constexpr_flags": 4, "specialization": 4,
-                "scalar_dtype_pin": 4, "inplace_aliasing": 4}  # fmt: skip
+                "static_range": 3, "dot_precision": 3, "merged_reductions": 3, "constexpr_flags": 4,
+                "specialization": 4, "scalar_dtype_pin": 4, "inplace_aliasing": 4}  # fmt: skip
 
 
 def _ordered(candidates: list[Candidate]) -> list[Candidate]:

@@ -123,3 +123,34 @@ def test_rows_twin_passes_and_a_broken_one_fails(name, wrong, settings, sandbox)
     assert broken != twin
     report = check(wl, Program(name, broken), settings, "cpu", ("compile", "correctness"), sandbox)
     assert not report.verdicts[-1].passed
+
+
+@pytest.mark.parametrize("twin", [False, True], ids=["loop", "one_tile_twin"])
+def test_merged_argmax_passes_and_a_last_index_merge_fails(twin, settings, sandbox):
+    """merged_reductions on row argmax (its tile loop, and whole_row_tile's one-tile twin, which the tiny case
+    takes): one `tl.max(..., return_indices=True)` per tile is right on the tiny case, whose rows tie on their
+    maximum within a tile; the same merge with the last-index tie break (`return_indices_tie_break_left=False`)
+    returns other indices and fails the check."""
+    from klineage.program import Program
+    from klineage.transform import load_families
+
+    load_families()
+    from klineage.transforms.merged_reductions import MergedReductions
+    from klineage.transforms.whole_row_tile import WholeRowTile
+
+    workload, program = next((w, p) for w, p in PAIRS if w.parent.name == "row_argmax")
+    wl = load_workload(workload)
+    merged = program.read_text()
+    if twin:
+        (site,) = [s for s in WholeRowTile().optimize_sites(merged) if s.params["width"] == "n_cols"]
+        merged = WholeRowTile().optimize(merged, site, {})
+    while sites := MergedReductions().optimize_sites(merged):
+        merged = MergedReductions().optimize(merged, sites[0], {})
+    assert merged.count("return_indices_tie_break_left=True)") == 1 + twin and "tl.argmax" not in merged
+    report = check(wl, Program("row_argmax", merged), settings, "cpu", ("compile", "correctness"), sandbox)
+    assert all(v.passed for v in report.verdicts), [v.reason for v in report.verdicts]
+    ran = report.verdicts[-1].evidence["functions_run"]
+    assert ("row_argmax_kernel_one_tile" in ran) == twin
+    last = merged.replace("return_indices_tie_break_left=True", "return_indices_tie_break_left=False")
+    report = check(wl, Program("row_argmax", last), settings, "cpu", ("compile", "correctness"), sandbox)
+    assert not report.verdicts[-1].passed and report.verdicts[-1].code == "mismatch", report.verdicts[-1].reason
