@@ -43,6 +43,7 @@ class Tunable:
     bound: str  # "literal" (at the launch) or "assigned" (a name in the launching function)
     function: str
     work: bool = False  # work per program (a loop's bound), not a tile
+    step: str = ""  # for work per program: the keyword of the tile its loop steps by, where it is one
 
     @property
     def key(self) -> str:
@@ -57,25 +58,30 @@ def _int(node: cst.BaseExpression) -> int | None:
     return int(node.value, 0) if isinstance(node, cst.Integer) else None
 
 
-def _loop_bounds(module: cst.Module) -> dict[str, set[str]]:
-    """Per module-level function: the parameters a `for` loop over `range`/`tl.range` runs up to."""
-    out: dict[str, set[str]] = {}
+def _loop_bounds(module: cst.Module) -> dict[str, dict[str, str]]:
+    """Per module-level function: the parameters a `for` loop over `range`/`tl.range` runs up to, each with the
+    parameter the loop steps by ("" when the step is no parameter)."""
+    out: dict[str, dict[str, str]] = {}
 
     class Loops(cst.CSTVisitor):
         def __init__(self):
-            self.found: set[str] = set()
+            self.found: dict[str, str] = {}
 
         def visit_For(self, node: cst.For) -> None:
             it = node.iter
-            if isinstance(it, cst.Call) and _callee(it.func) in ("range", "tl.range") and len(it.args) >= 2 \
-                    and it.args[1].keyword is None and isinstance(it.args[1].value, cst.Name):  # fmt: skip
-                self.found.add(it.args[1].value.value)
+            if not isinstance(it, cst.Call) or _callee(it.func) not in ("range", "tl.range") or len(it.args) < 2:
+                return
+            stop = it.args[1].value if it.args[1].keyword is None else None
+            step = it.args[2].value if len(it.args) > 2 and it.args[2].keyword is None else None
+            if isinstance(stop, cst.Name):
+                self.found[stop.value] = step.value if isinstance(step, cst.Name) else ""
 
     for stmt in module.body:
         if isinstance(stmt, cst.FunctionDef):
             loops = Loops()
             stmt.visit(loops)
-            out[stmt.name.value] = loops.found & {p.name.value for p in stmt.params.params}
+            params = {p.name.value for p in stmt.params.params}
+            out[stmt.name.value] = {k: (v if v in params else "") for k, v in loops.found.items() if k in params}
     return out
 
 
@@ -88,7 +94,7 @@ def _callee(func: cst.BaseExpression) -> str:
 
 
 class _Finder(cst.CSTVisitor):
-    def __init__(self, work: dict[str, set[str]] | None = None):
+    def __init__(self, work: dict[str, dict[str, str]] | None = None):
         self.functions: list[cst.FunctionDef] = []
         self.found: list[Tunable] = []
         self.work = work or {}
@@ -113,11 +119,12 @@ class _Finder(cst.CSTVisitor):
             if not work and not _is_tunable_keyword(keyword):
                 continue
             fname = function.name.value if function is not None else "<module>"
+            step = self.work[kernel][keyword] if work else ""
             if (value := _int(arg.value)) is not None:
-                self.found.append(Tunable(kernel, keyword, keyword, value, "literal", fname, work))
+                self.found.append(Tunable(kernel, keyword, keyword, value, "literal", fname, work, step))
             elif isinstance(arg.value, cst.Name) and arg.value.value in bindings:
                 name = arg.value.value
-                self.found.append(Tunable(kernel, keyword, name, bindings[name], "assigned", fname, work))
+                self.found.append(Tunable(kernel, keyword, name, bindings[name], "assigned", fname, work, step))
 
 
 def _literal_bindings(function: cst.FunctionDef) -> dict[str, int]:

@@ -504,8 +504,8 @@ class Proposer:
     def __init__(self, workload: Workload, settings: Settings, device: str):
         self.workload, self.settings, self.device = workload, settings, device
         self.refusals: list[Refusal] = []
-        # launch-configuration steps listed so far: candidate key -> (tunable's keyword, value before, value after)
-        self._steps: dict[tuple, tuple[str, int, int]] = {}
+        # launch-configuration steps listed so far: candidate key -> {tunable key: (keyword, before, after)}
+        self._steps: dict[tuple, dict[str, tuple[str, int, int]]] = {}
 
     def propose(self, program: Program) -> list[Candidate]:
         raise NotImplementedError
@@ -525,20 +525,33 @@ class Proposer:
         return True
 
     def launch_candidates(self, program: Program, origin: str, expected: float) -> Iterator[Candidate]:
-        """One tunable changed to a neighbouring value (the launch-configuration search)."""
+        """One tunable changed to a neighbouring value (the launch-configuration search). Work per program whose
+        loop steps by a tile moves first together with that tile, the loop's trip count kept: the atomic row sum's
+        CHUNK alone went 512 -> 2048 at x1.23 and x1.07, then 4096 ran at x0.65, its 128-wide tile left to loop 32
+        times (H200, run 12), where 4096 with a 1024 tile runs at 0.83 of the roofline and 8192 with 2048 at 0.85
+        (roofline_gaps.py atomic)."""
         for module, source in _module_sources(program):
-            for t in launch_config.tunables(source, work=True):
+            found = launch_config.tunables(source, work=True)
+            for t in found:
                 if _fallback(source, t.kernel):
                     continue
+                tile = next((s for s in found if s.kernel == t.kernel and s.keyword == t.step and not s.work), None)
+                if tile is not None:
+                    for value in launch_config.neighbours(t):
+                        if (moved := value * tile.value // t.value) in launch_config.neighbours(tile):
+                            yield self._step(program, module, source, {t: value, tile: moved}, origin, expected)
                 for value in launch_config.neighbours(t):
-                    yield self._step(program, module, source, t, value, origin, expected)
+                    yield self._step(program, module, source, {t: value}, origin, expected)
 
-    def _step(self, program: Program, module: str, source: str, t: launch_config.Tunable, value: int, origin: str,
-              expected: float) -> Candidate:  # fmt: skip
-        make = functools.partial(_retuned, program, module, source, {t.key: value})
-        cand = Candidate(f"{t.key}: {t.value} -> {value}", origin, "launch_config", module, t.function,
-                         {t.key: value}, expected, "", (), make)  # fmt: skip
-        self._steps[cand.key] = (t.keyword, t.value, value)
+    def _step(self, program: Program, module: str, source: str, moves: dict[launch_config.Tunable, int],
+              origin: str, expected: float) -> Candidate:  # fmt: skip
+        values = {t.key: v for t, v in moves.items()}
+        label = f"{', '.join(t.key for t in moves)}: {', '.join(str(t.value) for t in moves)} -> " \
+                f"{', '.join(str(v) for v in moves.values())}"  # fmt: skip
+        make = functools.partial(_retuned, program, module, source, values)
+        cand = Candidate(label, origin, "launch_config", module, next(iter(moves)).function, values, expected, "",
+                         (), make)  # fmt: skip
+        self._steps[cand.key] = {t.key: (t.keyword, t.value, v) for t, v in moves.items()}
         return cand
 
     def _same_way(self, attempt, evaluations_left: int) -> Candidate | None:
@@ -550,17 +563,18 @@ class Proposer:
         step = self._steps.get(cand.key)
         if step is None or not attempt.kept or evaluations_left < 1 or cand.program is None:
             return None
-        keyword, before, after = step
-        if keyword in launch_config.KNOBS or before == after:
+        if any(keyword in launch_config.KNOBS or before == after for keyword, before, after in step.values()):
             return None
-        ((key, _),) = cand.params.items()
-        source = dict(_module_sources(cand.program)).get(cand.module)
-        t = next((t for t in launch_config.tunables(source or "", work=True) if t.key == key and t.value == after),
-                 None)  # fmt: skip
-        further = after * 2 if after > before else after // 2
-        if t is None or further not in launch_config.neighbours(t):
-            return None
-        return self._step(cand.program, cand.module, source, t, further, cand.origin, cand.expected)
+        source = dict(_module_sources(cand.program)).get(cand.module, "")
+        now = {t.key: t for t in launch_config.tunables(source, work=True)}
+        moves = {}
+        for key, (_, before, after) in step.items():
+            t = now.get(key)
+            further = after * 2 if after > before else after // 2
+            if t is None or t.value != after or further not in launch_config.neighbours(t):
+                return None
+            moves[t] = further
+        return self._step(cand.program, cand.module, source, moves, cand.origin, cand.expected)
 
 
 def _retuned(program: Program, module: str, source: str, values: dict[str, int],

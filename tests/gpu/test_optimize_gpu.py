@@ -128,3 +128,31 @@ def test_generated_twins_pass_the_gates_on_every_case_and_the_profile_times_them
     assert "bench" in wl.check_cases("cuda")
     assert any(f.endswith(("_rows", "_one_tile")) for f in correct.evidence["functions_run"])
     assert profile.passed and 0 < profile.metrics["roofline_fraction"] < 1.05
+
+
+@pytest.mark.parametrize("name", ["row_argmax", "atomic_rowsum"])
+def test_the_merged_argmax_twin_and_a_larger_chunk_pass_the_gate_on_every_case(name, settings, sandbox):
+    """merged_reductions on the row argmax's one-tile twin, and the atomic row sum at 8192-element chunks with a
+    2048 tile (the launch search's joint steps), are right on every named case, the bench case among them."""
+    from klineage.check import check
+    from klineage.launch_config import with_values
+    from klineage.program import Program
+    from klineage.suites import SUITES
+    from klineage.transform import TRANSFORMS, load_families
+
+    load_families()
+    folder = SUITES["heldout"] / name
+    wl, source = load_workload(folder / "workload.py"), (folder / "naive.py").read_text()
+    if name == "row_argmax":
+        tile = TRANSFORMS["whole_row_tile"]()
+        source = tile.optimize(source, next(s for s in tile.optimize_sites(source) if s.params["width"] == "n_cols"),
+                               {})  # fmt: skip
+        merge = TRANSFORMS["merged_reductions"]()
+        while sites := merge.optimize_sites(source):
+            source = merge.optimize(source, sites[0], {})
+        assert "return_indices=True" in source
+    else:
+        source = with_values(source, {"CHUNK": 8192, "BLOCK": 2048})
+    (correct,) = check(wl, Program(name, source), settings, "cuda", ("correctness",), sandbox).verdicts
+    assert correct.passed, correct.reason
+    assert "bench" in wl.check_cases("cuda")

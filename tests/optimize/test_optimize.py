@@ -799,17 +799,26 @@ def test_a_kept_tile_step_is_followed_by_the_next_step_the_same_way(settings, mo
     assert warps and seen(warps[0], True) is None
 
 
-def test_the_atomic_row_sums_chunk_is_searched_and_followed_the_same_way(settings, monkeypatch):
-    """The atomic row sum stayed at 0.59 of the roofline in runs 9-11: its CHUNK (work per program) was no
-    launch parameter, and BLOCK steps did not pay. CHUNK is now listed first, and a kept step is followed."""
+def test_the_atomic_row_sums_chunk_is_searched_with_its_tile_and_followed_the_same_way(settings, monkeypatch):
+    """The atomic row sum stayed at 0.59 of the roofline in runs 9-11: its CHUNK (work per program) was no launch
+    parameter. Alone, CHUNK went 512 -> 2048 (x1.23, x1.07) and then 4096 ran at x0.65 with the 128-wide tile
+    looping 32 times (run 12). CHUNK now moves first together with the tile its loop steps by, then alone; a kept
+    step is followed by the next one the same way, both names moving."""
     from klineage.optimize import Attempt
 
     monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
     folder = SUITES["heldout"] / "atomic_rowsum"
     wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
     proposer = SkillProposer(wl, settings, "cuda", [])
-    steps = [c.label for c in proposer.propose(prog) if c.transform == "launch_config"]
-    assert steps[:2] == ["CHUNK: 512 -> 1024", "CHUNK: 512 -> 256"], steps
-    up = next(c for c in proposer.propose(prog) if c.label == "CHUNK: 512 -> 1024")
-    onward = proposer.observe(Attempt(2, up, True, "kept", [], {"measured": True, "speedup": 1.23}), 4)
-    assert onward.label == "CHUNK: 1024 -> 2048" and "CHUNK, BLOCK = 2048, 128" in onward.program.source
+    listed = [c for c in proposer.propose(prog) if c.transform == "launch_config"]
+    assert [c.label for c in listed[:4]] == ["CHUNK, BLOCK: 512, 128 -> 1024, 256", "CHUNK, BLOCK: 512, 128 -> 256, 64",
+                                             "CHUNK: 512 -> 1024", "CHUNK: 512 -> 256"], [c.label for c in listed]
+    assert "CHUNK, BLOCK = 1024, 256" in listed[0].program.source
+
+    def kept(cand):
+        return proposer.observe(Attempt(2, cand, True, "kept", [], {"measured": True, "speedup": 1.2}), 4)
+
+    onward = kept(listed[0])
+    assert onward.label == "CHUNK, BLOCK: 1024, 256 -> 2048, 512" and "CHUNK, BLOCK = 2048, 512" in \
+        onward.program.source  # fmt: skip
+    assert kept(listed[2]).label == "CHUNK: 1024 -> 2048"

@@ -55,7 +55,7 @@ def test_a_loop_bound_constexpr_is_work_per_program_when_asked():
     source = (EXAMPLES.parent / "suites" / "heldout" / "atomic_rowsum" / "naive.py").read_text()
     assert [t.key for t in tunables(source)] == ["BLOCK"]
     chunk, block = tunables(source, work=True)
-    assert (chunk.key, chunk.value, chunk.work, block.work) == ("CHUNK", 512, True, False)
+    assert (chunk.key, chunk.value, chunk.work, chunk.step, block.work) == ("CHUNK", 512, True, "BLOCK", False)
     new = with_values(source, {"CHUNK": 1024})
     assert "CHUNK, BLOCK = 1024, 128" in new and "triton.cdiv(n_cols, CHUNK)" in new
     big = with_values(source, {"CHUNK": 32768})
