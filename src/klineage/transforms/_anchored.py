@@ -104,6 +104,45 @@ def names_in(node: cst.CSTNode) -> set[str]:
     return found
 
 
+def bound_in(node: cst.CSTNode) -> set[str]:
+    """Every name a statement (of any kind, nested blocks included) may rebind: assignment, loop and walrus targets
+    (every name in them, so `a[i] = ...` counts `a` and `i`: more than is rebound, never less), `as` names, imports,
+    definitions."""
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            found.update(names_in(n.target))
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            found.update(names_in(n.target))
+
+        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
+            found.update(names_in(n.target))
+
+        def visit_For(self, n: cst.For) -> None:
+            found.update(names_in(n.target))
+
+        def visit_NamedExpr(self, n: cst.NamedExpr) -> None:
+            found.update(names_in(n.target))
+
+        def visit_AsName(self, n: cst.AsName) -> None:
+            found.update(names_in(n.name))
+
+        def visit_ImportAlias(self, n: cst.ImportAlias) -> None:
+            if n.asname is None:
+                found.add(node_code(n.name).split(".")[0])
+
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> None:
+            found.add(n.name.value)
+
+        def visit_ClassDef(self, n: cst.ClassDef) -> None:
+            found.add(n.name.value)
+
+    node.visit(V())
+    return found
+
+
 def calls_to(node: cst.CSTNode, name: str) -> list[cst.Call]:
     return [c for c in calls(node) if dotted(c.func) == name]
 

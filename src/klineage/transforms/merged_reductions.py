@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from klineage.transform import Site, Transform, dotted, node_code, register, with_kwargs, without_kwargs
-from klineage.transforms._anchored import Module, blocks, calls, is_jit, names_in, statement_code
+from klineage.transforms._anchored import Module, blocks, bound_in, calls, is_jit, names_in, statement_code
 
 # Parameters in Triton 3.6's order: a positional argument binds to the name at its position.
 MAX_PARAMS = ("input", "axis", "return_indices", "return_indices_tie_break_left", "keep_dims")
@@ -136,52 +136,6 @@ def _merged_max(stmt: cst.CSTNode) -> tuple[str, str, dict[str, cst.Arg]] | None
     return v, i, bound
 
 
-def _binds(node: cst.CSTNode) -> set[str]:
-    """Names a statement binds: assignment targets, loop and with targets, walrus targets, imports, definitions."""
-    found: set[str] = set()
-
-    def targets(t: cst.CSTNode) -> None:
-        if isinstance(t, cst.Name):
-            found.add(t.value)
-        elif isinstance(t, cst.Tuple | cst.List):
-            for e in t.elements:
-                targets(e.value)
-        elif isinstance(t, cst.StarredElement):
-            targets(t.value)
-
-    class V(cst.CSTVisitor):
-        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
-            targets(n.target)
-
-        def visit_AugAssign(self, n: cst.AugAssign) -> None:
-            targets(n.target)
-
-        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
-            targets(n.target)
-
-        def visit_For(self, n: cst.For) -> None:
-            targets(n.target)
-
-        def visit_NamedExpr(self, n: cst.NamedExpr) -> None:
-            targets(n.target)
-
-        def visit_AsName(self, n: cst.AsName) -> None:
-            targets(n.name)
-
-        def visit_ImportAlias(self, n: cst.ImportAlias) -> None:
-            if n.asname is None:
-                found.add(node_code(n.name).split(".")[0])
-
-        def visit_FunctionDef(self, n: cst.FunctionDef) -> None:
-            found.add(n.name.value)
-
-        def visit_ClassDef(self, n: cst.ClassDef) -> None:
-            found.add(n.name.value)
-
-    node.visit(V())
-    return found
-
-
 def _argmax_calls(stmt: cst.CSTNode, key: _Key) -> tuple[list[cst.Call], cst.BaseExpression] | None:
     """The argmax calls of a one-statement line that reduce what `key` names, with their common tie break (the
     first one's; calls with another tie break stay)."""
@@ -211,7 +165,7 @@ def _partner(block: cst.IndentedBlock, j: int) -> int | None:
         same = _plain_max(stmt)
         if same is not None and same[1] == key:
             return None  # that max pairs with the argmax, if any
-        rebound |= _binds(stmt)
+        rebound |= bound_in(stmt)
         if reads & rebound:
             return None
     return None

@@ -8,6 +8,7 @@ from klineage.transform import dotted, kwarg, node_code, register, with_kwargs
 from klineage.transforms._anchored import (
     AnchoredTransform,
     Module,
+    bound_in,
     broadcasts,
     calls,
     constexpr_params,
@@ -227,7 +228,7 @@ def reused(statements: list, exclusive: frozenset[str] = frozenset()) -> list:
                 held[target] = (code, reads)
         else:
             written(stmt)
-            forget(_bound_in(stmt))
+            forget(bound_in(stmt))
         if comments:
             stmt = stmt.with_changes(leading_lines=(*comments, *stmt.leading_lines))
             comments = []
@@ -268,7 +269,7 @@ def one_load(statements: list) -> list:
         new = stmt.visit(Rewrite())
         if "tl.store" in node_code(stmt):
             seen.clear()
-        rebound = _bound_in(stmt)
+        rebound = bound_in(stmt)
         for key in [k for k, (_, names) in seen.items() if names & rebound]:
             del seen[key]
         for name in [n for n, (_, names) in named.items() if n in rebound or names & rebound]:
@@ -322,30 +323,6 @@ def _simple_assign(stmt: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
             and len(stmt.body[0].targets) == 1 and isinstance(stmt.body[0].targets[0].target, cst.Name)):  # fmt: skip
         return stmt.body[0].targets[0].target.value, stmt.body[0].value
     return None
-
-
-def _bound_in(node: cst.CSTNode) -> set[str]:
-    """Every name a statement (of any kind, nested blocks included) may rebind."""
-    found: set[str] = set()
-
-    class V(cst.CSTVisitor):
-        def visit_AssignTarget(self, n) -> None:
-            found.update(names_in(n.target))
-
-        def visit_AugAssign(self, n) -> None:
-            found.update(names_in(n.target))
-
-        def visit_AnnAssign(self, n) -> None:
-            found.update(names_in(n.target))
-
-        def visit_For(self, n) -> None:
-            found.update(names_in(n.target))
-
-        def visit_NamedExpr(self, n) -> None:
-            found.update(names_in(n.target))
-
-    node.visit(V())
-    return found
 
 
 def _calls(node: cst.CSTNode, prefixes: tuple[str, ...]) -> list[cst.Call]:
