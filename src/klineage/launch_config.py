@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from klineage.transforms._anchored import broadcasts  # noqa: F401 (part of this module's interface)
+from klineage.transforms._anchored import broadcasts, literal_bindings  # noqa: F401 (broadcasts: part of this module's interface)
 
 # Constexpr names that are tile sizes by convention (BLOCK_M, BLOCK_SIZE, TILE_N, BLOCK, BN, GROUP_M excluded).
 TILE_NAME = re.compile(r"^(BLOCK|TILE)(_?[A-Z0-9]*)?$|^B[MNK]$|^(BLOCK|TILE)_SIZE(_[A-Z0-9]+)?$")
@@ -110,7 +110,7 @@ class _Finder(cst.CSTVisitor):
             return
         kernel = node.func.value.value
         function = self.functions[-1] if self.functions else None
-        bindings = _literal_bindings(function) if function is not None else {}
+        bindings = literal_bindings(function) if function is not None else {}
         for arg in node.args:
             if arg.keyword is None:
                 continue
@@ -125,37 +125,6 @@ class _Finder(cst.CSTVisitor):
             elif isinstance(arg.value, cst.Name) and arg.value.value in bindings:
                 name = arg.value.value
                 self.found.append(Tunable(kernel, keyword, name, bindings[name], "assigned", fname, work, step))
-
-
-def _literal_bindings(function: cst.FunctionDef) -> dict[str, int]:
-    """Names bound exactly once in the function body, to an integer literal (directly or in a chain)."""
-    counts: dict[str, int] = {}
-    values: dict[str, int] = {}
-    for stmt in function.body.body:
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            continue
-        for small in stmt.body:
-            if not isinstance(small, cst.Assign):
-                continue
-            for target in small.targets:
-                for name, value in _bound(target.target, small.value):
-                    counts[name] = counts.get(name, 0) + 1
-                    if value is not None:
-                        values[name] = value
-    return {k: v for k, v in values.items() if counts[k] == 1}
-
-
-def _bound(target: cst.BaseExpression, value: cst.BaseExpression) -> list[tuple[str, int | None]]:
-    """(name, integer literal or None) pairs an assignment binds: `A = 32`, and `A, B = 512, 128` element-wise."""
-    if isinstance(target, cst.Name):
-        return [(target.value, _int(value))]
-    if isinstance(target, cst.Tuple):
-        names = [e.value for e in target.elements]
-        values = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [None] * len(names)
-        if len(values) != len(names):
-            values = [None] * len(names)
-        return [(n.value, _int(v) if v is not None else None) for n, v in zip(names, values) if isinstance(n, cst.Name)]
-    return []
 
 
 def tunables(source: str, work: bool = False) -> list[Tunable]:
@@ -283,7 +252,7 @@ class _LaunchTiles(cst.CSTVisitor):
         if not (isinstance(node.func, cst.Subscript) and isinstance(node.func.value, cst.Name)
                 and node.func.value.value == self.kernel):  # fmt: skip
             return
-        bindings = _literal_bindings(self.functions[-1]) if self.functions else {}
+        bindings = literal_bindings(self.functions[-1]) if self.functions else {}
         product, tiles = 1, 0
         for arg in node.args:
             if arg.keyword is None or not TILE_NAME.match(arg.keyword.value):

@@ -49,6 +49,14 @@ def test_a_tuple_assignment_binds_each_name():
     assert "CHUNK, BLOCK = 512, 256" in with_values(source, {"BLOCK": 256})
 
 
+def test_a_name_an_augmented_assignment_rebinds_is_not_a_literal():
+    """`BLOCK = 128; BLOCK *= 2` launches with 256: the 128 is not the launch's value, so the name is not tunable
+    (it was listed as 128 before launch_config and rows_per_program shared one reading of host literals)."""
+    source = "def forward(x):\n    BLOCK = 128\n    BLOCK *= 2\n    k[(1,)](x, BLOCK=BLOCK)\n"
+    assert tunables(source) == []
+    assert [t.value for t in tunables(source.replace("    BLOCK *= 2\n", ""))] == [128]
+
+
 def test_a_loop_bound_constexpr_is_work_per_program_when_asked():
     """The atomic row sum's CHUNK bounds its kernel's loop and divides its grid: 512 ran at 0.59 of the roofline,
     8192 at 0.84 (H200). It is tunable as work per program, listed only with work=True, with wider bounds."""

@@ -16,6 +16,7 @@ from klineage.transforms._anchored import (
     launch_statement,
     launches,
     leading_comments,
+    literal_bindings,
     names_in,
     statement_code,
 )
@@ -252,10 +253,7 @@ def _known_int(value: cst.BaseExpression, function: cst.FunctionDef | None) -> i
         return int(value.value, 0)
     if not isinstance(value, cst.Name) or function is None:
         return None
-    bound = [small.value for stmt in function.body.body if isinstance(stmt, cst.SimpleStatementLine)
-             for small in stmt.body if isinstance(small, cst.Assign | cst.AugAssign | cst.AnnAssign)
-             and value.value in names_in(small.targets[0].target if isinstance(small, cst.Assign) else small.target)]
-    return int(bound[0].value, 0) if len(bound) == 1 and isinstance(bound[0], cst.Integer) else None
+    return literal_bindings(function).get(value.value)
 
 
 def _grouped(code: str) -> str:
