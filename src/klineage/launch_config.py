@@ -22,7 +22,12 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from klineage.transforms._anchored import broadcasts, literal_bindings  # noqa: F401 (broadcasts: part of this module's interface)
+from klineage.transform import dotted
+from klineage.transforms._anchored import (  # broadcasts: part of this module's interface
+    broadcasts,  # noqa: F401
+    int_literal,
+    literal_bindings,
+)
 
 # Constexpr names that are tile sizes by convention (BLOCK_M, BLOCK_SIZE, TILE_N, BLOCK, BN, GROUP_M excluded).
 TILE_NAME = re.compile(r"^(BLOCK|TILE)(_?[A-Z0-9]*)?$|^B[MNK]$|^(BLOCK|TILE)_SIZE(_[A-Z0-9]+)?$")
@@ -54,10 +59,6 @@ def _is_tunable_keyword(keyword: str) -> bool:
     return keyword in KNOBS or bool(TILE_NAME.match(keyword))
 
 
-def _int(node: cst.BaseExpression) -> int | None:
-    return int(node.value, 0) if isinstance(node, cst.Integer) else None
-
-
 def _loop_bounds(module: cst.Module) -> dict[str, dict[str, str]]:
     """Per module-level function: the parameters a `for` loop over `range`/`tl.range` runs up to, each with the
     parameter the loop steps by ("" when the step is no parameter)."""
@@ -69,7 +70,7 @@ def _loop_bounds(module: cst.Module) -> dict[str, dict[str, str]]:
 
         def visit_For(self, node: cst.For) -> None:
             it = node.iter
-            if not isinstance(it, cst.Call) or _callee(it.func) not in ("range", "tl.range") or len(it.args) < 2:
+            if not isinstance(it, cst.Call) or dotted(it.func) not in ("range", "tl.range") or len(it.args) < 2:
                 return
             stop = it.args[1].value if it.args[1].keyword is None else None
             step = it.args[2].value if len(it.args) > 2 and it.args[2].keyword is None else None
@@ -83,14 +84,6 @@ def _loop_bounds(module: cst.Module) -> dict[str, dict[str, str]]:
             params = {p.name.value for p in stmt.params.params}
             out[stmt.name.value] = {k: (v if v in params else "") for k, v in loops.found.items() if k in params}
     return out
-
-
-def _callee(func: cst.BaseExpression) -> str:
-    if isinstance(func, cst.Name):
-        return func.value
-    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
-        return f"{func.value.value}.{func.attr.value}"
-    return ""
 
 
 class _Finder(cst.CSTVisitor):
@@ -115,12 +108,13 @@ class _Finder(cst.CSTVisitor):
             if arg.keyword is None:
                 continue
             keyword = arg.keyword.value
-            work = not _is_tunable_keyword(keyword) and keyword in self.work.get(kernel, ())
-            if not work and not _is_tunable_keyword(keyword):
+            tile = _is_tunable_keyword(keyword)
+            work = not tile and keyword in self.work.get(kernel, ())
+            if not (tile or work):
                 continue
             fname = function.name.value if function is not None else "<module>"
             step = self.work[kernel][keyword] if work else ""
-            if (value := _int(arg.value)) is not None:
+            if (value := int_literal(arg.value)) is not None:
                 self.found.append(Tunable(kernel, keyword, keyword, value, "literal", fname, work, step))
             elif isinstance(arg.value, cst.Name) and arg.value.value in bindings:
                 name = arg.value.value
@@ -174,13 +168,13 @@ class _Rewriter(cst.CSTTransformer):
         if len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Tuple):
             return self._tuple(updated, assign)
         names = [t.target.value for t in assign.targets if isinstance(t.target, cst.Name)]
-        if _int(assign.value) is None or not any(n in self.values for n in names):
+        if int_literal(assign.value) is None or not any(n in self.values for n in names):
             return updated
         if len(names) != len(assign.targets):
             return updated
         lines = [
             updated.with_changes(body=[cst.Assign([cst.AssignTarget(cst.Name(n))],
-                                                  cst.Integer(str(self.values.get(n, _int(assign.value)))))])
+                                                  cst.Integer(str(self.values.get(n, int_literal(assign.value)))))])
             for n in names
         ]  # fmt: skip
         return cst.FlattenSentinel(lines)
@@ -192,7 +186,7 @@ class _Rewriter(cst.CSTTransformer):
         elements = []
         for t, v in zip(target.elements, value.elements):
             name = t.value.value if isinstance(t.value, cst.Name) else None
-            if name in self.values and _int(v.value) is not None:
+            if name in self.values and int_literal(v.value) is not None:
                 v = v.with_changes(value=cst.Integer(str(self.values[name])))
             elements.append(v)
         return line.with_changes(body=[assign.with_changes(value=value.with_changes(elements=elements))])
@@ -257,7 +251,7 @@ class _LaunchTiles(cst.CSTVisitor):
         for arg in node.args:
             if arg.keyword is None or not TILE_NAME.match(arg.keyword.value):
                 continue
-            value = _int(arg.value)
+            value = int_literal(arg.value)
             if value is None and isinstance(arg.value, cst.Name):
                 value = bindings.get(arg.value.value)
             if value is None:

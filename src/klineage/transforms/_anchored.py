@@ -167,20 +167,21 @@ def literal_bindings(function: cst.FunctionDef) -> dict[str, int]:
     return {k: v for k, v in values.items() if counts[k] == 1}
 
 
-def _integer(node: cst.BaseExpression | None) -> int | None:
+def int_literal(node: cst.BaseExpression | None) -> int | None:
+    """The value of an integer literal (`32`, `0x20`); None for anything else."""
     return int(node.value, 0) if isinstance(node, cst.Integer) else None
 
 
 def _literal_pairs(target: cst.BaseExpression, value: cst.BaseExpression) -> list[tuple[str, int | None]]:
     """(name, integer literal or None) pairs an assignment binds: `A = 32`, and `A, B = 512, 128` element-wise."""
     if isinstance(target, cst.Name):
-        return [(target.value, _integer(value))]
+        return [(target.value, int_literal(value))]
     if isinstance(target, cst.Tuple):
         names = [e.value for e in target.elements]
         values = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [None] * len(names)
         if len(values) != len(names):
             values = [None] * len(names)
-        return [(n.value, _integer(v)) for n, v in zip(names, values) if isinstance(n, cst.Name)]
+        return [(n.value, int_literal(v)) for n, v in zip(names, values) if isinstance(n, cst.Name)]
     return []
 
 

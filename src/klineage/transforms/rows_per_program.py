@@ -13,6 +13,7 @@ from klineage.transforms._anchored import (
     calls_to,
     constexpr_params,
     imported_modules,
+    int_literal,
     launch_statement,
     launches,
     leading_comments,
@@ -249,8 +250,8 @@ def _row_launch(module: Module, call: cst.Call) -> dict | None:
 
 def _known_int(value: cst.BaseExpression, function: cst.FunctionDef | None) -> int | None:
     """An integer literal, or a name the launching function binds once, at its top level, to one."""
-    if isinstance(value, cst.Integer):
-        return int(value.value, 0)
+    if (literal := int_literal(value)) is not None:
+        return literal
     if not isinstance(value, cst.Name) or function is None:
         return None
     return literal_bindings(function).get(value.value)
