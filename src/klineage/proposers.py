@@ -556,8 +556,8 @@ class Proposer:
 
     def _same_way(self, attempt, evaluations_left: int) -> Candidate | None:
         """After a kept tile step, the next step the same way, gated before the round's list: MSE's partial sums
-        paid at each block doubling (256 -> 2048, x1.14 to x1.31 each), and KLineage then spent its sixth
-        evaluation on launch knobs (x1.000) where blind's fifth doubling gave x1.077 (H200, run 11). Warps and
+        paid at each block doubling (256 -> 2048 at x1.98, x1.53 and x1.10), and KLineage then spent its sixth
+        evaluation on launch knobs (x1.000) where blind's fourth doubling gave x1.077 (H200, run 11). Warps and
         stages keep their own order (`SkillProposer.worth`)."""
         cand = attempt.candidate
         step = self._steps.get(cand.key)

@@ -769,7 +769,7 @@ def test_a_spent_rewrite_is_known_by_its_site_after_lines_move(settings, monkeyp
 
 def test_a_kept_tile_step_is_followed_by_the_next_step_the_same_way(settings, monkeypatch):
     """MSE's partial sums paid at each block doubling, and KLineage spent its sixth evaluation on launch knobs
-    (x1.000) where blind's fifth doubling gave x1.077 (H200, run 11). A kept tile step is followed by the next one
+    (x1.000) where blind's fourth doubling gave x1.077 (H200, run 11). A kept tile step is followed by the next one
     the same way; a step not kept, or a warps step, is not."""
     from klineage.optimize import Attempt
 
