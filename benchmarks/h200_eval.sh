@@ -43,6 +43,8 @@ MEMORY_BUDGET="${MEMORY_BUDGET:-6}"
 MEMORY_MINUTES="${MEMORY_MINUTES:-4}"
 GPU_TESTS="${GPU_TESTS:-1}"      # 1: tests/gpu beside the bench; 0: none; a path: those tests only
 RETIME="${RETIME:-0}"             # 1: time the recorded steps again (walks resumed from $PRIOR under contention)
+WALK_DEVICE="${WALK_DEVICE:-}"    # cpu: $PRIOR's walks were mined without a GPU (mine_all.py --device cpu); resume
+                                  # them on the CPU, time their steps and probe on the GPU (no GPU walk)
 RESUME="${RESUME:-1}"             # 0: the bench starts afresh (PRIOR's lineages and memory base are still used)
 mkdir -p "$OUT"
 
@@ -96,7 +98,7 @@ pipeline() {
     deadline=$((t0 + minutes * 60))
     a_end=$((t0 + A_MINUTES * 60))
     env_setup
-    stage "pipeline start: ${minutes} min, budget $budget, commit $KLINEAGE_COMMIT, mine [$MINE], prior ${PRIOR:-none}"
+    stage "pipeline start: ${minutes} min, budget $budget, commit $KLINEAGE_COMMIT, mine [$MINE], prior ${PRIOR:-none}${WALK_DEVICE:+, walks on $WALK_DEVICE}"
     nvidia-smi --query-gpu=index,name,memory.total,clocks.max.sm --format=csv >"$R/gpus.csv" 2>&1
     python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, \
 'gpus', torch.cuda.device_count())" >>"$R/gpus.csv" 2>&1
@@ -126,7 +128,8 @@ pipeline() {
         read -r gpu pair <<<"${pairs[$name]}"
         (on_gpu "$gpu" timeout "$(left_s "$a_end")" python3 benchmarks/mine_all.py --device "$DEVICE" \
             --home "$R/home-$name" --json "$R/mine-$name.json" --pair "$pair" \
-            $([ "$RETIME" = 1 ] && echo --retime) >"$R/mine-$name.log" 2>&1
+            $([ "$RETIME" = 1 ] && echo --retime) ${WALK_DEVICE:+--walk-device "$WALK_DEVICE"} \
+            >"$R/mine-$name.log" 2>&1
             stage "mined $name: rc $?") &
         waits+=($!)
     done

@@ -3,7 +3,8 @@ steps, the conditions a counterexample backs (a probe that breaks the optimized 
 form, where the optimization is what handles the case: `required`), guard skills (rejected steps) and wall time.
 
     python benchmarks/mine_all.py [--device auto|cpu|cuda] [--set all|fixtures|examples] [--pair W:E[:mod,...]]
-                                  [--library DIR] [--home DIR] [--max-steps N] [--retime] [--json OUT]
+                                  [--library DIR] [--home DIR] [--max-steps N] [--retime] [--walk-device cpu|cuda]
+                                  [--json OUT]
 
 Default set `all`: the planted experts of tests/fixtures (planted, probed, hinted) and every non-naive bundled
 expert (Liger's through their installed modules, when liger-kernel is installed). `--pair` (repeatable) replaces
@@ -59,8 +60,10 @@ def parse_pair(text: str) -> tuple[Path, Path, list[str]]:
 
 
 def mine_one(workload_path: Path, expert_path: Path, modules: list[str], settings, device: str, sandbox,
-             max_steps: int | None, retime: bool = False) -> tuple[dict, list]:  # fmt: skip
-    """One lineage: mine, probe, skills. (row, skills); a failure is a row with `error`."""
+             max_steps: int | None, retime: bool = False,
+             walk_device: str | None = None) -> tuple[dict, list]:  # fmt: skip
+    """One lineage: mine (the walk on `walk_device`, default `device`), retime, probe, skills. (row, skills); a
+    failure is a row with `error`."""
     from klineage.features import features
     from klineage.mine import mine
     from klineage.mine import retime as retime_lineage
@@ -75,8 +78,8 @@ def mine_one(workload_path: Path, expert_path: Path, modules: list[str], setting
     try:
         workload = load_workload(workload_path)
         expert = with_installed_modules(load_program(expert_path), modules)
-        lineage = mine(workload, expert, settings, device, sandbox, max_steps=max_steps)
-        if retime:
+        lineage = mine(workload, expert, settings, walk_device or device, sandbox, max_steps=max_steps)
+        if retime or (walk_device or device) != device:  # a walk made on the CPU is timed here
             lineage = retime_lineage(lineage, workload, settings, device, sandbox)
         mined_s = time.perf_counter() - started
         probes = probe_lineage(lineage, workload, settings, device, sandbox)
@@ -138,6 +141,9 @@ def main() -> None:
     parser.add_argument("--home", type=Path, help="data directory (default $KLINEAGE_HOME)")
     parser.add_argument("--max-steps", type=int, default=None)
     parser.add_argument("--retime", action="store_true", help="time the recorded steps' effects again (GPU)")
+    parser.add_argument("--walk-device", choices=["cpu", "cuda"], default=None,
+                        help="where the walk's gates run (default --device): cpu with --device cuda resumes walks "
+                        "mined without a GPU, times their steps and probes on the GPU")  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write the rows and the stamp as JSON")
     args = parser.parse_args()
 
@@ -159,7 +165,8 @@ def main() -> None:
     with Sandbox(warm=settings.warm) as sandbox, Library(args.library or settings.data_dir / "library") as library:
         for workload, expert, modules in pairs:
             print(f"mining {workload.parent.name}/{expert.stem} on {device} ...", file=sys.stderr, flush=True)
-            row, skills = mine_one(workload, expert, modules, settings, device, sandbox, args.max_steps, args.retime)
+            row, skills = mine_one(workload, expert, modules, settings, device, sandbox, args.max_steps, args.retime,
+                                   args.walk_device)  # fmt: skip
             for skill in skills:
                 library.save(skill)
             rows.append(row)

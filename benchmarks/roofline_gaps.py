@@ -1,7 +1,7 @@
 """Variants of the held-out kernels still short of 85% of the roofline, timed side by side with the copy roofline
 measured in the same run: what would close each gap, before a transform is written for it.
 
-    python benchmarks/roofline_gaps.py [twins,atomic,rope,argmax,kl] [--case bench]
+    python benchmarks/roofline_gaps.py [twins,atomic,rope,argmax,kl,ceilings] [--case bench]
 
 - twins: the naive program, the whole-row twin without `one_load` (run 9's), the current twin, and the twin with its
   warps fixed at 4, 8 and 16 (log-softmax, KL divergence, row argmax, the layer norms);
@@ -12,6 +12,11 @@ measured in the same run: what would close each gap, before a transform is writt
 - kl: the KL divergence with its max and sum-of-exp sweeps merged into one online sweep (two sweeps in all),
   fully one-pass (the KL sum rescaled online too) with per-lane maxima, and one-pass with one running maximum per
   row, at several tiles and warps.
+- ceilings: what the three kernels still under the line (atomic row sum, row argmax, KL divergence) reach by hand:
+  the split row sum at 1-4 launch stages and more warps, and undone (one program per row, no atomics, no zeroed
+  output); the lane-wise argmax at 3 stages; the merged argmax twin at 8-32 warps; the KL divergence in one pass
+  with its exponentials anchored at the first tile's maxima (KL_ANCHORED), and the same without per-lane maxima,
+  unmasked full tiles and base-2 exponentials (KL_LEAN).
 
 Each program is checked against the reference on the case first (a wrong one is reported, not timed). Without a GPU
 and with TRITON_INTERPRET=1, `--case tiny` checks the programs on the CPU and times nothing. Medians
@@ -37,6 +42,12 @@ ATOMIC = [(512, 128, 4), (512, 512, 4), (1024, 1024, 4), (2048, 512, 4), (2048, 
           (32768, 1024, 4), (65536, 2048, 8), (65536, 4096, 16)]  # fmt: skip
 ROPE_ROWS = [(2, 2), (4, 2), (4, 4), (8, 4), (16, 4), (32, 4), (32, 8), (64, 8)]
 LOOPED = [(1024, 4), (2048, 4), (2048, 8), (4096, 4), (4096, 8), (8192, 8), (8192, 16)]
+SPLIT_STAGES = [(8192, 2048, 8, 1), (8192, 2048, 8, 2), (8192, 2048, 8, 3), (8192, 2048, 8, 4), (8192, 2048, 16, 1),
+                (16384, 4096, 16, 3), (8192, 4096, 16, 3)]  # fmt: skip
+UNSPLIT = [(2048, 8, 1), (2048, 8, 3), (2048, 8, 4), (2048, 16, 3), (4096, 8, 1), (4096, 8, 3), (4096, 16, 1),
+           (4096, 16, 2), (4096, 16, 3), (4096, 16, 4), (4096, 32, 3), (8192, 16, 2), (8192, 32, 3)]  # fmt: skip
+KL_ANCHORED_SHAPES = [(1024, 4, 1), (1024, 4, 3), (2048, 4, 1), (2048, 8, 1), (2048, 8, 3), (4096, 8, 1), (4096, 16, 1)]
+KL_LEAN_SHAPES = [(256, 2, 1), (512, 2, 1), (512, 4, 1), (1024, 2, 1), (1024, 4, 1), (1024, 8, 1), (2048, 8, 1)]
 
 # A running best per lane, one reduction after the loop: the first maximal index of the row is the smallest index
 # among the lanes that hold the row's maximum (each lane keeps its own first, by the strict comparison).
@@ -138,6 +149,125 @@ def kl_rows_kernel(q_ptr, p_ptr, row_kl_ptr, n_cols, q_row_stride, p_row_stride,
     tl.store(row_kl_ptr + row, kl)
 """
 
+
+# Exponentials anchored at the first tile's maxima: one sweep, two exponentials per element pair and no reduction
+# across the program inside the loop; the per-lane maxima (no exponentials) tell after the sweep whether some element
+# rose more than 64 above its anchor (e^64 * 131072 stays far below fp32's 3.4e38), and only such a row sweeps again
+# anchored at its true maxima. Terms that underflow are below 1e-38 of a sum that is at least 1.
+KL_ANCHORED = """
+@triton.jit
+def _kl_sweep(q_row, p_row, n_cols, q_ref, p_ref, BLOCK: tl.constexpr):
+    q_sum = tl.zeros((BLOCK,), dtype=tl.float32)
+    p_sum = tl.zeros((BLOCK,), dtype=tl.float32)
+    a_sum = tl.zeros((BLOCK,), dtype=tl.float32)
+    q_top = tl.full((BLOCK,), -float("inf"), dtype=tl.float32)
+    p_top = tl.full((BLOCK,), -float("inf"), dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        mask = cols < n_cols
+        q = tl.load(q_row + cols, mask=mask, other=-float("inf")).to(tl.float32)
+        p = tl.load(p_row + cols, mask=mask, other=-float("inf")).to(tl.float32)
+        q_top = tl.maximum(q_top, q)
+        p_top = tl.maximum(p_top, p)
+        e = tl.exp(p - p_ref)
+        q_sum += tl.exp(q - q_ref)
+        p_sum += e
+        a_sum += tl.where(mask, e * (p - q), 0.0)
+    return (tl.sum(q_sum, axis=0), tl.sum(p_sum, axis=0), tl.sum(a_sum, axis=0), tl.max(q_top, axis=0),
+            tl.max(p_top, axis=0))
+
+
+@triton.jit
+def kl_rows_kernel(q_ptr, p_ptr, row_kl_ptr, n_cols, q_row_stride, p_row_stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    q_row = q_ptr + row * q_row_stride
+    p_row = p_ptr + row * p_row_stride
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    q_ref = tl.max(tl.load(q_row + cols, mask=mask, other=-float("inf")).to(tl.float32), axis=0)
+    p_ref = tl.max(tl.load(p_row + cols, mask=mask, other=-float("inf")).to(tl.float32), axis=0)
+    q_sum, p_sum, a_sum, q_max, p_max = _kl_sweep(q_row, p_row, n_cols, q_ref, p_ref, BLOCK)
+    if (q_max - q_ref > 64.0) | (p_max - p_ref > 64.0):
+        q_ref = q_max
+        p_ref = p_max
+        q_sum, p_sum, a_sum, q_max, p_max = _kl_sweep(q_row, p_row, n_cols, q_ref, p_ref, BLOCK)
+    tl.store(row_kl_ptr + row, a_sum / p_sum - (p_ref + tl.log(p_sum)) + (q_ref + tl.log(q_sum)))
+"""
+
+# The split row sum without the split: one program per row sums it whole and stores it, so the host needs no zeroed
+# output and no atomics (256 programs for 132 SMs: each sweeps 1 MiB).
+ATOMIC_ROWS = """
+@triton.jit
+def split_rowsum_kernel(x_ptr, y_ptr, n_cols, x_row_stride, CHUNK: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + row * x_row_stride + cols, mask=cols < n_cols, other=0.0).to(tl.float32)
+    tl.store(y_ptr + row, tl.sum(acc, axis=0))
+"""
+
+# KL_ANCHORED without the per-lane maxima (fewer registers, more programs per SM): an overflow shows in the sums
+# themselves (inf, or NaN from inf - inf), and only such a row takes the exact path (true maxima, then the sums).
+# Full tiles run without masks, exponentials in base 2 with the scale folded into one multiply-add.
+KL_LEAN = """
+@triton.jit
+def _kl_sums(q_row, p_row, n_cols, q_ref, p_ref, BLOCK: tl.constexpr):
+    LOG2E: tl.constexpr = 1.4426950408889634
+    q_sum = tl.zeros((BLOCK,), dtype=tl.float32)
+    p_sum = tl.zeros((BLOCK,), dtype=tl.float32)
+    a_sum = tl.zeros((BLOCK,), dtype=tl.float32)
+    n_full = n_cols // BLOCK * BLOCK
+    for start in range(0, n_full, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        q = tl.load(q_row + cols).to(tl.float32)
+        p = tl.load(p_row + cols).to(tl.float32)
+        e = tl.exp2(p * LOG2E - p_ref)
+        q_sum += tl.exp2(q * LOG2E - q_ref)
+        p_sum += e
+        a_sum += e * (p - q)
+    cols = n_full + tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    q = tl.load(q_row + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    p = tl.load(p_row + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    e = tl.exp2(p * LOG2E - p_ref)
+    q_sum += tl.exp2(q * LOG2E - q_ref)
+    p_sum += e
+    a_sum += tl.where(mask, e * (p - q), 0.0)
+    return tl.sum(q_sum, axis=0), tl.sum(p_sum, axis=0), tl.sum(a_sum, axis=0)
+
+
+@triton.jit
+def _kl_maxima(q_row, p_row, n_cols, BLOCK: tl.constexpr):
+    q_top = tl.full((BLOCK,), -float("inf"), dtype=tl.float32)
+    p_top = tl.full((BLOCK,), -float("inf"), dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        mask = cols < n_cols
+        q_top = tl.maximum(q_top, tl.load(q_row + cols, mask=mask, other=-float("inf")).to(tl.float32))
+        p_top = tl.maximum(p_top, tl.load(p_row + cols, mask=mask, other=-float("inf")).to(tl.float32))
+    return tl.max(q_top, axis=0), tl.max(p_top, axis=0)
+
+
+@triton.jit
+def kl_rows_kernel(q_ptr, p_ptr, row_kl_ptr, n_cols, q_row_stride, p_row_stride, BLOCK: tl.constexpr):
+    LOG2E: tl.constexpr = 1.4426950408889634
+    row = tl.program_id(0)
+    q_row = q_ptr + row * q_row_stride
+    p_row = p_ptr + row * p_row_stride
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    q_ref = tl.max(tl.load(q_row + cols, mask=mask, other=-float("inf")).to(tl.float32), axis=0) * LOG2E
+    p_ref = tl.max(tl.load(p_row + cols, mask=mask, other=-float("inf")).to(tl.float32), axis=0) * LOG2E
+    q_sum, p_sum, a_sum = _kl_sums(q_row, p_row, n_cols, q_ref, p_ref, BLOCK)
+    if (q_sum > 3e38) | (p_sum > 3e38) | (tl.abs(a_sum) > 3e38) | (a_sum != a_sum):
+        q_top, p_top = _kl_maxima(q_row, p_row, n_cols, BLOCK)
+        q_ref = q_top * LOG2E
+        p_ref = p_top * LOG2E
+        q_sum, p_sum, a_sum = _kl_sums(q_row, p_row, n_cols, q_ref, p_ref, BLOCK)
+    kl = a_sum / p_sum - (p_ref / LOG2E + tl.log(p_sum)) + (q_ref / LOG2E + tl.log(q_sum))
+    tl.store(row_kl_ptr + row, kl)
+"""
 
 def _with_kernel(base: str, name: str, kernel: str) -> str:
     """`base` with the @triton.jit function `name` replaced by `kernel`'s text."""
@@ -264,6 +394,50 @@ def main() -> None:
         for block, warps in LOOPED + [(512, 4), (1024, 2), (2048, 2)]:
             run("kl_div", f"one pass, row max B{block} w{warps}",
                 text.replace("p.stride(0), BLOCK=128)", f"p.stride(0), BLOCK={block}, num_warps={warps})"))
+    if "ceilings" in which:
+        # launch stages (Triton pipelines the loop's loads), the split undone, merged argmax at more warps,
+        # exponentials anchored once (KL_ANCHORED, KL_LEAN)
+        if timed:
+            zeros = do_bench(lambda: torch.zeros(256, dtype=torch.float32, device="cuda"), rep=100)
+            print(f"torch.zeros(256) alone: {zeros * 1e3:.1f} us")
+        base = (HELD / "atomic_rowsum" / "naive.py").read_text()
+        split = base.replace("CHUNK=CHUNK, BLOCK=BLOCK)", "CHUNK=CHUNK, BLOCK=BLOCK, num_warps=W, num_stages=S)")
+        for chunk, block, warps, stages in SPLIT_STAGES:
+            run("atomic_rowsum", f"chunk{chunk} block{block} w{warps} s{stages}",
+                split.replace("CHUNK, BLOCK = 512, 128", f"CHUNK, BLOCK = {chunk}, {block}")
+                .replace("num_warps=W", f"num_warps={warps}").replace("num_stages=S", f"num_stages={stages}"))
+        rows_text = _with_kernel(base, "split_rowsum_kernel", ATOMIC_ROWS)
+        rows_text = rows_text.replace("torch.zeros(n_rows", "torch.empty(n_rows").replace(
+            "grid = (n_rows, triton.cdiv(n_cols, CHUNK))", "grid = (n_rows,)")
+        for block, warps, stages in UNSPLIT:
+            run("atomic_rowsum", f"rows B{block} w{warps} s{stages}",
+                rows_text.replace("CHUNK, BLOCK = 512, 128", f"CHUNK, BLOCK = 512, {block}").replace(
+                    "CHUNK=CHUNK, BLOCK=BLOCK)", f"CHUNK=CHUNK, BLOCK=BLOCK, num_warps={warps}, num_stages={stages})"))
+        base = (HELD / "row_argmax" / "naive.py").read_text()
+        lanes = _with_kernel(base, "row_argmax_kernel", ARGMAX_LANES)
+        for block, warps, stages in [(1024, 4, 1), (1024, 4, 3), (2048, 8, 3), (512, 4, 3), (1024, 8, 3)]:
+            run("row_argmax", f"lanes B{block} w{warps} s{stages}",
+                lanes.replace("BLOCK=128)", f"BLOCK={block}, num_warps={warps}, num_stages={stages})"))
+        from klineage.transform import load_families
+
+        load_families()
+        from klineage.transforms.merged_reductions import MergedReductions
+
+        merged = Path(twins._variants("row_argmax", OUT)["twin"]).read_text()
+        while sites := MergedReductions().optimize_sites(merged):
+            merged = MergedReductions().optimize(merged, sites[0], {})
+        for warps in (8, 16, 32, 32):  # 32 twice: it sits at the line, so its repeat shows the run-to-run noise
+            run("row_argmax", f"twin merged w{warps}", re.sub(r"row_warps = .*", f"row_warps = {warps}", merged))
+        base = (HELD / "kl_div" / "naive.py").read_text()
+        text = _with_kernel(base, "kl_rows_kernel", KL_TILE)
+        run("kl_div", "one pass, row max B2048 w4",
+            text.replace("p.stride(0), BLOCK=128)", "p.stride(0), BLOCK=2048, num_warps=4)"))
+        for name, kernel, shapes in [("anchored", KL_ANCHORED, KL_ANCHORED_SHAPES), ("lean", KL_LEAN, KL_LEAN_SHAPES)]:
+            text = _with_kernel(base, "kl_rows_kernel", kernel)
+            for block, warps, stages in shapes:
+                run("kl_div", f"{name} B{block} w{warps} s{stages}",
+                    text.replace("p.stride(0), BLOCK=128)",
+                                 f"p.stride(0), BLOCK={block}, num_warps={warps}, num_stages={stages})"))
     print()
     print("| instance | variant | status | median ms | IQR ms | roofline |")
     print("| --- | --- | --- | --- | --- | --- |")

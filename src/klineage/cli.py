@@ -290,6 +290,9 @@ def demo(device, budget, as_json) -> None:
 @click.option("--library", "library_dir", type=click.Path(path_type=Path), default=None,
               help="Skill library directory (default: $KLINEAGE_HOME/library).")  # fmt: skip
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
+@click.option("--walk-device", type=click.Choice(["cpu", "cuda"]), default=None,
+              help="Where the walk's gates run (default: --device). `--walk-device cpu --device cuda` resumes a walk "
+              "mined on a machine without a GPU, times its accepted steps on the GPU and probes there.")  # fmt: skip
 @click.option("--max-steps", type=int, default=None, help="Stop after this many attempted steps (resumable).")
 @click.option("--no-probe", is_flag=True, help="Skip condition probing (skills keep their conditions unprobed).")
 @click.option("--retime", is_flag=True,
@@ -304,8 +307,8 @@ def demo(device, budget, as_json) -> None:
 @click.option("--max-calls", type=int, default=12, show_default=True, help="Cap on model calls (--llm).")
 @click.option("--max-tokens", type=int, default=None, help="Cap on prompt + completion tokens (--llm).")
 @click.option("--json", "as_json", is_flag=True)
-def mine(workload, expert, library_dir, device, max_steps, no_probe, retime, modules, as_json, use_llm, llm_steps,
-         max_calls, max_tokens) -> None:  # fmt: skip
+def mine(workload, expert, library_dir, device, walk_device, max_steps, no_probe, retime, modules, as_json, use_llm,
+         llm_steps, max_calls, max_tokens) -> None:  # fmt: skip
     """Walk EXPERT backward against WORKLOAD, probe each step's conditions, add the skills to the library."""
     from klineage.check import resolve_device
     from klineage.features import features
@@ -322,6 +325,11 @@ def mine(workload, expert, library_dir, device, max_steps, no_probe, retime, mod
     settings = Settings.from_env()
     if retime and dev != "cuda":
         raise UserError("--retime needs a GPU: effects are never measured on the CPU")
+    walk = walk_device or dev
+    if walk != dev and dev != "cuda":
+        raise UserError(f"--walk-device {walk} with --device {dev}: only a walk made on the CPU is timed elsewhere "
+                        "(--walk-device cpu --device cuda)")  # fmt: skip
+    retime = retime or walk != dev  # a walk made on the CPU has no effects until the GPU times them
     client = _llm_client(max_calls, max_tokens) if use_llm else None  # a missing model setting fails before mining
     with _progress(as_json) as progress:
         task = progress.add_task("mining", total=None)
@@ -330,7 +338,7 @@ def mine(workload, expert, library_dir, device, max_steps, no_probe, retime, mod
             verdict = "accepted" if step.accepted else "rejected"
             progress.update(task, description=f"step {step.index}: {step.transform} {verdict}")
 
-        lineage = run_mine(wl, prog, settings, dev, max_steps=max_steps, on_step=on_step)
+        lineage = run_mine(wl, prog, settings, walk, max_steps=max_steps, on_step=on_step)
         if retime:
             progress.update(task, description=f"timing {len(lineage.accepted)} accepted steps again")
             lineage = run_retime(lineage, wl, settings, dev)

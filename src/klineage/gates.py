@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from klineage.compare import Finding, bitwise_equal, compare_output, flatten_outputs, relative_error
-from klineage.config import Settings
+from klineage.config import Settings, device_name, versions
 from klineage.program import Program
 from klineage.sandbox import Job, Sandbox, SandboxResult
 
@@ -762,6 +762,9 @@ def profile_pair_job(payload: tuple[GateRequest, Program]) -> dict:
         "gpu_wait_s": parent_t.turn_wait_s,
         "gpu_held_s": parent_t.turn_held_s,
         "setup_s": setup_s,
+        # what timed it: a walk made on the CPU and timed here keys its skills' effects by this GPU
+        "device": device_name("cuda"),
+        "versions": versions(),
     }
 
 

@@ -275,7 +275,9 @@ def time_pair(workload: Workload, parent: Program, child: Program, settings: Set
 def retime(lineage: Lineage, workload: Workload, settings: Settings, device: str,
            sandbox: Sandbox | None = None) -> Lineage:
     """Measure every accepted step's effect again (parent and child interleaved, as the walk did), keeping the
-    earlier measurement beside it: for effects first taken on a busy machine. Rewrites the lineage's records."""
+    earlier measurement beside it: for effects first taken on a busy machine, or never taken because the walk ran on
+    a machine without a GPU (a walk resumed on the CPU: `klineage mine --walk-device cpu --device cuda`); each effect
+    names the GPU and versions that timed it (gates.profile_pair_job). Rewrites the lineage's records."""
     if device != "cuda":
         raise MiningError("retiming needs a GPU: effects are never measured on the CPU")
     own = sandbox is None

@@ -105,7 +105,9 @@ def _optimization(step: Step, cls, provenance: dict, probed: list[dict] | None) 
          "breaks": broken[c["status"]][1]}
         for c in probed or [] if c["status"] in broken
     ]  # fmt: skip
-    effect = {provenance["device"]: {"case": step.effect.get("case", "bench"), **step.effect}}
+    # keyed by the device that timed the step: the walk's own, or the GPU that retimed a walk made on the CPU
+    measured_on = step.effect.get("device", provenance["device"])
+    effect = {measured_on: {"case": step.effect.get("case", "bench"), **step.effect}}
     return Skill(
         id=f"{cls.id}.{_slug(provenance['workload'])}.{_slug(provenance['expert'])}.s{step.index}",
         name=f"{cls.id.replace('_', ' ')} in {step.site['function']}",

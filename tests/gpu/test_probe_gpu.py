@@ -86,3 +86,24 @@ def test_retime_takes_each_accepted_steps_time_again_on_the_gpu(hinted, gpu_home
     for before, after in zip(lineage.accepted, again.accepted):
         assert after.effect["measured"] and after.effect["speedup"] > 0
         assert after.effect["earlier"]["parent_ms"] == before.effect["parent_ms"]
+
+
+def test_a_walk_made_on_the_cpu_is_timed_and_probed_on_the_gpu(gpu_home, sandbox):
+    """`klineage mine --walk-device cpu --device cuda`: the planted expert walked through the interpreter, then every
+    accepted step timed on the GPU; the skills' effects are keyed by the GPU that timed them."""
+    import torch
+
+    from klineage.mine import retime
+
+    settings = Settings(data_dir=gpu_home / "walked-on-cpu", seeds=2, use_cache=False)
+    workload = load_workload(FIXTURES / "planted" / "workload.py")
+    walked = mine(workload, load_program(FIXTURES / "planted" / "expert.py"), settings, "cpu", sandbox)
+    assert walked.accepted and not any(s.effect["measured"] for s in walked.accepted)
+    timed = retime(walked, workload, settings, "cuda", sandbox)
+    skills = [s for s in skills_from_lineage(timed, probe_lineage(timed, workload, settings, "cuda", sandbox))
+              if s.kind == "optimization"]  # fmt: skip
+    gpu = torch.cuda.get_device_name(0)
+    assert len(skills) == len(walked.accepted)
+    for skill in skills:
+        assert list(skill.effect) == [gpu] and skill.effect[gpu]["measured"] and skill.effect[gpu]["parent_ms"] > 0
+        assert skill.provenance["device"].startswith("cpu-interpreter")

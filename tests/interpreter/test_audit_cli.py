@@ -63,6 +63,7 @@ def test_check_cli_fails_with_exit_1(tmp_path):
         (["check", "{bad_workload}", "{ok}"], "defines no class Model"),
         (["check", "{scale_add}", "{ok}", "--gates", "speed"], "unknown gate 'speed'"),
         (["audit", "{bad_workload}"], "defines no class Model"),
+        (["mine", "{scale_add}", "{ok}", "--device", "cpu", "--walk-device", "cuda"], "only a walk made on the CPU"),
     ],
 )
 def test_user_mistakes_are_one_line_and_exit_2(tmp_path, args, message):

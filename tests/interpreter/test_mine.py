@@ -12,6 +12,7 @@ import pytest
 from klineage.config import Settings
 from klineage.mine import lineage_id, mine
 from klineage.program import load_program
+from klineage.skills import skills_from_lineage
 from klineage.workload import load_workload
 from tests.conftest import FIXTURES, ROOT
 
@@ -91,7 +92,8 @@ def test_retime_measures_accepted_steps_again_and_keeps_the_earlier_measurement(
             if len(self.jobs) == 2:
                 return SandboxResult(False, error="timing failed")
             return SandboxResult(True, value={"measured": True, "speedup": 1.5, "parent_spread": 0.01,
-                                              "child_spread": 0.02, "significant": True})  # fmt: skip
+                                              "child_spread": 0.02, "significant": True, "parent_ms": 0.2,
+                                              "child_ms": 0.3, "device": "Fake GPU"})  # fmt: skip
 
     fake = FakeGpu([])
     again = retime(lineage, workload, settings, "cuda", fake)
@@ -102,3 +104,8 @@ def test_retime_measures_accepted_steps_again_and_keeps_the_earlier_measurement(
     assert second.effect == lineage.accepted[1].effect  # a failed timing leaves the earlier measurement standing
     stored = LineageStore(tmp_path / "home" / "lineages" / lineage.id).steps()
     assert [s.effect for s in stored] == [s.effect for s in again.steps]
+    # a walk made on the CPU and timed on a GPU: the skill's effect is the GPU's, its provenance the CPU walk's
+    first_skill, second_skill = [k for k in skills_from_lineage(again) if k.kind == "optimization"][:2]
+    assert lineage.device.startswith("cpu-interpreter") and first_skill.provenance["device"] == lineage.device
+    assert list(first_skill.effect) == ["Fake GPU"] and first_skill.effect["Fake GPU"]["speedup"] == 1.5
+    assert list(second_skill.effect) == [lineage.device] and not second_skill.effect[lineage.device]["measured"]
