@@ -43,8 +43,8 @@ MEMORY_BUDGET="${MEMORY_BUDGET:-6}"
 MEMORY_MINUTES="${MEMORY_MINUTES:-4}"
 GPU_TESTS="${GPU_TESTS:-1}"      # 1: tests/gpu beside the bench; 0: none; a path: those tests only
 RETIME="${RETIME:-0}"             # 1: time the recorded steps again (walks resumed from $PRIOR under contention)
-WALK_DEVICE="${WALK_DEVICE:-}"    # cpu: $PRIOR's walks were mined without a GPU (mine_all.py --device cpu); resume
-                                  # them on the CPU, time their steps and probe on the GPU (no GPU walk)
+WALK_DEVICE="${WALK_DEVICE:-}"    # cpu: $PRIOR's walks were made without a GPU (mine_all.py --device cpu); take
+                                  # them as recorded, time their steps and probe on the GPU (no GPU walk)
 RESUME="${RESUME:-1}"             # 0: the bench starts afresh (PRIOR's lineages and memory base are still used)
 mkdir -p "$OUT"
 

@@ -65,7 +65,7 @@ def mine_one(workload_path: Path, expert_path: Path, modules: list[str], setting
     """One lineage: mine (the walk on `walk_device`, default `device`), retime, probe, skills. (row, skills); a
     failure is a row with `error`."""
     from klineage.features import features
-    from klineage.mine import mine
+    from klineage.mine import mine, recorded_walk
     from klineage.mine import retime as retime_lineage
     from klineage.probe import probe_lineage
     from klineage.program import load_program, with_installed_modules
@@ -78,8 +78,11 @@ def mine_one(workload_path: Path, expert_path: Path, modules: list[str], setting
     try:
         workload = load_workload(workload_path)
         expert = with_installed_modules(load_program(expert_path), modules)
-        lineage = mine(workload, expert, settings, walk_device or device, sandbox, max_steps=max_steps)
-        if retime or (walk_device or device) != device:  # a walk made on the CPU is timed here
+        if (walk_device or device) == device:
+            lineage = mine(workload, expert, settings, device, sandbox, max_steps=max_steps)
+        else:  # the walk made on the CPU, as recorded (its gates are not run again here), then timed here
+            lineage = recorded_walk(workload, expert, settings, walk_device)
+        if retime or (walk_device or device) != device:
             lineage = retime_lineage(lineage, workload, settings, device, sandbox)
         mined_s = time.perf_counter() - started
         probes = probe_lineage(lineage, workload, settings, device, sandbox)
@@ -142,8 +145,8 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=None)
     parser.add_argument("--retime", action="store_true", help="time the recorded steps' effects again (GPU)")
     parser.add_argument("--walk-device", choices=["cpu", "cuda"], default=None,
-                        help="where the walk's gates run (default --device): cpu with --device cuda resumes walks "
-                        "mined without a GPU, times their steps and probes on the GPU")  # fmt: skip
+                        help="where the walk's gates ran (default --device): cpu with --device cuda takes the "
+                        "finished walks made without a GPU, times their steps and probes on the GPU")  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write the rows and the stamp as JSON")
     args = parser.parse_args()
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from klineage.config import Settings, device_name, versions
 from klineage.gates import GateRequest, Verdict, run_gate
-from klineage.mine import Lineage, LineageStore, Step
+from klineage.mine import LineageStore
 from klineage.optimize import Trajectory, features, optimize, proposer_for, remember_attempts
 from klineage.probe import make_probes
 from klineage.program import Program, load_program
@@ -82,13 +82,12 @@ def expert_instances(settings: Settings) -> list[Instance]:
     root = settings.data_dir / "lineages"
     found: dict[tuple[str, str], tuple[float, Instance]] = {}
     for lineage_json in sorted(root.glob("*/lineage.json")) if root.is_dir() else []:
-        data = json.loads(lineage_json.read_text())
         meta_path = lineage_json.parent / "meta.json"
-        if not data.get("finished") or not meta_path.is_file():
+        store = LineageStore(lineage_json.parent)
+        lineage = store.lineage()
+        if lineage is None or not lineage.finished or not meta_path.is_file():
             continue
         meta = json.loads(meta_path.read_text())
-        lineage = Lineage(**{**data, "steps": [Step.from_dict(s) for s in data["steps"]]})
-        store = LineageStore(lineage_json.parent)
         simplest = store.load_program(lineage.simplest, lineage.expert)
         expert = store.load_program(lineage.expert_hash, lineage.expert)
         key = (lineage.workload, lineage.expert)

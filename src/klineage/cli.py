@@ -291,8 +291,9 @@ def demo(device, budget, as_json) -> None:
               help="Skill library directory (default: $KLINEAGE_HOME/library).")  # fmt: skip
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
 @click.option("--walk-device", type=click.Choice(["cpu", "cuda"]), default=None,
-              help="Where the walk's gates run (default: --device). `--walk-device cpu --device cuda` resumes a walk "
-              "mined on a machine without a GPU, times its accepted steps on the GPU and probes there.")  # fmt: skip
+              help="Where the walk's gates run (default: --device). `--walk-device cpu --device cuda` takes the "
+              "finished walk made on a machine without a GPU (`--device cpu`, same data directory), times its "
+              "accepted steps on the GPU and probes there.")  # fmt: skip
 @click.option("--max-steps", type=int, default=None, help="Stop after this many attempted steps (resumable).")
 @click.option("--no-probe", is_flag=True, help="Skip condition probing (skills keep their conditions unprobed).")
 @click.option("--retime", is_flag=True,
@@ -314,6 +315,7 @@ def mine(workload, expert, library_dir, device, walk_device, max_steps, no_probe
     from klineage.features import features
     from klineage.library import Library
     from klineage.mine import mine as run_mine
+    from klineage.mine import recorded_walk
     from klineage.mine import retime as run_retime
     from klineage.probe import probe_lineage
     from klineage.program import load_program, with_installed_modules
@@ -338,7 +340,10 @@ def mine(workload, expert, library_dir, device, walk_device, max_steps, no_probe
             verdict = "accepted" if step.accepted else "rejected"
             progress.update(task, description=f"step {step.index}: {step.transform} {verdict}")
 
-        lineage = run_mine(wl, prog, settings, walk, max_steps=max_steps, on_step=on_step)
+        if walk == dev:
+            lineage = run_mine(wl, prog, settings, dev, max_steps=max_steps, on_step=on_step)
+        else:  # the walk made on the CPU, as recorded: only its timing and probes happen here
+            lineage = recorded_walk(wl, prog, settings, walk)
         if retime:
             progress.update(task, description=f"timing {len(lineage.accepted)} accepted steps again")
             lineage = run_retime(lineage, wl, settings, dev)

@@ -137,3 +137,8 @@ def device_name(device: str) -> str:
 
         return torch.cuda.get_device_name(0)
     return f"cpu-interpreter-{platform.machine()}"
+
+
+def device_kind(name: str) -> str:
+    """`cpu` or `cuda`: the kind of device a `device_name` names."""
+    return "cpu" if name.startswith("cpu-interpreter-") else "cuda"

@@ -146,6 +146,14 @@ class LineageStore:
         tmp.write_text(json.dumps(lineage.as_dict(), indent=2))
         tmp.replace(self.root / "lineage.json")
 
+    def lineage(self) -> Lineage | None:
+        """The whole record as last written (None before a walk has ended once)."""
+        path = self.root / "lineage.json"
+        if not path.is_file():
+            return None
+        data = json.loads(path.read_text())
+        return Lineage(**{**data, "steps": [Step.from_dict(s) for s in data["steps"]]})
+
 
 def lineage_id(workload: Workload, expert: Program, device: str) -> str:
     return f"{workload.name}-{expert.name}-{expert.hash[:8]}-{device}"
@@ -260,6 +268,25 @@ def mine(
     lineage = Lineage(lid, workload.name, workload.hash, expert.name, expert.hash, device_name(device), versions(),
                       steps, finished)  # fmt: skip
     store.write_lineage(lineage)
+    return lineage
+
+
+def recorded_walk(workload: Workload, expert: Program, settings: Settings, device: str) -> Lineage:
+    """The finished walk recorded for `expert` on `device`, read as it is: no gate runs. This is how a walk made on a
+    machine without a GPU is taken to one (`klineage mine --walk-device cpu --device cuda`): the GPU box's own
+    interpreter need not agree with the laptop's (run 15: on the H200's image, the interpreter failed three experts
+    that pass on the CPU where they were walked), and nothing about the walk needs it again."""
+    lid = lineage_id(workload, expert, device)
+    store = LineageStore(settings.data_dir / "lineages" / lid)
+    lineage = store.lineage()
+    hint = f"walk it first: klineage mine WORKLOAD EXPERT --device {device}"
+    if lineage is None:
+        raise MiningError(f"no walk of {expert.name} recorded on {device} in {settings.data_dir} ({hint})")
+    if lineage.workload_hash != workload.hash:
+        raise MiningError(f"the walk of {expert.name} recorded on {device} answered another version of workload "
+                          f"{workload.name} ({hint})")  # fmt: skip
+    if not lineage.finished:
+        raise MiningError(f"the walk of {expert.name} recorded on {device} is unfinished ({hint}; it resumes)")
     return lineage
 
 

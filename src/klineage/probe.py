@@ -44,10 +44,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import libcst as cst
 
-from klineage.config import Settings
+from klineage.config import Settings, device_kind
 from klineage.gates import GateRequest, run_gate
 from klineage.mine import Lineage, LineageStore, Step
 from klineage.program import Program
@@ -457,6 +458,14 @@ def probe_step(
     return results
 
 
+def probes_path(folder: Path, lineage: Lineage, device: str) -> Path:
+    """Where a lineage's probes on `device` are kept: `probes.json` for the kind of device it was walked on, beside
+    it `probes-<device>.json` for the other. A walk made on the CPU leaves the GPU-only conditions not probed; a GPU
+    probes them again instead of reusing the CPU's answers (run 15 reused them, and the conditions the CPU
+    had left unprobed stayed so)."""
+    return folder / ("probes.json" if device == device_kind(lineage.device) else f"probes-{device}.json")
+
+
 def probe_lineage(lineage: Lineage, workload: Workload, settings: Settings, device: str,
                   sandbox: Sandbox | None = None) -> dict[int, list[dict]]:  # fmt: skip
     """Probe every accepted step; results are stored beside the lineage (`probes.json`) after each step and reused on
@@ -471,7 +480,7 @@ def probe_lineage(lineage: Lineage, workload: Workload, settings: Settings, devi
 
     load_families()
     store = LineageStore(settings.data_dir / "lineages" / lineage.id)
-    path = store.root / "probes.json"
+    path = probes_path(store.root, lineage, device)
     done: dict[str, list[dict]] = json.loads(path.read_text()) if path.is_file() else {}
     todo = [s for s in lineage.accepted if str(s.index) not in done and s.transform in TRANSFORMS]
     expert = store.load_program(lineage.expert_hash, lineage.expert)

@@ -89,19 +89,25 @@ def test_retime_takes_each_accepted_steps_time_again_on_the_gpu(hinted, gpu_home
 
 
 def test_a_walk_made_on_the_cpu_is_timed_and_probed_on_the_gpu(gpu_home, sandbox):
-    """`klineage mine --walk-device cpu --device cuda`: the planted expert walked through the interpreter, then every
-    accepted step timed on the GPU; the skills' effects are keyed by the GPU that timed them."""
+    """`klineage mine --walk-device cpu --device cuda`: the planted expert walked through the interpreter, read back
+    as recorded, every accepted step timed on the GPU and probed there; the skills' effects are keyed by the GPU
+    that timed them, and the GPU's probes are kept beside the CPU's, not taken from them."""
     import torch
 
-    from klineage.mine import retime
+    from klineage.mine import recorded_walk, retime
 
     settings = Settings(data_dir=gpu_home / "walked-on-cpu", seeds=2, use_cache=False)
     workload = load_workload(FIXTURES / "planted" / "workload.py")
-    walked = mine(workload, load_program(FIXTURES / "planted" / "expert.py"), settings, "cpu", sandbox)
+    expert = load_program(FIXTURES / "planted" / "expert.py")
+    walked = mine(workload, expert, settings, "cpu", sandbox)
+    probe_lineage(walked, workload, settings, "cpu", sandbox)
     assert walked.accepted and not any(s.effect["measured"] for s in walked.accepted)
-    timed = retime(walked, workload, settings, "cuda", sandbox)
-    skills = [s for s in skills_from_lineage(timed, probe_lineage(timed, workload, settings, "cuda", sandbox))
-              if s.kind == "optimization"]  # fmt: skip
+    timed = retime(recorded_walk(workload, expert, settings, "cpu"), workload, settings, "cuda", sandbox)
+    probes = probe_lineage(timed, workload, settings, "cuda", sandbox)
+    folder = settings.data_dir / "lineages" / walked.id
+    assert (folder / "probes.json").is_file() and (folder / "probes-cuda.json").is_file()
+    assert set(probes) == {s.index for s in walked.accepted}
+    skills = [s for s in skills_from_lineage(timed, probes) if s.kind == "optimization"]
     gpu = torch.cuda.get_device_name(0)
     assert len(skills) == len(walked.accepted)
     for skill in skills:

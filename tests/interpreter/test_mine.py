@@ -10,7 +10,7 @@ import time
 import pytest
 
 from klineage.config import Settings
-from klineage.mine import lineage_id, mine
+from klineage.mine import lineage_id, mine, recorded_walk
 from klineage.program import load_program
 from klineage.skills import skills_from_lineage
 from klineage.workload import load_workload
@@ -33,6 +33,9 @@ def test_walk_is_deterministic_and_resumes_after_kill(tmp_path, sandbox):
     again = mine(load_workload(WORKLOAD), load_program(EXPERT), Settings(data_dir=tmp_path / "b", seeds=3),
                  "cpu", sandbox)  # fmt: skip
     assert summary(again) == summary(reference)
+    # the finished walk read back as recorded, as a GPU box takes a walk made on the CPU (no gate runs)
+    recorded = recorded_walk(load_workload(WORKLOAD), load_program(EXPERT), Settings(data_dir=tmp_path / "a"), "cpu")
+    assert summary(recorded) == summary(reference) and recorded.finished
 
     home = tmp_path / "killed"
     lid = lineage_id(load_workload(WORKLOAD), load_program(EXPERT), "cpu")
@@ -82,6 +85,10 @@ def test_retime_measures_accepted_steps_again_and_keeps_the_earlier_measurement(
     assert len(lineage.accepted) == 2 and all(not s.effect["measured"] for s in lineage.steps)
     with pytest.raises(MiningError):
         retime(lineage, workload, settings, "cpu", sandbox)
+    with pytest.raises(MiningError, match="unfinished"):  # two steps of a longer walk: not a walk to time yet
+        recorded_walk(workload, load_program(EXPERT), settings, "cpu")
+    with pytest.raises(MiningError, match="no walk of"):
+        recorded_walk(workload, load_program(EXPERT), Settings(data_dir=tmp_path / "elsewhere"), "cpu")
 
     @dataclass
     class FakeGpu:  # stands in for the sandbox: the timing job's answer, and what it was asked

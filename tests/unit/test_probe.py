@@ -249,3 +249,16 @@ def test_a_required_counterexample_is_a_failure_the_optimization_avoids():
     (failure,) = skill.failures
     assert failure["breaks"] == "simple" and failure["code"] == "crash" and failure["case"] == probe["name"]
     assert "breaks the simple form" in card(skill)
+
+
+def test_probes_on_another_kind_of_device_are_kept_apart(tmp_path):
+    """A walk made on the CPU and probed on a GPU keeps both answers: the GPU does not reuse the CPU's."""
+    from klineage.mine import Lineage
+    from klineage.probe import probes_path
+
+    cpu_walk = Lineage("id", "w", "wh", "e", "eh", "cpu-interpreter-x86_64", {})
+    gpu_walk = Lineage("id", "w", "wh", "e", "eh", "NVIDIA H200", {})
+    assert probes_path(tmp_path, cpu_walk, "cpu") == tmp_path / "probes.json"
+    assert probes_path(tmp_path, cpu_walk, "cuda") == tmp_path / "probes-cuda.json"
+    assert probes_path(tmp_path, gpu_walk, "cuda") == tmp_path / "probes.json"
+    assert probes_path(tmp_path, gpu_walk, "cpu") == tmp_path / "probes-cpu.json"
