@@ -822,3 +822,37 @@ def test_the_atomic_row_sums_chunk_is_searched_with_its_tile_and_followed_the_sa
     assert onward.label == "CHUNK, BLOCK: 1024, 256 -> 2048, 512" and "CHUNK, BLOCK = 2048, 512" in \
         onward.program.source  # fmt: skip
     assert kept(listed[2]).label == "CHUNK: 1024 -> 2048"
+
+
+def test_the_roofline_fraction_comes_from_the_faster_of_the_final_programs_two_timings(monkeypatch, settings):
+    """The profile gate and the final pair both time the result; a slow outlier in either (run 15: RoPE's profile
+    gate 18% slower than its pair) must not lower the roofline column. Faked gates and timer: nothing runs."""
+    import klineage.optimize as opt
+    from klineage.check import CheckReport
+    from klineage.gates import Verdict
+    from klineage.sandbox import SandboxResult
+
+    wl, start = _rowsum()
+    fast = start.__class__("fast", start.source + "\nVARIANT = 1\n")
+    pair_ms = {"final": 0.5}
+
+    def fake_check(workload, program, settings, device="cpu", gates=(), sandbox=None, on_gate=None):
+        # the profile gate: the start at 1.0 ms (40% of the roofline), the result at 0.6 ms: slower than its pair
+        ms = 1.0 if program.hash == start.hash else 0.6
+        metrics = {"median_ms": ms, "roofline_fraction": 0.4 / ms}
+        verdicts = (Verdict("correctness", "pass"), Verdict("profile", "pass", metrics=metrics))
+        return CheckReport(workload.name, program.name, program.hash, device, "fake", "fake", verdicts, (False,) * 2)
+
+    def fake_pair(workload, current, candidate, settings, device, sandbox):
+        return SandboxResult(True, value={"case": "bench", "parent_ms": 1.0, "child_ms": pair_ms["final"],
+                                          "parent_spread": 0.01, "child_spread": 0.01})  # fmt: skip
+
+    monkeypatch.setattr(opt, "check", fake_check)
+    monkeypatch.setattr(opt, "time_pair", fake_pair)
+    monkeypatch.setattr(opt, "device_name", lambda device: "fake GPU")
+    trajectory = optimize(wl, start, _FixedProposer("one", [fast]), settings, "cuda", budget=2, sandbox=object())
+    assert trajectory.best.hash == fast.hash and trajectory.best_ms == 0.5
+    assert trajectory.roofline_fraction == pytest.approx(0.4 / 0.5)  # the pair's 0.5 ms, not the gate's 0.6 ms
+    pair_ms["final"] = 0.7  # now the pair is the slower timing: the profile gate's 0.6 ms stands
+    trajectory = optimize(wl, start, _FixedProposer("two", [fast]), settings, "cuda", budget=2, sandbox=object())
+    assert trajectory.roofline_fraction == pytest.approx(0.4 / 0.6)
