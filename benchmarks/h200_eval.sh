@@ -5,6 +5,7 @@
 #
 #   bash benchmarks/h200_eval.sh start MINUTES BUDGET POLL_S   # copy the tree to $RUN, launch the pipeline, poll
 #   bash benchmarks/h200_eval.sh poll POLL_S                   # wait up to POLL_S (or until done), pack into $OUT
+#   bash benchmarks/h200_eval.sh walks DIR [JOBS]              # here, without a GPU: the experts' walks for PRIOR=DIR
 #
 # The pipeline, all of it stopped at MINUTES after the start (what finished is kept):
 #   A. each expert in $MINE mined and probed on cuda in its own process and data directory (matmul, RMSNorm, SwiGLU
@@ -59,6 +60,33 @@ env_setup() {
     export KLINEAGE_COMMIT
 }
 
+expert_pair() {  # expert_pair NAME: the GPU it is mined on and its mine_all.py --pair
+    local E=src/klineage/examples
+    case "$1" in
+    matmul) echo "0 $E/matmul/workload.py:$E/matmul/expert.py" ;;
+    attention) echo "1 $E/attention/workload.py:$E/attention/expert.py" ;;
+    rmsnorm) echo "0 $E/rmsnorm/workload.py:$E/rmsnorm/liger.py:liger_kernel.ops.rms_norm" ;;
+    cross_entropy) echo "1 $E/cross_entropy/workload.py:$E/cross_entropy/liger.py:liger_kernel.ops.cross_entropy" ;;
+    swiglu) echo "0 $E/swiglu/workload.py:$E/swiglu/liger.py:liger_kernel.ops.swiglu" ;;
+    softmax) echo "1 $E/softmax/workload.py:$E/softmax/expert.py" ;;
+    esac
+}
+
+walks() {  # walks DIR [JOBS]: the six experts walked and probed on this machine's CPU, JOBS at a time (default 2),
+    # each into DIR/home-NAME: the PRIOR of a WALK_DEVICE=cpu device run (run 15: 11.5 minutes on 2 cores)
+    local dir=$1 jobs=${2:-2} name gpu pair
+    mkdir -p "$dir"
+    export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
+    for name in $EXPERTS; do
+        while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do sleep 2; done
+        read -r gpu pair <<<"$(expert_pair "$name")"
+        (python3 benchmarks/mine_all.py --device cpu --home "$dir/home-$name" --json "$dir/mine-$name.json" \
+            --pair "$pair" >"$dir/mine-$name.log" 2>&1
+            echo "$(date -u +%H:%M:%S) walked $name: rc $?" | tee -a "$dir/stages.txt") &
+    done
+    wait
+}
+
 left_s() { local s=$(($1 - $(date +%s))); echo $((s > 1 ? s : 1)); }  # seconds left to a deadline, at least 1
 
 stage() { echo "$(date -u +%H:%M:%S) $*" | tee -a "$R/stages.txt"; }
@@ -93,7 +121,7 @@ EOF2
 
 pipeline() {
     local minutes=$1 budget=$2
-    local t0 deadline a_end E=src/klineage/examples
+    local t0 deadline a_end
     t0=$(date +%s)
     deadline=$((t0 + minutes * 60))
     a_end=$((t0 + A_MINUTES * 60))
@@ -111,21 +139,13 @@ pipeline() {
         [ -f "$PRIOR/memory.json" ] && cp "$PRIOR/memory.json" "$R/memory.json"
         [ "$RESUME" = 1 ] && [ -d "$PRIOR/bench" ] && mkdir -p "$R/bench" && cp -r "$PRIOR/bench/." "$R/bench/"
     fi
-    declare -A pairs=(
-        [matmul]="0 $E/matmul/workload.py:$E/matmul/expert.py"
-        [attention]="1 $E/attention/workload.py:$E/attention/expert.py"
-        [rmsnorm]="0 $E/rmsnorm/workload.py:$E/rmsnorm/liger.py:liger_kernel.ops.rms_norm"
-        [cross_entropy]="1 $E/cross_entropy/workload.py:$E/cross_entropy/liger.py:liger_kernel.ops.cross_entropy"
-        [swiglu]="0 $E/swiglu/workload.py:$E/swiglu/liger.py:liger_kernel.ops.swiglu"
-        [softmax]="1 $E/softmax/workload.py:$E/softmax/expert.py"
-    )
     # the timer against triton's do_bench, on kernels of milliseconds and of tens of microseconds
     [ "${PROFILE:-1}" = 1 ] && (on_gpu 1 timeout 600 python3 benchmarks/profile_vs_do_bench.py --json "$R/profile_vs_do_bench.json" \
         >"$R/profile_vs_do_bench.log" 2>&1
         stage "profile gate vs do_bench: rc $?") &
     local waits=() gpu pair name
     for name in $MINE; do
-        read -r gpu pair <<<"${pairs[$name]}"
+        read -r gpu pair <<<"$(expert_pair "$name")"
         (on_gpu "$gpu" timeout "$(left_s "$a_end")" python3 benchmarks/mine_all.py --device "$DEVICE" \
             --home "$R/home-$name" --json "$R/mine-$name.json" --pair "$pair" \
             $([ "$RETIME" = 1 ] && echo --retime) ${WALK_DEVICE:+--walk-device "$WALK_DEVICE"} \
@@ -235,9 +255,10 @@ start)
     poll "$poll_s"
     ;;
 pipeline) pipeline "$2" "$3" ;;
+walks) walks "$2" "${3:-2}" ;;
 poll) poll "$2" ;;
 *)
-    echo "usage: $0 start MINUTES BUDGET POLL_S | poll POLL_S" >&2
+    echo "usage: $0 start MINUTES BUDGET POLL_S | poll POLL_S | walks DIR [JOBS]" >&2
     exit 2
     ;;
 esac
