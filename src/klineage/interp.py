@@ -11,7 +11,9 @@
    the result back to bf16 (round to nearest even, as the hardware does); `tl.dot` keeps its fp32 accumulator.
 4. `triton.language.extra.libdevice` functions (Liger's `rsqrt`) are stubs that return None outside the compiler:
    bind them to `tl.math` (patched by the interpreter inside a kernel) or to numpy.
-5. numpy >= 2.3 breaks `range(tl.cdiv(K, BK))`; the package pins numpy < 2.3 instead of patching.
+5. numpy >= 2.3 refuses `int()` of a one-element array, which the interpreter's `tl.tensor.__index__` does: every
+   `range(0, n_cols, BLOCK)` over a run-time bound failed (Liger's cross-entropy and the attention expert, on the
+   H200 image's numpy 2.5.2 in run 15; numpy 2.4.6 here). Index through `.item()`, which every numpy accepts.
 
 Apply in the sandbox process, after setting TRITON_INTERPRET=1 and before any kernel is defined."""
 
@@ -64,6 +66,14 @@ def patch_interpreter() -> None:
         return original_dot(self, widen(a), widen(b), d, input_precision, max_num_imprecise_acc)
 
     interpreter.InterpreterBuilder.create_dot = create_dot
+    original_lang_tensor = interpreter._patch_lang_tensor
+
+    def patch_lang_tensor(tensor, scope):
+        original_lang_tensor(tensor, scope)
+        # after the interpreter's own `int(self.handle.data)`; the scope restores both, last first
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.item()))
+
+    interpreter._patch_lang_tensor = patch_lang_tensor
     _patch_bf16_arithmetic(interpreter, widen)
     _patch_libdevice()
     _patched = True

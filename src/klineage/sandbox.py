@@ -27,7 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-MEMORY_LIMIT_CPU = 16 * 2**30  # address-space cap for CPU jobs: a runaway allocation becomes MemoryError, not OOM-kill
+# address space a CPU job may add to what it starts with: a runaway allocation becomes MemoryError, not an OOM kill.
+# On top of the start, not absolute: a CUDA build of torch maps gigabytes of libraries before any job runs, and an
+# absolute 16 GiB cap left the matmul expert's CPU compile job on the H200 image unable to allocate 256 MiB (run 15).
+MEMORY_LIMIT_CPU = 16 * 2**30
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,15 @@ def exclusive_turn() -> Iterator[None]:
                 fcntl.flock(turn, fcntl.LOCK_UN)
 
 
+def address_space_now() -> int:
+    """Bytes of address space this process maps (0 where /proc cannot tell)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def _run_in_child(job: Job, result_path: str, log_path: str) -> None:
     """Body of the child process: run the job, write the pickled outcome, exit without cleanup."""
     log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -139,7 +151,8 @@ def _run_in_child(job: Job, result_path: str, log_path: str) -> None:
         try:
             import resource
 
-            resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_CPU, MEMORY_LIMIT_CPU))
+            cap = address_space_now() + MEMORY_LIMIT_CPU
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
         except (ValueError, OSError):
             pass
     try:

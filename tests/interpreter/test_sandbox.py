@@ -48,6 +48,16 @@ def test_out_of_memory_is_reported(any_sandbox):
     assert verdict_from_result("correctness", result).code == "oom"
 
 
+def test_the_cpu_cap_is_on_top_of_what_a_job_starts_with(any_sandbox):
+    """Not an absolute cap: a process that maps gigabytes before the job (a CUDA build of torch) keeps 16 GiB to
+    allocate. An absolute one equals MEMORY_LIMIT_CPU, whatever the child started with."""
+    from klineage.sandbox import MEMORY_LIMIT_CPU
+
+    cap, mapped = any_sandbox.run(Job("tests.fixtures.crashers:address_space", None)).value
+    assert mapped > 0 and cap > MEMORY_LIMIT_CPU
+    assert cap - mapped > MEMORY_LIMIT_CPU // 2
+
+
 def test_dead_server_is_replaced():
     with Sandbox(warm=True) as sb:
         assert sb.run(Job("tests.fixtures.crashers:echo", 1)).value == 1
