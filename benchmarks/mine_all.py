@@ -65,8 +65,8 @@ def mine_one(workload_path: Path, expert_path: Path, modules: list[str], setting
     """One lineage: mine (the walk on `walk_device`, default `device`), retime, probe, skills. (row, skills); a
     failure is a row with `error`."""
     from klineage.features import features
-    from klineage.mine import mine, recorded_walk
     from klineage.mine import retime as retime_lineage
+    from klineage.mine import walk_for
     from klineage.probe import probe_lineage
     from klineage.program import load_program, with_installed_modules
     from klineage.skills import skills_from_lineage
@@ -78,11 +78,8 @@ def mine_one(workload_path: Path, expert_path: Path, modules: list[str], setting
     try:
         workload = load_workload(workload_path)
         expert = with_installed_modules(load_program(expert_path), modules)
-        if (walk_device or device) == device:
-            lineage = mine(workload, expert, settings, device, sandbox, max_steps=max_steps)
-        else:  # the walk made on the CPU, as recorded (its gates are not run again here), then timed here
-            lineage = recorded_walk(workload, expert, settings, walk_device)
-        if retime or (walk_device or device) != device:
+        lineage = walk_for(workload, expert, settings, device, walk_device, sandbox, max_steps=max_steps)
+        if retime or (walk_device or device) != device:  # a walk made elsewhere has no effects of this device's
             lineage = retime_lineage(lineage, workload, settings, device, sandbox)
         mined_s = time.perf_counter() - started
         probes = probe_lineage(lineage, workload, settings, device, sandbox)

@@ -314,9 +314,8 @@ def mine(workload, expert, library_dir, device, walk_device, max_steps, no_probe
     from klineage.check import resolve_device
     from klineage.features import features
     from klineage.library import Library
-    from klineage.mine import mine as run_mine
-    from klineage.mine import recorded_walk
     from klineage.mine import retime as run_retime
+    from klineage.mine import walk_for
     from klineage.probe import probe_lineage
     from klineage.program import load_program, with_installed_modules
     from klineage.skills import skills_from_lineage
@@ -340,10 +339,7 @@ def mine(workload, expert, library_dir, device, walk_device, max_steps, no_probe
             verdict = "accepted" if step.accepted else "rejected"
             progress.update(task, description=f"step {step.index}: {step.transform} {verdict}")
 
-        if walk == dev:
-            lineage = run_mine(wl, prog, settings, dev, max_steps=max_steps, on_step=on_step)
-        else:  # the walk made on the CPU, as recorded: only its timing and probes happen here
-            lineage = recorded_walk(wl, prog, settings, walk)
+        lineage = walk_for(wl, prog, settings, dev, walk, max_steps=max_steps, on_step=on_step)
         if retime:
             progress.update(task, description=f"timing {len(lineage.accepted)} accepted steps again")
             lineage = run_retime(lineage, wl, settings, dev)

@@ -290,6 +290,17 @@ def recorded_walk(workload: Workload, expert: Program, settings: Settings, devic
     return lineage
 
 
+def walk_for(workload: Workload, expert: Program, settings: Settings, device: str, walk_device: str | None = None,
+             sandbox: Sandbox | None = None, max_steps: int | None = None,
+             on_step: Callable[[Step], None] | None = None) -> Lineage:  # fmt: skip
+    """The walk to time and probe on `device`: made there (`mine`, resumed where recorded), or, where `walk_device`
+    differs, the finished walk recorded on that one (`recorded_walk`), whose effects the caller then takes on
+    `device` (`retime`)."""
+    if (walk_device or device) == device:
+        return mine(workload, expert, settings, device, sandbox, max_steps=max_steps, on_step=on_step)
+    return recorded_walk(workload, expert, settings, walk_device)
+
+
 def time_pair(workload: Workload, parent: Program, child: Program, settings: Settings, device: str,
               sandbox: Sandbox) -> SandboxResult:  # fmt: skip
     """Parent and child timed interleaved on the bench case (gates.profile_pair_job); the measurement itself runs
