@@ -1,7 +1,7 @@
 """Variants of the held-out kernels still short of 85% of the roofline, timed side by side with the copy roofline
 measured in the same run: what would close each gap, before a transform is written for it.
 
-    python benchmarks/roofline_gaps.py [twins,atomic,rope,argmax,kl,ceilings] [--case bench]
+    python benchmarks/roofline_gaps.py [twins,atomic,rope,argmax,kl,ceilings,argmax_forms] [--case bench]
 
 - twins: the naive program, the whole-row twin without `one_load` (run 9's), the current twin, and the twin with its
   warps fixed at 4, 8 and 16 (log-softmax, KL divergence, row argmax, the layer norms);
@@ -17,6 +17,9 @@ measured in the same run: what would close each gap, before a transform is writt
   output); the lane-wise argmax at 3 stages; the merged argmax twin at 8-32 warps; the KL divergence in one pass
   with its exponentials anchored at the first tile's maxima (KL_ANCHORED), and the same without per-lane maxima,
   unmasked full tiles and base-2 exponentials (KL_LEAN).
+- argmax_forms: the row argmax twin's reduction written other ways, at 8, 16 and 32 warps: merged (fp32, as
+  `merged_reductions` writes it), merged on the loaded bf16 values (no fp32 upcast; a comparison is exact in
+  either), and two plain reductions (the maximum, then the first column that holds it) in fp32 and in bf16.
 
 Each program is checked against the reference on the case first (a wrong one is reported, not timed). Without a GPU
 and with TRITON_INTERPRET=1, `--case tiny` checks the programs on the CPU and times nothing. Medians
@@ -438,6 +441,34 @@ def main() -> None:
                 run("kl_div", f"{name} B{block} w{warps} s{stages}",
                     text.replace("p.stride(0), BLOCK=128)",
                                  f"p.stride(0), BLOCK={block}, num_warps={warps}, num_stages={stages})"))
+    if "argmax_forms" in which:
+        # the whole-row twin's reduction written three other ways: on the loaded bf16 values (no fp32 upcast: a
+        # comparison is exact in either), as two plain reductions (the maximum, then the first column holding
+        # it), and both; each at 8, 16 and 32 warps
+        from klineage.transform import load_families
+
+        load_families()
+        from klineage.transforms.merged_reductions import MergedReductions
+
+        twin = Path(twins._variants("row_argmax", OUT)["twin"]).read_text()
+        head, one_tile = twin.split("def row_argmax_kernel_one_tile", 1)
+        upcast = '.to(tl.float32)\n    tile_max'
+        plain = ("tile_max = tl.max(x, axis=0)\n"
+                 "    tile_index = start + tl.min(tl.where(x == tile_max, cols, n_cols), axis=0)")
+        argmax_line = ("tile_max = tl.max(x, axis=0)\n"
+                       "    tile_index = start + tl.argmax(x, axis=0, tie_break_left=True)")
+        assert upcast in one_tile and argmax_line in one_tile
+        forms = {"fp32 merged": None, "bf16": one_tile.replace(upcast, "\n    tile_max"),
+                 "fp32 two plain": one_tile.replace(argmax_line, plain)}
+        forms["bf16 two plain"] = forms["bf16"].replace(argmax_line, plain)
+        for label, kernel in forms.items():
+            text = twin if kernel is None else head + "def row_argmax_kernel_one_tile" + kernel
+            if kernel is None or label == "bf16":
+                while sites := MergedReductions().optimize_sites(text):
+                    text = MergedReductions().optimize(text, sites[0], {})
+                label += "" if kernel is None else " merged"
+            for warps in (8, 16, 32):
+                run("row_argmax", f"twin {label} w{warps}", re.sub(r"row_warps = .*", f"row_warps = {warps}", text))
     print()
     print("| instance | variant | status | median ms | IQR ms | roofline |")
     print("| --- | --- | --- | --- | --- | --- |")
