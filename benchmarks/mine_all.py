@@ -59,34 +59,33 @@ def parse_pair(text: str) -> tuple[Path, Path, list[str]]:
     return Path(parts[0]), Path(parts[1]), modules
 
 
-def mine_one(workload_path: Path, expert_path: Path, modules: list[str], settings, device: str, sandbox,
+def mine_one(workload_path: Path, expert_path: Path, modules: list[str], settings, device: str, sandbox, library,
              max_steps: int | None, retime: bool = False,
              walk_device: str | None = None) -> tuple[dict, list]:  # fmt: skip
-    """One lineage: mine (the walk on `walk_device`, default `device`), retime, probe, skills. (row, skills); a
-    failure is a row with `error`."""
-    from klineage.features import features
-    from klineage.mine import retime as retime_lineage
-    from klineage.mine import walk_for
-    from klineage.probe import probe_lineage
+    """One lineage into `library` (klineage.library.mine_into: the walk on `walk_device`, default `device`, retime,
+    skills, probes, skills again). (row, skills); a failure is a row with `error`."""
+    from klineage.library import mine_into
     from klineage.program import load_program, with_installed_modules
-    from klineage.skills import skills_from_lineage
     from klineage.workload import load_workload
 
     label = f"{workload_path.parent.name}/{expert_path.stem}"
     started = time.perf_counter()
     row = {"lineage": label, "workload": str(workload_path), "expert": str(expert_path), "modules": modules}
+    mined_at = []
     try:
         workload = load_workload(workload_path)
         expert = with_installed_modules(load_program(expert_path), modules)
-        lineage = walk_for(workload, expert, settings, device, walk_device, sandbox, max_steps=max_steps)
-        if retime or (walk_device or device) != device:  # a walk made elsewhere has no effects of this device's
-            lineage = retime_lineage(lineage, workload, settings, device, sandbox)
-        mined_s = time.perf_counter() - started
-        probes = probe_lineage(lineage, workload, settings, device, sandbox)
-        skills = skills_from_lineage(lineage, probes, features(expert, workload))
+
+        def on_phase(text: str) -> None:
+            if text.startswith("probing"):
+                mined_at.append(time.perf_counter() - started)
+
+        lineage, _, skills = mine_into(library, workload, expert, settings, device, walk_device, retime=retime,
+                                       sandbox=sandbox, max_steps=max_steps, on_phase=on_phase)  # fmt: skip
     except Exception as e:  # a report: one broken pair must not hide the others
         row.update(error=f"{type(e).__name__}: {str(e)[:300]}", wall_s=time.perf_counter() - started)
         return row, []
+    mined_s = mined_at[0] if mined_at else time.perf_counter() - started
     backed = [{"skill": s.id, "transform": s.transform["id"], "predicate": f["violated"], "breaks": f["breaks"],
                "code": f["code"], "case": f["case"]}
               for s in skills if s.kind == "optimization" for f in s.failures]  # fmt: skip
@@ -165,10 +164,8 @@ def main() -> None:
     with Sandbox(warm=settings.warm) as sandbox, Library(args.library or settings.data_dir / "library") as library:
         for workload, expert, modules in pairs:
             print(f"mining {workload.parent.name}/{expert.stem} on {device} ...", file=sys.stderr, flush=True)
-            row, skills = mine_one(workload, expert, modules, settings, device, sandbox, args.max_steps, args.retime,
-                                   args.walk_device)  # fmt: skip
-            for skill in skills:
-                library.save(skill)
+            row, _ = mine_one(workload, expert, modules, settings, device, sandbox, library, args.max_steps,
+                              args.retime, args.walk_device)  # fmt: skip
             rows.append(row)
             done = row.get("error") or f"{row['accepted']} accepted, {len(row['backed'])} backed conditions"
             print(f"  {done} ({row['wall_s']:.0f} s)", file=sys.stderr, flush=True)

@@ -312,13 +312,8 @@ def mine(workload, expert, library_dir, device, walk_device, max_steps, no_probe
          llm_steps, max_calls, max_tokens) -> None:  # fmt: skip
     """Walk EXPERT backward against WORKLOAD, probe each step's conditions, add the skills to the library."""
     from klineage.check import resolve_device
-    from klineage.features import features
-    from klineage.library import Library
-    from klineage.mine import retime as run_retime
-    from klineage.mine import walk_for
-    from klineage.probe import probe_lineage
+    from klineage.library import Library, mine_into
     from klineage.program import load_program, with_installed_modules
-    from klineage.skills import skills_from_lineage
     from klineage.workload import load_workload
 
     wl, dev = load_workload(workload), resolve_device(device)
@@ -330,32 +325,24 @@ def mine(workload, expert, library_dir, device, walk_device, max_steps, no_probe
     if walk != dev and dev != "cuda":
         raise UserError(f"--walk-device {walk} with --device {dev}: only a walk made on the CPU is timed elsewhere "
                         "(--walk-device cpu --device cuda)")  # fmt: skip
-    retime = retime or walk != dev  # a walk made on the CPU has no effects until the GPU times them
     client = _llm_client(max_calls, max_tokens) if use_llm else None  # a missing model setting fails before mining
-    with _progress(as_json) as progress:
+    with _progress(as_json) as progress, Library(library_dir or settings.data_dir / "library") as library:
         task = progress.add_task("mining", total=None)
 
         def on_step(step) -> None:
             verdict = "accepted" if step.accepted else "rejected"
             progress.update(task, description=f"step {step.index}: {step.transform} {verdict}")
 
-        lineage = walk_for(wl, prog, settings, dev, walk, max_steps=max_steps, on_step=on_step)
-        if retime:
-            progress.update(task, description=f"timing {len(lineage.accepted)} accepted steps again")
-            lineage = run_retime(lineage, wl, settings, dev)
-        probes = None
-        if not no_probe:
-            progress.update(task, description=f"probing conditions of {len(lineage.accepted)} accepted steps")
-            probes = probe_lineage(lineage, wl, settings, dev)
-    skills = skills_from_lineage(lineage, probes, features(prog, wl))
-    model_lineage = None
-    if use_llm:
-        model_lineage, model_skills, usage = _mine_llm(wl, lineage, settings, dev, llm_steps, client,
-                                                       probe=not no_probe, quiet=as_json)  # fmt: skip
-        skills += model_skills
-    with Library(library_dir or settings.data_dir / "library") as library:
-        for skill in skills:
-            library.save(skill)
+        lineage, _, skills = mine_into(library, wl, prog, settings, dev, walk, retime=retime, probe=not no_probe,
+                                       max_steps=max_steps, on_step=on_step,
+                                       on_phase=lambda text: progress.update(task, description=text))  # fmt: skip
+        model_lineage = None
+        if use_llm:
+            model_lineage, model_skills, usage = _mine_llm(wl, lineage, settings, dev, llm_steps, client,
+                                                           probe=not no_probe, quiet=as_json)  # fmt: skip
+            for skill in model_skills:
+                library.save(skill)
+            skills += model_skills
         where = library.root
     if as_json:
         llm = {"llm_lineage": model_lineage.as_dict(), "llm": usage.as_dict()} if model_lineage else {}

@@ -310,39 +310,43 @@ def time_pair(workload: Workload, parent: Program, child: Program, settings: Set
                            timeout_s=settings.timeout_s))  # fmt: skip
 
 
+def gpu_timed(step: Step) -> bool:
+    """Whether a step's effect was taken on a GPU (the effect names it; a CPU walk's effect says no time was taken)."""
+    return bool(step.effect.get("measured")) and bool(step.effect.get("device"))
+
+
 def retime(lineage: Lineage, workload: Workload, settings: Settings, device: str,
-           sandbox: Sandbox | None = None) -> Lineage:
+           sandbox: Sandbox | None = None, keep_timed: bool = False) -> Lineage:
     """Measure every accepted step's effect again (parent and child interleaved, as the walk did), keeping the
     earlier measurement beside it: for effects first taken on a busy machine, or never taken because the walk ran on
     a machine without a GPU (a walk resumed on the CPU: `klineage mine --walk-device cpu --device cuda`); each effect
-    names the GPU and versions that timed it (gates.profile_pair_job). Rewrites the lineage's records."""
+    names the GPU and versions that timed it (gates.profile_pair_job). The lineage's records are rewritten after
+    every step, so a run stopped part way keeps what it timed; `keep_timed` skips the steps a GPU has timed already
+    (a walk made on the CPU whose timing was cut short is resumed, not started again)."""
     if device != "cuda":
         raise MiningError("retiming needs a GPU: effects are never measured on the CPU")
     own = sandbox is None
     sandbox = sandbox or Sandbox(warm=settings.warm)
     store = LineageStore(settings.data_dir / "lineages" / lineage.id)
-    steps = []
+    steps = list(lineage.steps)
     try:
-        for step in lineage.steps:
-            if not step.accepted:
-                steps.append(step)
+        for i, step in enumerate(lineage.steps):
+            if not step.accepted or (keep_timed and gpu_timed(step)):
                 continue
             parent = store.load_program(step.parent, lineage.expert)
             child = store.load_program(step.child, lineage.expert)
             timed = time_pair(workload, parent, child, settings, device, sandbox)
             if not timed.ok:
-                steps.append(step)  # the earlier measurement stands
-                continue
+                continue  # the earlier measurement stands
             earlier = {k: v for k, v in step.effect.items() if k != "earlier"}
             effect = {**timed.value, "static_delta": step.effect.get("static_delta", {}), "earlier": earlier}
-            steps.append(replace(step, effect=effect))
+            steps[i] = replace(step, effect=effect)
+            store.rewrite_steps(steps)
+            store.write_lineage(replace(lineage, steps=steps))
     finally:
         if own:
             sandbox.close()
-    retimed = replace(lineage, steps=steps)
-    store.rewrite_steps(steps)
-    store.write_lineage(retimed)
-    return retimed
+    return replace(lineage, steps=steps)
 
 
 def _refusal_key(transform: str, module: str, function: str, before: str) -> tuple[str, str, str, str]:

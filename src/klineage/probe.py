@@ -461,16 +461,36 @@ def probe_step(
 def probes_path(folder: Path, lineage: Lineage, device: str) -> Path:
     """Where a lineage's probes on `device` are kept: `probes.json` for the kind of device it was walked on, beside
     it `probes-<device>.json` for the other. A walk made on the CPU leaves the GPU-only conditions not probed; a GPU
-    probes them again instead of reusing the CPU's answers (run 15 reused them, and the conditions the CPU
-    had left unprobed stayed so)."""
+    probes those again (run 15 reused the CPU's file whole, and the conditions the CPU had left unprobed stayed so)
+    and takes the CPU's answers for the rest (probe_lineage)."""
     return folder / ("probes.json" if device == device_kind(lineage.device) else f"probes-{device}.json")
+
+
+def stored_probes(lineage: Lineage, settings: Settings, device: str) -> dict[int, list[dict]]:
+    """The probes kept for a lineage on `device` (those that finished, where a run was stopped), over the probes of
+    the device it was walked on for the steps `device` has not probed yet."""
+    import json
+
+    folder = settings.data_dir / "lineages" / lineage.id
+    found: dict[int, list[dict]] = {}
+    for path in dict.fromkeys([probes_path(folder, lineage, device_kind(lineage.device)),
+                               probes_path(folder, lineage, device)]):  # fmt: skip
+        if path.is_file():
+            found.update({int(k): v for k, v in json.loads(path.read_text()).items()})
+    return found
 
 
 def probe_lineage(lineage: Lineage, workload: Workload, settings: Settings, device: str,
                   sandbox: Sandbox | None = None) -> dict[int, list[dict]]:  # fmt: skip
     """Probe every accepted step; results are stored beside the lineage (`probes.json`) after each step and reused on
     a rerun. Steps are independent, so `settings.probe_workers` of them run side by side, each worker with a sandbox
-    of its own (the given one among them)."""
+    of its own (the given one among them).
+
+    A walk made on the CPU and probed on a GPU: the predicates the CPU answered (a counterexample, or none that
+    breaks either form) are taken from the walk's probes, marked so, and the GPU probes only those the interpreter
+    cannot decide (`not_probed` there: alignment, hints, cache modifiers, what the interpreter ignores). Each probe
+    is a pair of full checks, and six experts probed again in full on one H200 did not finish in six minutes
+    (run 16)."""
     import json
     import queue
     import threading
@@ -483,6 +503,8 @@ def probe_lineage(lineage: Lineage, workload: Workload, settings: Settings, devi
     path = probes_path(store.root, lineage, device)
     done: dict[str, list[dict]] = json.loads(path.read_text()) if path.is_file() else {}
     todo = [s for s in lineage.accepted if str(s.index) not in done and s.transform in TRANSFORMS]
+    walk_path = probes_path(store.root, lineage, device_kind(lineage.device))
+    walked = json.loads(walk_path.read_text()) if walk_path != path and walk_path.is_file() else {}
     expert = store.load_program(lineage.expert_hash, lineage.expert)
     workers = max(1, min(settings.probe_workers, len(todo)))
     # a sandbox is used by one job at a time: each probe borrows one (servers start on first use)
@@ -495,14 +517,19 @@ def probe_lineage(lineage: Lineage, workload: Workload, settings: Settings, devi
     def probe_one(step) -> None:
         parent = store.load_program(step.parent, lineage.expert)
         child = store.load_program(step.child, lineage.expert)
+        answered = {c["predicate"]: c for c in walked.get(str(step.index), []) if c["status"] != "not_probed"}
+        conditions = TRANSFORMS[step.transform].conditions
         borrowed = free.get()
         try:
-            results = probe_step(workload, parent, child, step, TRANSFORMS[step.transform].conditions, settings,
-                                 device, borrowed, expert)  # fmt: skip
+            results = probe_step(workload, parent, child, step, tuple(c for c in conditions if c not in answered),
+                                 settings, device, borrowed, expert)  # fmt: skip
         finally:
             free.put(borrowed)
+        probed = {r.predicate: r.as_condition() | {"parent": r.parent, "child": r.child} for r in results}
+        reused = {name: {**c, "evidence": f"{c['evidence']} (probed on {lineage.device}, where the walk ran)"}
+                  for name, c in answered.items()}  # fmt: skip
         with lock:
-            done[str(step.index)] = [r.as_condition() | {"parent": r.parent, "child": r.child} for r in results]
+            done[str(step.index)] = [probed.get(name) or reused[name] for name in conditions]
             path.write_text(json.dumps(dict(sorted(done.items(), key=lambda kv: int(kv[0]))), indent=2))
 
     try:

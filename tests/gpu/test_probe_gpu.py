@@ -2,6 +2,8 @@
 int32 offsets past 2^31 elements (tests/fixtures/hinted), the autotune trap on the first launch, and a forward
 compiled by torch.compile (tests/fixtures/probed)."""
 
+import json
+
 import pytest
 
 from klineage.config import Settings
@@ -91,7 +93,8 @@ def test_retime_takes_each_accepted_steps_time_again_on_the_gpu(hinted, gpu_home
 def test_a_walk_made_on_the_cpu_is_timed_and_probed_on_the_gpu(gpu_home, sandbox):
     """`klineage mine --walk-device cpu --device cuda`: the planted expert walked through the interpreter, read back
     as recorded, every accepted step timed on the GPU and probed there; the skills' effects are keyed by the GPU
-    that timed them, and the GPU's probes are kept beside the CPU's, not taken from them."""
+    that timed them, and the GPU's probes are kept beside the CPU's: the CPU's answers taken, the predicates the
+    interpreter left open probed on the GPU."""
     import torch
 
     from klineage.mine import recorded_walk, retime
@@ -107,6 +110,13 @@ def test_a_walk_made_on_the_cpu_is_timed_and_probed_on_the_gpu(gpu_home, sandbox
     folder = settings.data_dir / "lineages" / walked.id
     assert (folder / "probes.json").is_file() and (folder / "probes-cuda.json").is_file()
     assert set(probes) == {s.index for s in walked.accepted}
+    # the CPU's answers are taken, marked; what the interpreter could not decide was probed on the GPU
+    cpu = {int(k): {c["predicate"]: c for c in v} for k, v in json.loads((folder / "probes.json").read_text()).items()}
+    for index, conditions in probes.items():
+        for c in conditions:
+            was = cpu[index][c["predicate"]]
+            assert ("where the walk ran" in c["evidence"]) == (was["status"] != "not_probed")
+            assert was["status"] == "not_probed" or c["status"] == was["status"]
     skills = [s for s in skills_from_lineage(timed, probes) if s.kind == "optimization"]
     gpu = torch.cuda.get_device_name(0)
     assert len(skills) == len(walked.accepted)

@@ -116,3 +116,100 @@ def test_retime_measures_accepted_steps_again_and_keeps_the_earlier_measurement(
     assert lineage.device.startswith("cpu-interpreter") and first_skill.provenance["device"] == lineage.device
     assert list(first_skill.effect) == ["Fake GPU"] and first_skill.effect["Fake GPU"]["speedup"] == 1.5
     assert list(second_skill.effect) == [lineage.device] and not second_skill.effect[lineage.device]["measured"]
+
+
+def test_a_stopped_retime_keeps_its_timings_and_mining_saves_skills_before_probing(tmp_path, sandbox, monkeypatch):
+    """Run 16: six experts walked on the CPU were timed on the H200, the pipeline's limit cut them while probing, and
+    no skill carried a GPU effect, because the timings were rewritten and the skills written only at the end."""
+    import json
+    from dataclasses import dataclass, replace
+
+    import klineage.probe
+    from klineage.library import Library, mine_into
+    from klineage.mine import LineageStore, gpu_timed, retime
+    from klineage.probe import stored_probes
+    from klineage.sandbox import SandboxResult
+
+    settings = Settings(data_dir=tmp_path / "home", seeds=2)
+    workload, expert = load_workload(WORKLOAD), load_program(EXPERT)
+    lineage = mine(workload, expert, settings, "cpu", sandbox, max_steps=2)
+    store = LineageStore(tmp_path / "home" / "lineages" / lineage.id)
+
+    @dataclass
+    class StoppedGpu:  # times one pair, then the run is stopped (a pipeline's time limit)
+        jobs: list
+        stop_at: int
+
+        def run(self, job):
+            self.jobs.append(job)
+            if len(self.jobs) == self.stop_at:
+                raise KeyboardInterrupt
+            return SandboxResult(True, value={"measured": True, "speedup": 1.25, "parent_spread": 0.01,
+                                              "child_spread": 0.01, "significant": True, "parent_ms": 0.1,
+                                              "child_ms": 0.125, "device": "Fake GPU"})  # fmt: skip
+
+    with pytest.raises(KeyboardInterrupt):
+        retime(lineage, workload, settings, "cuda", StoppedGpu([], stop_at=2))
+    stored = store.steps()
+    assert [gpu_timed(s) for s in stored if s.accepted] == [True, False]  # the first timing was kept on disk
+    assert [gpu_timed(s) for s in store.lineage().steps if s.accepted] == [True, False]
+    resumed = StoppedGpu([], stop_at=0)
+    again = retime(replace(lineage, steps=stored), workload, settings, "cuda", resumed, keep_timed=True)
+    assert len(resumed.jobs) == 1 and all(gpu_timed(s) for s in again.accepted)  # only the untimed step was timed
+    explicit = StoppedGpu([], stop_at=0)
+    retime(again, workload, settings, "cuda", explicit)
+    assert len(explicit.jobs) == 2  # an explicit retime measures every step again
+
+    # probes that finished before a stop are read back, over the walk device's for the steps not probed yet
+    first = again.accepted[0].index
+    folder = tmp_path / "home" / "lineages" / lineage.id
+    condition = {"predicate": "contiguous", "description": "d", "status": "not_a_condition", "evidence": "e",
+                 "probe": {}}  # fmt: skip
+    (folder / "probes.json").write_text(json.dumps({str(first): [condition]}))
+    assert stored_probes(again, settings, "cuda") == {first: [condition]}
+    gpu_condition = {**condition, "status": "condition"}
+    (folder / "probes-cuda.json").write_text(json.dumps({str(first): [gpu_condition]}))
+    assert stored_probes(again, settings, "cuda") == {first: [gpu_condition]}
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(klineage.probe, "probe_lineage", stopped)
+    with Library(tmp_path / "library") as library, pytest.raises(KeyboardInterrupt):
+        mine_into(library, workload, expert, settings, "cpu", max_steps=2)
+    with Library(tmp_path / "library") as library:
+        saved = {s.provenance["step"]: s for s in library.list() if s.kind == "optimization"}
+    assert set(saved) == {s.index for s in again.accepted}  # saved before the probing that was stopped
+    assert all("Fake GPU" in s.effect for s in saved.values())  # with the effects the GPU had timed
+    assert [c["status"] for c in saved[first].conditions] == ["not_a_condition"]  # the walk device's probes
+    assert all(c["status"] == "unprobed" for s in saved.values() if s is not saved[first] for c in s.conditions)
+
+
+def test_probing_on_another_device_takes_the_walks_answers_and_probes_only_what_it_left_open(tmp_path, sandbox):
+    """A walk made on one kind of device and probed on the other: the predicates the walk's device answered are taken
+    from its probes (marked so), the ones it left `not_probed` are probed again. Here the roles are swapped so the
+    interpreter can play the second device: a walk recorded as a GPU's, probed on the CPU."""
+    import json
+    from dataclasses import replace
+
+    from klineage.probe import probe_lineage
+    from klineage.transform import TRANSFORMS
+
+    settings = Settings(data_dir=tmp_path / "home", seeds=2)
+    workload, expert = load_workload(WORKLOAD), load_program(EXPERT)
+    lineage = replace(mine(workload, expert, settings, "cpu", sandbox, max_steps=1), device="NVIDIA Fake GPU")
+    (step,) = lineage.accepted
+    predicates = TRANSFORMS[step.transform].conditions
+    assert len(predicates) >= 2
+    answered, left_open = predicates[0], predicates[1:]
+    folder = tmp_path / "home" / "lineages" / lineage.id
+    gpu_probes = [{"predicate": p, "description": "d", "status": "not_probed" if p in left_open else "condition",
+                   "evidence": "on the GPU", "probe": {}, "parent": {}, "child": {}} for p in predicates]  # fmt: skip
+    (folder / "probes.json").write_text(json.dumps({str(step.index): gpu_probes}))
+    probes = probe_lineage(lineage, workload, settings, "cpu", sandbox)
+    assert (folder / "probes-cpu.json").is_file()
+    got = {c["predicate"]: c for c in probes[step.index]}
+    assert [c["predicate"] for c in probes[step.index]] == list(predicates)  # the family's order
+    assert got[answered]["status"] == "condition" and "where the walk ran" in got[answered]["evidence"]
+    for p in left_open:
+        assert "where the walk ran" not in got[p]["evidence"]  # probed here, with this device's own answer
