@@ -29,7 +29,7 @@ from pathlib import Path
 from klineage.config import Settings, device_name, versions
 from klineage.gates import GateRequest, Verdict, run_gate
 from klineage.mine import LineageStore
-from klineage.optimize import Trajectory, features, optimize, proposer_for, remember_attempts
+from klineage.optimize import Trajectory, evidence_line, features, optimize, proposer_for, remember_attempts
 from klineage.probe import make_probes
 from klineage.program import Program, load_program
 from klineage.sandbox import Job, Sandbox
@@ -443,6 +443,9 @@ def markdown(result: dict) -> str:
              f"{s['date']}; {s['seconds']:.0f} s; versions {s['versions']}.", ""]  # fmt: skip
     if s.get("partial"):
         lines += [f"Partial: the run was cut short; these are the {len(s['instances'])} instances it finished.", ""]
+    evidence = next((t["evidence"] for t in result.get("trajectories", {}).values() if t.get("evidence")), None)
+    if evidence:  # klineage's library, the same for every instance of a run
+        lines += [evidence_line(evidence, s["timed"]), ""]
     if not s["timed"]:
         lines += ["No GPU: nothing was timed. Speedups, roofline fractions and evaluations-to-95% need a GPU; the "
                   "gates, refusals and escape re-checks below are real.", ""]  # fmt: skip

@@ -91,6 +91,7 @@ class Trajectory:
     date: str
     seconds: float
     llm: dict | None = None  # model calls and tokens (klineage.llm.Usage) when a model materialized candidates
+    evidence: dict | None = None  # what the order rested on: the library's skills, how many timed (Proposer.evidence)
 
     @property
     def speedup(self) -> float | None:
@@ -119,7 +120,7 @@ class Trajectory:
             "best_hash": self.best.hash, "start_ms": self.start_ms, "best_ms": self.best_ms,
             "speedup": self.speedup, "roofline_fraction": self.roofline_fraction, "stop": self.stop,
             "timed": self.timed, "evaluations_to_95": self.evaluations_to(0.95), "versions": self.versions,
-            "date": self.date, "seconds": self.seconds, "llm": self.llm,
+            "date": self.date, "seconds": self.seconds, "llm": self.llm, "evidence": self.evidence,
             "attempts": [a.as_dict() for a in self.attempts], "refusals": [asdict(r) for r in self.refusals],
         }  # fmt: skip
 
@@ -342,7 +343,7 @@ def optimize(
         best=current, start_ms=start_ms, best_ms=best_ms, roofline_fraction=roofline, stop=stop,
         timed=device == "cuda", versions=versions(),
         date=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        seconds=time.perf_counter() - started, llm=proposer.llm_usage(),
+        seconds=time.perf_counter() - started, llm=proposer.llm_usage(), evidence=proposer.evidence(),
     )  # fmt: skip
 
 
@@ -359,6 +360,20 @@ def diff(trajectory: Trajectory) -> str:
     return "".join(out)
 
 
+def evidence_line(evidence: dict, timed: bool) -> str:
+    """The library's evidence in one line, with what to do when a GPU run has none of its own."""
+    e = evidence
+    line = (f"Library: {e['skills']} optimization skill{'' if e['skills'] == 1 else 's'}, {e['measured']} with an "
+            f"effect timed on a GPU, {e['measured_here']} on this device ({e['device']}).")  # fmt: skip
+    if timed and e["skills"] and not e["measured"]:
+        line += (" None was timed, so no skill expects a speedup and the order is the families' cost, as the blind "
+                 "catalog's is. Time the library on this GPU: `klineage mine WORKLOAD EXPERT --walk-device cpu "
+                 "--device cuda` for each walk made on the CPU.")  # fmt: skip
+    elif timed and e["measured"] and not e["measured_here"]:
+        line += " The effects were timed on another GPU and are used as they are."
+    return line
+
+
 def report(trajectory: Trajectory) -> str:
     t = trajectory
     kept = [a for a in t.attempts if a.kept]
@@ -367,6 +382,8 @@ def report(trajectory: Trajectory) -> str:
              f"(the first checks the starting program), {t.seconds:.0f} s; stopped: {t.stop}.", ""]  # fmt: skip
     if t.llm:
         lines += [usage_line(t.llm), ""]
+    if t.evidence:
+        lines += [evidence_line(t.evidence, t.timed), ""]
     if t.timed and t.speedup:
         lines.append(f"Time on the bench case: {t.start_ms:.4g} ms -> {t.best_ms:.4g} ms (x{t.speedup:.3f})"
                      + (f", {t.roofline_fraction:.0%} of the roofline" if t.roofline_fraction else "") + ".")

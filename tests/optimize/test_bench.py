@@ -42,6 +42,7 @@ def test_small_run_writes_a_stamped_report_and_invents_no_time(settings, tmp_pat
     assert set(cost) == {"references_s", "escapes_s"} and cost["escapes_s"] > 0
     text = markdown(result)
     assert "No GPU: nothing was timed" in text and "| klineage |" in text
+    assert "Library: 1 optimization skill, 0 with an effect timed on a GPU" in text  # the test skill is untimed
     paths = write_report(result, tmp_path / "report")
     assert json.loads(paths["json"].read_text())["summary"]["klineage"]["escapes"] == 0
 

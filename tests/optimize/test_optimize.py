@@ -14,6 +14,7 @@ from klineage.optimize import (
     MemoryProposer,
     SkillProposer,
     diff,
+    evidence_line,
     features,
     load_memory,
     optimize,
@@ -91,6 +92,10 @@ def test_skills_are_kept_on_cpu_without_inventing_a_time(settings, sandbox):
     assert trajectory.speedup is None and trajectory.evaluations_to(0.95) is None
     text = report(trajectory)
     assert "No GPU: no time was taken" in text and " ms" not in text
+    assert trajectory.as_dict()["evidence"] == {"skills": 2, "measured": 0, "measured_here": 0,
+                                                "device": trajectory.device}  # fmt: skip
+    assert "Library: 2 optimization skills, 0 with an effect timed on a GPU" in text
+    assert "Time the library" not in text  # nothing is timed here anyway: no advice about timing
     assert "+" in diff(trajectory) and "evict_first" in diff(trajectory)
     assert trajectory.evaluations <= 4
 
@@ -856,3 +861,22 @@ def test_the_roofline_fraction_comes_from_the_faster_of_the_final_programs_two_t
     pair_ms["final"] = 0.7  # now the pair is the slower timing: the profile gate's 0.6 ms stands
     trajectory = optimize(wl, start, _FixedProposer("two", [fast]), settings, "cuda", budget=2, sandbox=object())
     assert trajectory.roofline_fraction == pytest.approx(0.4 / 0.6)
+
+
+def test_the_report_says_when_a_gpu_run_had_no_timed_skill_to_order_by(settings):
+    """Run 16: a library walked on the CPU and never timed ordered KLineage's candidates as blind's catalog is; the
+    report says so, and what to run."""
+    wl = load_workload(EXAMPLES / "softmax" / "workload.py")
+    untimed = [make_skill("cache_hints", {"eviction_policy": '"evict_first"'}), make_skill("launch_knobs", {})]
+    timed = [make_skill("launch_knobs", {"num_warps": "8"}, (), 1.2)]
+    evidence = SkillProposer(wl, settings, "cpu", untimed + timed).evidence()
+    assert (evidence["skills"], evidence["measured"], evidence["measured_here"]) == (3, 1, 0)  # timed on an H200
+    assert evidence["device"].startswith("cpu-interpreter")
+    none = {"skills": 3, "measured": 0, "measured_here": 0, "device": "NVIDIA H200"}
+    assert "--walk-device cpu --device cuda" in evidence_line(none, timed=True)
+    assert "--walk-device" not in evidence_line(none, timed=False)
+    elsewhere = {**none, "measured": 2}
+    assert "timed on another GPU" in evidence_line(elsewhere, timed=True)
+    here = {**elsewhere, "measured_here": 2}
+    assert evidence_line(here, timed=True) == ("Library: 3 optimization skills, 2 with an effect timed on a GPU, 2 on "
+                                               "this device (NVIDIA H200).")  # fmt: skip
