@@ -310,9 +310,10 @@ def time_pair(workload: Workload, parent: Program, child: Program, settings: Set
                            timeout_s=settings.timeout_s))  # fmt: skip
 
 
-def gpu_timed(step: Step) -> bool:
-    """Whether a step's effect was taken on a GPU (the effect names it; a CPU walk's effect says no time was taken)."""
-    return bool(step.effect.get("measured")) and bool(step.effect.get("device"))
+def timed_on(step: Step, device: str) -> bool:
+    """Whether a step's effect was taken on the device named `device` (a GPU's effect names it; a CPU walk's effect
+    says no time was taken)."""
+    return bool(step.effect.get("measured")) and step.effect.get("device") == device
 
 
 def retime(lineage: Lineage, workload: Workload, settings: Settings, device: str,
@@ -321,17 +322,19 @@ def retime(lineage: Lineage, workload: Workload, settings: Settings, device: str
     earlier measurement beside it: for effects first taken on a busy machine, or never taken because the walk ran on
     a machine without a GPU (a walk resumed on the CPU: `klineage mine --walk-device cpu --device cuda`); each effect
     names the GPU and versions that timed it (gates.profile_pair_job). The lineage's records are rewritten after
-    every step, so a run stopped part way keeps what it timed; `keep_timed` skips the steps a GPU has timed already
-    (a walk made on the CPU whose timing was cut short is resumed, not started again)."""
+    every step, so a run stopped part way keeps what it timed; `keep_timed` skips the steps this GPU has timed
+    already (a walk made on the CPU whose timing was cut short is resumed, not started again; another GPU's timings
+    are taken again)."""
     if device != "cuda":
         raise MiningError("retiming needs a GPU: effects are never measured on the CPU")
     own = sandbox is None
     sandbox = sandbox or Sandbox(warm=settings.warm)
     store = LineageStore(settings.data_dir / "lineages" / lineage.id)
     steps = list(lineage.steps)
+    here = device_name(device) if keep_timed else ""
     try:
         for i, step in enumerate(lineage.steps):
-            if not step.accepted or (keep_timed and gpu_timed(step)):
+            if not step.accepted or (keep_timed and timed_on(step, here)):
                 continue
             parent = store.load_program(step.parent, lineage.expert)
             child = store.load_program(step.child, lineage.expert)

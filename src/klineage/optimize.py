@@ -363,8 +363,9 @@ def diff(trajectory: Trajectory) -> str:
 def evidence_line(evidence: dict, timed: bool) -> str:
     """The library's evidence in one line, with what to do when a GPU run has none of its own."""
     e = evidence
-    line = (f"Library: {e['skills']} optimization skill{'' if e['skills'] == 1 else 's'}, {e['measured']} with an "
-            f"effect timed on a GPU, {e['measured_here']} on this device ({e['device']}).")  # fmt: skip
+    skills = f"{e['skills']} optimization skill{'' if e['skills'] == 1 else 's'}"
+    here = f", {e['measured_here']} on this one ({e['device']})" if timed else ""
+    line = f"Library: {skills}, {e['measured']} with an effect timed on a GPU{here}."
     if timed and e["skills"] and not e["measured"]:
         line += (" None was timed, so no skill expects a speedup and the order is the families' cost, as the blind "
                  "catalog's is. Time the library on this GPU: `klineage mine WORKLOAD EXPERT --walk-device cpu "

@@ -489,8 +489,8 @@ def probe_lineage(lineage: Lineage, workload: Workload, settings: Settings, devi
     A walk made on the CPU and probed on a GPU: the predicates the CPU answered (a counterexample, or none that
     breaks either form) are taken from the walk's probes, marked so, and the GPU probes only those the interpreter
     cannot decide (`not_probed` there: alignment, hints, cache modifiers, what the interpreter ignores). Each probe
-    is a pair of full checks, and six experts probed again in full on one H200 did not finish in six minutes
-    (run 16)."""
+    is a pair of full checks: in run 16, four experts that had finished their timing on one H200 were still being
+    probed again in full at the six-minute limit (matmul had not finished one step)."""
     import json
     import queue
     import threading

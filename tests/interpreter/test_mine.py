@@ -119,14 +119,16 @@ def test_retime_measures_accepted_steps_again_and_keeps_the_earlier_measurement(
 
 
 def test_a_stopped_retime_keeps_its_timings_and_mining_saves_skills_before_probing(tmp_path, sandbox, monkeypatch):
-    """Run 16: six experts walked on the CPU were timed on the H200, the pipeline's limit cut them while probing, and
-    no skill carried a GPU effect, because the timings were rewritten and the skills written only at the end."""
+    """Run 16: experts walked on the CPU were timed on the H200 and the pipeline's limit cut them while timing or
+    probing; no skill carried a GPU effect, because the timings were rewritten and the skills written only at the
+    end."""
     import json
     from dataclasses import dataclass, replace
 
+    import klineage.mine
     import klineage.probe
     from klineage.library import Library, mine_into
-    from klineage.mine import LineageStore, gpu_timed, retime
+    from klineage.mine import LineageStore, retime, timed_on
     from klineage.probe import stored_probes
     from klineage.sandbox import SandboxResult
 
@@ -151,14 +153,19 @@ def test_a_stopped_retime_keeps_its_timings_and_mining_saves_skills_before_probi
     with pytest.raises(KeyboardInterrupt):
         retime(lineage, workload, settings, "cuda", StoppedGpu([], stop_at=2))
     stored = store.steps()
-    assert [gpu_timed(s) for s in stored if s.accepted] == [True, False]  # the first timing was kept on disk
-    assert [gpu_timed(s) for s in store.lineage().steps if s.accepted] == [True, False]
+    assert [timed_on(s, "Fake GPU") for s in stored if s.accepted] == [True, False]  # the first timing is on disk
+    assert [timed_on(s, "Fake GPU") for s in store.lineage().steps if s.accepted] == [True, False]
+    monkeypatch.setattr(klineage.mine, "device_name", lambda device: "Fake GPU")  # the GPU this run is on
     resumed = StoppedGpu([], stop_at=0)
     again = retime(replace(lineage, steps=stored), workload, settings, "cuda", resumed, keep_timed=True)
-    assert len(resumed.jobs) == 1 and all(gpu_timed(s) for s in again.accepted)  # only the untimed step was timed
+    assert len(resumed.jobs) == 1 and all(timed_on(s, "Fake GPU") for s in again.accepted)  # the untimed one only
     explicit = StoppedGpu([], stop_at=0)
     retime(again, workload, settings, "cuda", explicit)
     assert len(explicit.jobs) == 2  # an explicit retime measures every step again
+    monkeypatch.setattr(klineage.mine, "device_name", lambda device: "Another GPU")
+    elsewhere = StoppedGpu([], stop_at=0)
+    retime(again, workload, settings, "cuda", elsewhere, keep_timed=True)
+    assert len(elsewhere.jobs) == 2  # another GPU's timings are taken again on this one
 
     # probes that finished before a stop are read back, over the walk device's for the steps not probed yet
     first = again.accepted[0].index

@@ -879,4 +879,5 @@ def test_the_report_says_when_a_gpu_run_had_no_timed_skill_to_order_by(settings)
     assert "timed on another GPU" in evidence_line(elsewhere, timed=True)
     here = {**elsewhere, "measured_here": 2}
     assert evidence_line(here, timed=True) == ("Library: 3 optimization skills, 2 with an effect timed on a GPU, 2 on "
-                                               "this device (NVIDIA H200).")  # fmt: skip
+                                               "this one (NVIDIA H200).")  # fmt: skip
+    assert evidence_line(here, timed=False) == "Library: 3 optimization skills, 2 with an effect timed on a GPU."
