@@ -19,7 +19,8 @@ measured in the same run: what would close each gap, before a transform is writt
   unmasked full tiles and base-2 exponentials (KL_LEAN).
 - argmax_forms: the row argmax twin's reduction written other ways, at 8, 16 and 32 warps: merged (fp32, as
   `merged_reductions` writes it), merged on the loaded bf16 values (no fp32 upcast; a comparison is exact in
-  either), and two plain reductions (the maximum, then the first column that holds it) in fp32 and in bf16.
+  either), two plain reductions (the maximum, then the first column that holds it) in fp32 and in bf16, and one
+  plain int32 maximum over packed keys (ARGMAX_PACKED: the value's order-preserving bits over 65535 - column).
 
 Each program is checked against the reference on the case first (a wrong one is reported, not timed). Without a GPU
 and with TRITON_INTERPRET=1, `--case tiny` checks the programs on the CPU and times nothing. Medians
@@ -75,6 +76,24 @@ def row_argmax_kernel(x_ptr, values_ptr, indices_ptr, n_cols, x_row_stride, BLOC
 # Online statistics per lane (running max, sum rescaled when the max grows); lanes start at a finite floor so that a
 # lane that has seen only masked -inf adds exp(-inf) = 0 instead of exp(nan). ONE_PASS also rescales the sum of
 # exp(p - m) * (p - q), so that KL = A / S_p - lse_p + lse_q needs no third sweep.
+# The row's best as one integer maximum: each bf16 value's bits made order-preserving (a negative value's magnitude
+# bits flipped) in the high half of an int32 and 65535 - column in the low half, so one plain tl.max gives the
+# largest value and, among equal values, the first column. Needs 16-bit values and rows of at most 65536 columns.
+ARGMAX_PACKED = """
+@triton.jit
+def row_argmax_kernel_one_tile(x_ptr, values_ptr, indices_ptr, n_cols, x_row_stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=cols < n_cols, other=-float("inf"))
+    bits = x.to(tl.int16, bitcast=True).to(tl.int32)
+    key = tl.where(bits < 0, bits ^ 0x7FFF, bits)
+    best = tl.max(key * 65536 + (65535 - cols), axis=0)
+    best_key = best >> 16
+    value = tl.where(best_key < 0, best_key ^ 0x7FFF, best_key).to(tl.int16).to(tl.bfloat16, bitcast=True)
+    tl.store(values_ptr + row, value.to(values_ptr.dtype.element_ty))
+    tl.store(indices_ptr + row, (65535 - (best & 0xFFFF)).to(tl.int64))
+"""
+
 KL_ONLINE = """
 @triton.jit
 def kl_rows_kernel(q_ptr, p_ptr, row_kl_ptr, n_cols, q_row_stride, p_row_stride, BLOCK: tl.constexpr):
@@ -461,6 +480,8 @@ def main() -> None:
         forms = {"fp32 merged": None, "bf16": one_tile.replace(upcast, "\n    tile_max"),
                  "fp32 two plain": one_tile.replace(argmax_line, plain)}
         forms["bf16 two plain"] = forms["bf16"].replace(argmax_line, plain)
+        forms["packed key, one int32 max"] = ARGMAX_PACKED.split("def row_argmax_kernel_one_tile", 1)[1] + \
+            "\n\n" + one_tile.split("\n\n\n", 1)[1]
         for label, kernel in forms.items():
             text = twin if kernel is None else head + "def row_argmax_kernel_one_tile" + kernel
             if kernel is None or label == "bf16":
