@@ -162,6 +162,9 @@ class LLMProposer(Proposer):
         return self._candidate(cand.program, module, parsed, label, cand.origin, cand.transform, cand.expected,
                                cand.decided_by, depth)  # fmt: skip
 
+    def evidence(self) -> dict | None:
+        return self.base.evidence()  # the model materializes the base method's guidance: its evidence is the base's
+
     def llm_usage(self) -> dict:
         return self.client.usage.as_dict()
 

@@ -296,6 +296,9 @@ class _FixedProposer:
     def llm_usage(self):
         return None
 
+    def evidence(self):
+        return None
+
 
 def test_methods_of_one_instance_share_measurements_but_spend_their_own_budget(monkeypatch, settings):
     """bench passes one memo per instance: the start is profiled once and a pair timed once however many methods
