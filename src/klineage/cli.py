@@ -600,12 +600,14 @@ def skills_list(library_dir, family, condition, kind, as_json) -> None:
     if as_json:
         click.echo(json.dumps([s.as_dict() for s in found], indent=2))
         return
-    table = Table(title=f"{len(found)} skills", title_justify="left")
+    # an effect names the GPU that timed it: a library walked on a laptop has none until a GPU times it
+    timed = sum(any(e.get("measured") for e in s.effect.values()) for s in found if s.kind != "guard")
+    table = Table(title=f"{len(found)} skills ({timed} timed on a GPU)", title_justify="left")
     for column in ("id", "kind", "family", "where", "conditions", "effect"):
         table.add_column(column, overflow="fold")
     for s in found:
-        effects = [e for e in s.effect.values()]
-        effect = next((f"x{e['speedup']:.3f}" for e in effects if e.get("measured")), "unmeasured")
+        effect = next((f"x{e['speedup']:.3f} ({device})" for device, e in s.effect.items() if e.get("measured")),
+                      "unmeasured")  # fmt: skip
         table.add_row(s.id, s.kind, str(s.family), f"{s.location['function']}:{s.location['line']}",
                       ", ".join(c["predicate"] for c in s.conditions), effect if s.kind != "guard" else "")  # fmt: skip
     console.print(table)

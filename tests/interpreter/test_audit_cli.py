@@ -102,6 +102,9 @@ def test_mine_and_skills_cli(tmp_path):
     assert len(record["lineage"]["steps"]) == 2 and len(record["skills"]) == 2
     listed = runner.invoke(main, ["skills", "list", "--library", str(library), "--json"])
     assert listed.exit_code == 0 and {s["id"] for s in json.loads(listed.output)} == set(record["skills"])
+    table = runner.invoke(main, ["skills", "list", "--library", str(library)])
+    assert table.exit_code == 0 and f"{len(record['skills'])} skills (0 timed on a GPU)" in table.output
+    assert "unmeasured" in table.output  # mined on the CPU: no effect was timed
     shown = runner.invoke(main, ["skills", "show", record["skills"][0], "--library", str(library)])
     assert shown.exit_code == 0 and "## Conditions" in shown.output and "unprobed" in shown.output
     unknown = runner.invoke(main, ["skills", "show", "no.such.skill", "--library", str(library)])
