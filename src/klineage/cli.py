@@ -236,15 +236,11 @@ def demo(device, budget, as_json) -> None:
     """The main job end to end: mine the bundled RMSNorm expert into a library, optimize the bundled naive RMSNorm
     with the mined skills, print the lineage and the report (on the CPU when there is no GPU)."""
     from klineage.check import resolve_device
-    from klineage.features import features
-    from klineage.library import Library
-    from klineage.mine import mine as run_mine
+    from klineage.library import Library, mine_into
     from klineage.optimize import optimize as run_optimize
     from klineage.optimize import proposer_for, report, write_outputs
-    from klineage.probe import probe_lineage
     from klineage.program import load_program
     from klineage.sandbox import Sandbox
-    from klineage.skills import skills_from_lineage
     from klineage.workload import load_workload
 
     dev = resolve_device(device)
@@ -256,15 +252,11 @@ def demo(device, budget, as_json) -> None:
     library_dir = settings.data_dir / "demo" / "library"
     with _progress(as_json) as progress, Sandbox(warm=settings.warm) as sandbox:
         task = progress.add_task("mining", total=None)
-        lineage = run_mine(workload, expert, settings, dev, sandbox,
-                           on_step=lambda st: progress.update(task, description=f"mining: step {st.index} "
-                                                              f"{st.transform}"))  # fmt: skip
-        progress.update(task, description="probing conditions")
-        probes = probe_lineage(lineage, workload, settings, dev, sandbox)
-        skills = skills_from_lineage(lineage, probes, features(expert, workload))
         with Library(library_dir) as library:
-            for skill in skills:
-                library.save(skill)
+            lineage, _, skills = mine_into(
+                library, workload, expert, settings, dev, sandbox=sandbox,
+                on_step=lambda st: progress.update(task, description=f"mining: step {st.index} {st.transform}"),
+                on_phase=lambda text: progress.update(task, description=text))  # fmt: skip
         proposer = proposer_for("klineage", target_wl, settings, dev, library_dir)
         progress.update(task, description="optimizing", total=budget, completed=0)
         trajectory = run_optimize(target_wl, target, proposer, settings, dev, budget, sandbox,
