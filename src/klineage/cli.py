@@ -593,13 +593,12 @@ def skills_list(library_dir, family, condition, kind, as_json) -> None:
         click.echo(json.dumps([s.as_dict() for s in found], indent=2))
         return
     # an effect names the GPU that timed it: a library walked on a laptop has none until a GPU times it
-    timed = sum(any(e.get("measured") for e in s.effect.values()) for s in found if s.kind != "guard")
+    timed = sum(bool(s.timed_devices()) for s in found if s.kind != "guard")
     table = Table(title=f"{len(found)} skills ({timed} timed on a GPU)", title_justify="left")
     for column in ("id", "kind", "family", "where", "conditions", "effect"):
         table.add_column(column, overflow="fold")
     for s in found:
-        effect = next((f"x{e['speedup']:.3f} ({device})" for device, e in s.effect.items() if e.get("measured")),
-                      "unmeasured")  # fmt: skip
+        effect = next((f"x{s.effect[d]['speedup']:.3f} ({d})" for d in s.timed_devices()), "unmeasured")
         table.add_row(s.id, s.kind, str(s.family), f"{s.location['function']}:{s.location['line']}",
                       ", ".join(c["predicate"] for c in s.conditions), effect if s.kind != "guard" else "")  # fmt: skip
     console.print(table)

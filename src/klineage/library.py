@@ -105,7 +105,8 @@ def mine_into(library: Library, workload: Workload, expert: Program, settings: S
               on_phase: Callable[[str], None] | None = None) -> tuple[Lineage, Probes | None, list[Skill]]:  # fmt: skip
     """Mine EXPERT into LIBRARY: the walk (made on `walk_device`, default `device`, or read as recorded from it),
     the accepted steps timed again (`retime`, or always where the walk was made on the CPU and `device` is a GPU),
-    the skills saved, the conditions probed, the skills saved again. (lineage, probes, skills).
+    the skills saved, the conditions probed, the skills saved again. (lineage, probes, skills). `on_phase` is told
+    each phase as it starts, in a line beginning "timing" or "probing" (mine_all.py times the walk by the latter).
 
     The skills are saved before the probes as well as after: a run stopped while probing (a pipeline's time limit)
     then leaves skills with their measured effects, and with the conditions of the probes that finished (or the

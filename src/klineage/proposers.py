@@ -647,9 +647,9 @@ class SkillProposer(Proposer):
         without any, every skill expects x1.0 and the order is the families' cost, as blind's catalog is (run 16:
         a library walked on the CPU and never timed ended level with blind on six instances)."""
         here = device_name(self.device)
-        timed = [s for s in self.skills if any(e.get("measured") for e in s.effect.values())]
-        return {"skills": len(self.skills), "measured": len(timed), "device": here,
-                "measured_here": sum(bool(s.effect.get(here, {}).get("measured")) for s in timed)}  # fmt: skip
+        timed = [s.timed_devices() for s in self.skills]
+        return {"skills": len(self.skills), "measured": sum(map(bool, timed)), "device": here,
+                "measured_here": sum(here in devices for devices in timed)}  # fmt: skip
 
     def expected(self, skill: Skill) -> float:
         """The skill's measured speedup on this device (any device if none here), discounted by how unlike the

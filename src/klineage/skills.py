@@ -35,6 +35,10 @@ class Skill:
     def as_dict(self) -> dict:
         return asdict(self)
 
+    def timed_devices(self) -> list[str]:
+        """The devices whose effect entry holds a measurement (a GPU's name; none for a walk never timed)."""
+        return [device for device, e in self.effect.items() if e.get("measured")]
+
     @staticmethod
     def from_dict(d: dict) -> Skill:
         if d.get("schema") != SCHEMA_VERSION:
