@@ -1,7 +1,8 @@
 """Where a bench run's time went: per method, the attempts, the wall seconds each took (gates and timing, waits
 for a shared GPU included), how many effects were reused from another method of the same instance, the runs'
 total seconds, and of an attempt's seconds: its gates, and its timing job (as the caller saw it, and of that the
-child's setup, its wait for the GPU alone and its hold of it);
+child's setup, its first calls beside other jobs (compiling), its wait for the GPU alone and its hold of it, with
+the hold's total over the method's attempts: a GPU's exclusive time, which every job on it waits for);
 then, per instance, the seconds outside the runs (the references job, the escape re-checks).
 Reads one or more bench.json reports (a shard's folder or the file). A report, not a test.
 
@@ -21,7 +22,7 @@ def costs(results: list[dict]) -> dict[str, dict]:
         for key, t in result["trajectories"].items():
             m = out.setdefault(key.rsplit("/", 1)[1], {"runs": 0, "seconds": 0.0, "attempts": [], "reused": 0,
                                                          "check": [], "wait": [], "held": [], "job": [],
-                                                         "setup": []})  # fmt: skip
+                                                         "setup": [], "first": []})  # fmt: skip
             m["runs"] += 1
             m["seconds"] += t.get("seconds") or 0.0
             for a in t["attempts"]:
@@ -33,7 +34,7 @@ def costs(results: list[dict]) -> dict[str, dict]:
                 if a["effect"].get("reused"):
                     continue
                 for name, key in (("wait", "gpu_wait_s"), ("held", "gpu_held_s"), ("job", "job_s"),
-                                  ("setup", "setup_s")):  # fmt: skip
+                                  ("setup", "setup_s"), ("first", "first_calls_s")):  # fmt: skip
                     if key in a["effect"]:
                         m[name].append(a["effect"][key])
     return out
@@ -54,9 +55,9 @@ def main() -> None:
         raise SystemExit(__doc__)
     results = [json.loads(p.read_text()) for p in paths]
     print("| method | runs | run seconds (total) | attempts with seconds | s per attempt, median | p80 | "
-          "reused effects | gates s, median | timing job s, median | its setup s | GPU wait s, median | "
-          "GPU held s, median |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "reused effects | gates s, median | timing job s, median | its setup s | first calls s | "
+          "GPU wait s, median | GPU held s, median | GPU held s, total |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 
     def median(values: list[float]) -> str:  # reports from before a figure was recorded: n/a
         return f"{statistics.median(values):.1f}" if values else "n/a"
@@ -65,8 +66,8 @@ def main() -> None:
         a = m["attempts"]
         p80 = f"{_quantile(a, 0.8):.1f}" if a else "n/a"
         print(f"| {method} | {m['runs']} | {m['seconds']:.0f} | {len(a)} | {median(a)} | {p80} | {m['reused']} | "
-              f"{median(m['check'])} | {median(m['job'])} | {median(m['setup'])} | {median(m['wait'])} | "
-              f"{median(m['held'])} |")
+              f"{median(m['check'])} | {median(m['job'])} | {median(m['setup'])} | {median(m['first'])} | "
+              f"{median(m['wait'])} | {median(m['held'])} | {sum(m['held']):.0f} |")
     outside = [c for r in results for c in r.get("costs", {}).values()]  # reports from before costs: none
     if outside:
         print()

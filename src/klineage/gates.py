@@ -761,6 +761,7 @@ def profile_pair_job(payload: tuple[GateRequest, Program]) -> dict:
         "significant": abs(speedup - 1) > noise,
         "gpu_wait_s": parent_t.turn_wait_s,
         "gpu_held_s": parent_t.turn_held_s,
+        "first_calls_s": parent_t.first_calls_s,
         "setup_s": setup_s,
         # what timed it: a walk made on the CPU and timed here keys its skills' effects by this GPU
         "device": device_name("cuda"),

@@ -208,9 +208,11 @@ def _timed_effect(workload, current: Program, candidate: Program, settings, devi
             "current_spread": v["parent_spread"], "candidate_spread": v["child_spread"],
             "speedup": v["parent_ms"] / v["child_ms"],
             # where the timing job's time went: the job as the caller saw it (the child's start included), the
-            # child's setup (programs installed, models built, inputs made), waiting for the GPU alone, holding it
+            # child's setup (programs installed, models built, inputs made), its first calls (compiling, beside
+            # other jobs), waiting for the GPU alone, holding it
             "job_s": round(time.perf_counter() - began, 3),
-            **{k: round(v[k], 3) for k in ("setup_s", "gpu_wait_s", "gpu_held_s") if k in v}}  # fmt: skip
+            **{k: round(v[k], 3) for k in ("setup_s", "first_calls_s", "gpu_wait_s", "gpu_held_s")
+               if k in v}}  # fmt: skip
 
 
 def _memoized(memo: dict | None, key: tuple, make: Callable[[], CheckReport]) -> CheckReport:

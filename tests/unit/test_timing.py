@@ -42,3 +42,37 @@ def test_events_time_the_call_not_the_flush_queued_before_it(monkeypatch):
     assert fast.spread == 0.0
     # the host clock ran for a few microseconds of real time; the 5 ms of fake flush came off it
     assert -5.0 < fast.wall_median_ms < -4.0
+
+
+def test_first_calls_compile_beside_other_jobs_and_only_an_autotuner_takes_the_gpu_alone(monkeypatch, tmp_path):
+    from triton.runtime import autotuner
+
+    from tests.unit.test_gpu_lock import lock_mode_job
+
+    path = str(tmp_path / "gpu0.lock")
+    monkeypatch.setenv("KLINEAGE_GPU_LOCK", path)
+    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch, "empty", lambda *a, **k: FakeFlush())
+    seen = []
+
+    def autotuned_run(self):
+        seen.append(("autotuner", lock_mode_job(path)))
+
+    monkeypatch.setattr(autotuner.Autotuner, "run", autotuned_run)
+
+    def call():
+        seen.append(("call", lock_mode_job(path)))
+        if len(seen) == 1:  # the first call of a program whose kernel autotunes
+            autotuner.Autotuner.run(object())
+        Clock.now += 1.0
+
+    (t,) = timing.time_calls([call], warmup_ms=0.0, rep_ms=0.0, min_reps=3)
+    # the first call ran beside other jobs; its autotuner's benchmarks and the measured calls had the GPU alone
+    assert seen[:2] == [("call", "none"), ("autotuner", "exclusive")]
+    assert len(seen) > 3 and all(mode == "exclusive" for _, mode in seen[2:])
+    assert autotuner.Autotuner.run is autotuned_run and t.median_ms == 1.0 and t.first_calls_s >= 0.0
+
+    seen.clear()
+    timing.time_calls([call], warmup_ms=0.0, rep_ms=0.0, min_reps=3, first_calls_alone=True)
+    assert seen[0] == ("call", "exclusive")
