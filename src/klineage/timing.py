@@ -27,7 +27,7 @@ class Timing:
     reps: int
     wall_median_ms: float  # host clock around call + device sync: catches work the events cannot see
     turn_wait_s: float = 0.0  # seconds waited for the GPU alone (other jobs' measurements on a shared GPU)
-    turn_held_s: float = 0.0  # seconds the measured section held it: warm-up, repetitions (and first calls if alone)
+    turn_held_s: float = 0.0  # seconds the measured section had it alone: warm-up, repetitions (first calls if alone)
     first_calls_s: float = 0.0  # seconds the first calls took beside other jobs (compiling, an autotuner's turn)
 
     @property
@@ -54,11 +54,11 @@ def time_calls(
     Each callable cycles through its own input sets internally; each repetition flushes L2 first. On a GPU shared
     with other jobs the measured section runs with the GPU to itself (sandbox.exclusive_turn); the caller's setup
     does not, and neither do the first calls, which compile: they run beside other jobs' checks, and only an
-    autotuner's benchmarks among them take the GPU alone (`autotuners_alone`). In run 16, with the first calls
-    inside the exclusive turn, a timing held the GPU 8.7 s on average (408 s over 47 timings; median 3.7 s) where its
-    warm-up and repetitions ask for about a quarter of a second, and every other job on the GPU waited meanwhile.
-    `first_calls_alone` puts them back inside, for calls whose first run benchmarks by other means than Triton's
-    autotuner."""
+    autotuner's benchmarks among them take the GPU alone (`autotuners_alone`): another job's check may run while
+    this one compiles, and a timer waiting for the GPU alone need not wait for it. `first_calls_alone` puts them
+    back inside, for calls whose first run benchmarks by other means than Triton's autotuner. In run 17 (one H200,
+    12 bench shards) the first calls took 0.5-0.6 s (median) beside other jobs; the measured section took 0.28-1 s
+    in 25 of 60 timings, counted with the wait to take the shared turn back that `turn_held_s` then included."""
     from klineage.sandbox import exclusive_turn
 
     first = time.perf_counter()
@@ -71,7 +71,7 @@ def time_calls(
         if first_calls_alone:
             _first_calls(calls)
         timings = _time_calls(calls, warmup_ms, rep_ms, min_reps)
-    held = time.perf_counter() - got
+        held = time.perf_counter() - got  # inside: leaving waits for the shared turn again, which is not holding
     first_s = asked - first if not first_calls_alone else 0.0
     return [replace(t, turn_wait_s=got - asked, turn_held_s=held, first_calls_s=first_s) for t in timings]
 
