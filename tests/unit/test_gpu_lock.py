@@ -1,6 +1,7 @@
 """Jobs sharing one GPU take turns through $KLINEAGE_GPU_LOCK: every job holds a shared turn, a measurement trades
-it for the GPU alone (exclusive_turn) and back, and a waiting timer is not starved by checks that keep arriving.
-Without the variable nothing is locked."""
+it for the GPU alone (exclusive_turn) and back, a waiting timer is not starved by checks that keep arriving, and a
+check lets a waiting timer go between its trials (yield_turn) and while it works off the GPU (off_gpu). Without the
+variable nothing is locked."""
 
 import fcntl
 import threading
@@ -8,7 +9,7 @@ import time
 
 import pytest
 
-from klineage.sandbox import Job, Sandbox, exclusive_turn, gpu_turn
+from klineage.sandbox import Job, Sandbox, exclusive_turn, gpu_turn, off_gpu, yield_turn
 
 
 def _try(path, mode) -> bool:
@@ -140,3 +141,51 @@ def test_a_measurement_inside_an_exclusive_turn_does_not_wait_on_itself(tmp_path
     assert done.wait(5)  # a script that holds the GPU and then times (profile_vs_do_bench) must not deadlock
     worker.join(5)
     assert _try(path, fcntl.LOCK_EX)
+
+
+def timer_job(path: str) -> tuple[float, float]:
+    """Inside a sandbox child: a measurement of 0.3 s with the GPU alone; when did it have the GPU?"""
+    with exclusive_turn():
+        start = time.time()
+        time.sleep(0.3)
+        return start, time.time()
+
+
+def test_a_check_lets_a_waiting_timer_measure_between_two_trials(tmp_path, monkeypatch):
+    path = str(tmp_path / "gpu0.lock")
+    monkeypatch.setenv("KLINEAGE_GPU_LOCK", path)
+    env = {"KLINEAGE_DEVICE": "cuda", "KLINEAGE_GPU_LOCK": path}
+    with gpu_turn(exclusive=False):  # this test plays a check holding its shared turn
+        yield_turn()  # no timer waiting: the check goes on holding its turn
+        assert lock_mode_job(path) == "shared"
+        results = {}
+
+        def timer():
+            with Sandbox(warm=False) as sb:
+                results["timer"] = sb.run(Job("tests.unit.test_gpu_lock:timer_job", path, env=env, timeout_s=60))
+
+        thread = threading.Thread(target=timer)
+        thread.start()
+        deadline = time.time() + 30
+        while _try(path + ".turn", fcntl.LOCK_EX) and time.time() < deadline:  # until the timer waits at the turnstile
+            time.sleep(0.05)
+        time.sleep(0.3)
+        assert thread.is_alive()  # it waits for this check's turn
+        yield_turn()
+        resumed = time.time()
+        assert lock_mode_job(path) == "shared"  # the check has its turn back
+        thread.join(30)
+    start, end = results["timer"].value
+    assert start < resumed and end <= resumed  # the timer measured before the check went on
+
+
+def test_a_section_off_the_gpu_lets_a_timer_have_it(tmp_path, monkeypatch):
+    path = str(tmp_path / "gpu0.lock")
+    monkeypatch.setenv("KLINEAGE_GPU_LOCK", path)
+    with gpu_turn(exclusive=False):
+        with off_gpu():
+            assert _try(path, fcntl.LOCK_EX)  # nothing of this job is held while it disassembles
+        assert lock_mode_job(path) == "shared"
+    monkeypatch.delenv("KLINEAGE_GPU_LOCK")
+    with off_gpu():  # without the lock: nothing to let go
+        yield_turn()
