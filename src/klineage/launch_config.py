@@ -276,21 +276,26 @@ def _pow2(v: int) -> bool:
 
 def neighbours(t: Tunable) -> list[int]:
     """Values next to the current one: x2 and /2, kept within bounds and powers of two."""
-    lo, hi = WORK_BOUNDS if t.work else BOUNDS.get(t.keyword, TILE_BOUNDS)
     out = []
     for v in (t.value * 2, t.value // 2):
         if t.keyword == "num_stages":
             v = t.value + (1 if v > t.value else -1)
-        if lo <= v <= hi and v != t.value and (t.keyword == "num_stages" or _pow2(v)):
+        if allowed(t, v):
             out.append(v)
     return out
+
+
+def allowed(t: Tunable, value: int) -> bool:
+    """Whether `t` may take `value`: within its bounds, a power of two (stages: any count), not its present one."""
+    lo, hi = WORK_BOUNDS if t.work else BOUNDS.get(t.keyword, TILE_BOUNDS)
+    return lo <= value <= hi and value != t.value and (t.keyword == "num_stages" or _pow2(value))
 
 
 def describe(values: dict[str, int]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(values.items()))
 
 
-__all__ = ["Tunable", "describe", "neighbours", "tunables", "with_values"]
+__all__ = ["Tunable", "allowed", "describe", "neighbours", "tunables", "with_values"]
 
 
 class _ToMeta(cst.CSTTransformer):

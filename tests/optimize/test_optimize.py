@@ -807,6 +807,32 @@ def test_a_kept_tile_step_is_followed_by_the_next_step_the_same_way(settings, mo
     assert warps and seen(warps[0], True) is None
 
 
+def test_a_tile_step_that_paid_much_is_followed_by_two_steps_at_once(settings, monkeypatch):
+    """Run 17 (H200, budget 4): KLineage climbed bias_gelu's BLOCK one doubling per evaluation (x1.98, x1.74, x1.21)
+    where the memory baseline's jump to 4096 ended faster. A kept step of x1.5 or more is followed by x4; a smaller
+    gain by x2; where x4 would leave the tunable's bounds, x2."""
+    from klineage.launch_config import TILE_BOUNDS
+    from klineage.optimize import Attempt
+
+    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
+    folder = SUITES["heldout"] / "mse_loss"
+    wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
+    proposer = SkillProposer(wl, settings, "cuda", [])
+    up = next(c for c in proposer.propose(prog) if c.label == "BLOCK: 256 -> 512")
+
+    def kept(cand, speedup):
+        return proposer.observe(Attempt(2, cand, True, "kept", [], {"measured": True, "speedup": speedup}), 3)
+
+    assert kept(up, 1.49).label == "BLOCK: 512 -> 1024"
+    onward = kept(up, 1.99)
+    assert onward.label == "BLOCK: 512 -> 2048" and "BLOCK = 2048" in onward.program.source
+    top = TILE_BOUNDS[1]
+    near = next(c for c in proposer.propose(
+        prog.__class__(prog.name, prog.source.replace("BLOCK = 256", f"BLOCK = {top // 4}"), prog.modules, prog.path))
+        if c.label == f"BLOCK: {top // 4} -> {top // 2}")  # fmt: skip
+    assert kept(near, 2.0).label == f"BLOCK: {top // 2} -> {top}"  # x4 is out of bounds: x2
+
+
 def test_the_atomic_row_sums_chunk_is_searched_with_its_tile_and_followed_the_same_way(settings, monkeypatch):
     """The atomic row sum stayed at 0.59 of the roofline in runs 9-11: its CHUNK (work per program) was no launch
     parameter. Alone, CHUNK went 512 -> 2048 (x1.23, x1.07) and then 4096 ran at x0.65 with the 128-wide tile
