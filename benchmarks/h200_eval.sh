@@ -13,7 +13,8 @@
 #      given (an earlier run's results, carried in .state), and the planted/probed/hinted fixtures on GPU 0
 #      (FIXTURES=1, not waited for); mining stops at A_MINUTES;
 #   B. the data directories merged into one library; with MEMORY=1 the memory baseline's base built from the merged
-#      lineages' simplest forms (5 parallel shards, blind runs of MEMORY_BUDGET, MEMORY_MINUTES at most); then
+#      lineages' simplest forms (5 parallel shards, blind runs of MEMORY_BUDGET, MEMORY_MINUTES at most; with
+#      WALK_DEVICE=cpu it is built from the walks instead, beside A, MEMORY_MINUTES from the start); then
 #      SHARDS bench shards (spread over the GPUs) run METHODS on SUITES (INSTANCES of them, where given) under BUDGET,
 #      each rewriting its report after every instance; the GPU tests beside them (GPU_TESTS=1: tests/gpu; or a
 #      test path). WAIT_MINING=0 starts B at once, with the lineages as they were.
@@ -56,6 +57,7 @@ env_setup() {
     fi
     export PYTHONPATH="/tmp/site:$PWD/src:$PWD${PYTHONPATH:+:$PYTHONPATH}"
     export KLINEAGE_SEED_CASE=tiny PYTHONUNBUFFERED=1 KLINEAGE_INPUT_CACHE=/dev/shm/klineage-inputs
+    export KLINEAGE_PROGRESS_LINES=1  # the logs say which instance, method and evaluation each process is at
     KLINEAGE_COMMIT="$(cat .state/COMMIT 2>/dev/null || echo unknown)"
     export KLINEAGE_COMMIT
 }
@@ -85,6 +87,23 @@ walks() {  # walks DIR [JOBS]: the six experts walked and probed on this machine
             echo "$(date -u +%H:%M:%S) walked $name: rc $?" | tee -a "$dir/stages.txt") &
     done
     wait
+}
+
+memory_build() {  # memory_build HOME END: the memory baseline's base, blind runs on HOME's experts' simplest forms
+    # (5 parallel shards) until END, joined into $R/memory.json
+    local home=$1 end=$2 i mem=()
+    stage "memory base from the lineages in $home"
+    for i in $(seq 1 5); do
+        (KLINEAGE_HOME="$home" on_gpu $((i - 1)) timeout "$(left_s "$end")" python3 -m klineage memory build \
+            --suite experts --budget "$MEMORY_BUDGET" --shard "$i/5" --device "$DEVICE" \
+            --out "$R/memory$i.json" >"$R/memory$i.log" 2>&1
+            stage "memory shard $i: rc $?") &
+        mem+=($!)
+    done
+    for pid in "${mem[@]}"; do wait "$pid"; done
+    python3 -c "import json, sys; json.dump([e for p in sys.argv[1:] for e in json.load(open(p))], \
+open('$R/memory.json', 'w'), indent=1)" $(ls "$R"/memory?.json 2>/dev/null)
+    stage "memory base: $(python3 -c "import json; print(len(json.load(open('$R/memory.json'))))" 2>/dev/null) outcomes"
 }
 
 left_s() { local s=$(($1 - $(date +%s))); echo $((s > 1 ? s : 1)); }  # seconds left to a deadline, at least 1
@@ -143,6 +162,15 @@ pipeline() {
     [ "${PROFILE:-1}" = 1 ] && (on_gpu 1 timeout 600 python3 benchmarks/profile_vs_do_bench.py --json "$R/profile_vs_do_bench.json" \
         >"$R/profile_vs_do_bench.log" 2>&1
         stage "profile gate vs do_bench: rc $?") &
+    local early_memory=""
+    if [ "$MEMORY" = 1 ] && [ "$WALK_DEVICE" = cpu ] && [ -n "$PRIOR" ]; then
+        # walks made on the CPU hold every expert's simplest form already: the memory base needs no GPU-timed
+        # lineage, so it is built beside the mining instead of after it (run 17 gave it 3 minutes after 6 of
+        # mining, and it remembered 2 outcomes)
+        merge_homes "$R/home-walks" >/dev/null
+        memory_build "$R/home-walks" $((t0 + MEMORY_MINUTES * 60)) &
+        early_memory=$!
+    fi
     local waits=() gpu pair name
     for name in $MINE; do
         read -r gpu pair <<<"$(expert_pair "$name")"
@@ -163,26 +191,16 @@ pipeline() {
     fi
     stage "merging the data directories"
     merge_homes "$R/home"
-    if [ "$MEMORY" = 1 ]; then  # the memory baseline's base: blind runs on the experts' simplest forms, in parallel
-        stage "memory base from the merged lineages"
-        local mem_end=$(($(date +%s) + MEMORY_MINUTES * 60))  # its own time, whenever mining ended
-        local mem=()
-        for i in $(seq 1 5); do
-            (KLINEAGE_HOME="$R/home" on_gpu $((i - 1)) timeout "$(left_s "$mem_end")" python3 -m klineage memory build \
-                --suite experts --budget "$MEMORY_BUDGET" --shard "$i/5" --device "$DEVICE" \
-                --out "$R/memory$i.json" >"$R/memory$i.log" 2>&1
-                stage "memory shard $i: rc $?") &
-            mem+=($!)
-        done
-        for pid in "${mem[@]}"; do wait "$pid"; done
-        python3 -c "import json, sys; json.dump([e for p in sys.argv[1:] for e in json.load(open(p))], \
-open('$R/memory.json', 'w'), indent=1)" $(ls "$R"/memory?.json 2>/dev/null)
-        cp "$R/memory.json" "$R/home/memory.json"
+    if [ -n "$early_memory" ]; then
+        wait "$early_memory"
+    elif [ "$MEMORY" = 1 ]; then
+        memory_build "$R/home" $(($(date +%s) + MEMORY_MINUTES * 60))  # its own time, whenever mining ended
     fi
+    [ -f "$R/memory.json" ] && cp "$R/memory.json" "$R/home/memory.json"
     if [[ ",$METHODS," == *",memory,"* ]] && ! python3 -c "import json, sys; sys.exit(not json.load(open(sys.argv[1])))" \
         "$R/home/memory.json" 2>/dev/null; then  # every shard alike, so their reports still merge
         METHODS=$(echo "$METHODS" | tr ',' '\n' | grep -vx memory | paste -sd, -)
-        stage "no memory base (no expert lineage finished in time): the memory baseline is left out"
+        stage "no memory base (no expert lineage finished, or no outcome remembered, in time): the memory baseline is left out"
     fi
     stage "bench: $SUITES, $METHODS, budget $budget, $SHARDS shards"
     mkdir -p "$R/bench"

@@ -266,7 +266,13 @@ def run_bench(
                     if on_progress:
                         on_progress(f"{inst.name}: {method}")
                     proposer = proposer_for(method, workload, settings, device, library, memory)
-                    t = optimize(workload, inst.start, proposer, settings, device, budget, sandbox, memo=memo)
+
+                    def said(a, where=f"{inst.name}: {method}") -> None:
+                        if on_progress:
+                            on_progress(f"{where}: evaluation {a.evaluation}, {a.candidate.label}: {a.outcome}")
+
+                    t = optimize(workload, inst.start, proposer, settings, device, budget, sandbox, memo=memo,
+                                 on_attempt=said)  # fmt: skip
                     finals[method] = t
                     trajectories[f"{inst.name}/{method}"] = t.as_dict()
             except UserError as e:  # a start that fails its gates here: reported, and the suite goes on
@@ -559,9 +565,15 @@ def build_memory(instances: list[Instance], settings: Settings, device: str, bud
             write = functools.partial(remember_attempts, feats=features(inst.start, workload),
                                       source=f"{workload.name}:blind", path=path)  # fmt: skip
             written: list[int] = []  # outcomes added per attempt
+
+            def remembered(a, write=write, written=written, name=inst.name) -> None:
+                written.append(write([a]))
+                if on_progress:
+                    on_progress(f"{name}: evaluation {a.evaluation}, {a.candidate.label}: {a.outcome}")
+
             try:
                 optimize(workload, inst.start, proposer, settings, device, budget, sandbox, explore=True,
-                         on_attempt=lambda a, write=write, written=written: written.append(write([a])))  # fmt: skip
+                         on_attempt=remembered)  # fmt: skip
             except UserError as e:
                 skipped[inst.name] = str(e)
             added += sum(written)

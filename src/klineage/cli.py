@@ -696,10 +696,31 @@ def _cell(verdict) -> str:
     return f"[{color}]{text}[/]"
 
 
+class _LoggedProgress(Progress):
+    """A progress bar on a terminal; with KLINEAGE_PROGRESS_LINES=1 and stderr not a terminal (the log of an
+    unattended run), one timestamped line on stderr per new description instead. Run 17's memory-base build wrote
+    nothing to its logs in 3 minutes, and which of its five runs was slow could not be told."""
+
+    def __init__(self, *columns, lines: bool = False, **kwargs):
+        super().__init__(*columns, **kwargs)
+        self._lines, self._said = lines, ""
+
+    def update(self, task_id, *, description: str | None = None, **kwargs) -> None:
+        if self._lines and description and description != self._said:
+            import time
+
+            self._said = description
+            print(f"{time.strftime('%H:%M:%S')} {description}", file=sys.stderr, flush=True)
+        super().update(task_id, description=description, **kwargs)
+
+
 def _progress(quiet: bool) -> Progress:
-    return Progress(
+    import os
+
+    lines = not quiet and not err_console.is_terminal and os.environ.get("KLINEAGE_PROGRESS_LINES") == "1"
+    return _LoggedProgress(
         SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-        console=err_console, transient=True, disable=quiet or not err_console.is_terminal,
+        console=err_console, transient=True, disable=quiet or not err_console.is_terminal, lines=lines,
     )  # fmt: skip
 
 

@@ -150,11 +150,30 @@ def test_memory_build_keeps_each_attempt_as_it_is_made(settings, tmp_path, monke
         raise SystemExit("killed at the deadline")
 
     monkeypatch.setattr(bench_module, "optimize", killed_after_one)
-    path = tmp_path / "memory.json"
+    path, said = tmp_path / "memory.json", []
     with pytest.raises(SystemExit):
-        build_memory([softmax], settings, "cpu", 6, path)
+        build_memory([softmax], settings, "cpu", 6, path, on_progress=said.append)
     (entry,) = load_memory(path)
     assert entry.transform == "launch_config" and entry.speedup == 0.9 and entry.source == "softmax:blind"
+    assert said == ["softmax", "softmax: evaluation 2, BLOCK: 128 -> 256: not_faster"]  # a log says how far it got
+
+
+def test_progress_is_a_line_per_step_in_the_log_of_an_unattended_run(monkeypatch, capsys):
+    from klineage.cli import _progress
+
+    monkeypatch.setenv("KLINEAGE_PROGRESS_LINES", "1")
+    with _progress(False) as progress:  # stderr under pytest is not a terminal
+        task = progress.add_task("memory", total=None)
+        for text in ("softmax", "softmax", "softmax: evaluation 2", "rmsnorm"):
+            progress.update(task, description=text)
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(" ", 1)[1] for line in lines] == ["softmax", "softmax: evaluation 2", "rmsnorm"]
+    with _progress(True) as progress:  # --json or quiet: nothing
+        progress.update(progress.add_task("memory", total=None), description="softmax")
+    monkeypatch.delenv("KLINEAGE_PROGRESS_LINES")
+    with _progress(False) as progress:  # not asked for: nothing either
+        progress.update(progress.add_task("memory", total=None), description="softmax")
+    assert capsys.readouterr().err == ""
 
 
 def test_evaluations_to_95_are_also_compared_on_the_instances_both_methods_improved():
