@@ -115,7 +115,7 @@ def exclusive_turn() -> Iterator[None]:
     if not path or _exclusive:  # no lock in use, or the caller already has the GPU alone (flock would wait on it)
         yield
         return
-    with off_gpu(), gpu_turn(exclusive=True):
+    with _shared_let_go(), gpu_turn(exclusive=True):
         yield
 
 
@@ -124,6 +124,17 @@ def off_gpu() -> Iterator[None]:
     """A section of a job that does no GPU work (disassembling its kernels, say): the shared turn is let go for it,
     so a timer need not wait for it, and taken back after, through the turnstile (behind a waiting timer). A
     no-op outside a shared turn."""
+    if _whole_job_turns():
+        yield
+        return
+    with _shared_let_go():
+        yield
+
+
+@contextlib.contextmanager
+def _shared_let_go() -> Iterator[None]:
+    """The job's shared turn let go for the block and taken back after it through the turnstile: what
+    exclusive_turn, off_gpu and yield_turn share."""
     path = os.environ.get("KLINEAGE_GPU_LOCK", "")
     if not path or not _shared or _exclusive:
         yield
@@ -143,6 +154,12 @@ def off_gpu() -> Iterator[None]:
             fcntl.flock(turn, fcntl.LOCK_UN)
 
 
+def _whole_job_turns() -> bool:
+    """KLINEAGE_TURNS=job: a check keeps its shared turn for its whole job, as before 00381e5 (for comparison:
+    benchmarks/gpu_turns.py)."""
+    return os.environ.get("KLINEAGE_TURNS") == "job"
+
+
 def yield_turn() -> None:
     """A point between two pieces of a job's GPU work (two correctness trials, two compile cases) where a timer
     waiting for the GPU alone goes first: the shared turn is let go, the timer measures, the turn is taken back. No
@@ -150,7 +167,7 @@ def yield_turn() -> None:
     of 10-15 s in run 17, on one H200 with 12 shards, where a timing job waited 9 s for its turn, median) and no
     new check starts meanwhile. A no-op outside a shared turn."""
     path = os.environ.get("KLINEAGE_GPU_LOCK", "")
-    if not path or not _shared or _exclusive:
+    if not path or not _shared or _exclusive or _whole_job_turns():
         return
     import fcntl
 
@@ -162,7 +179,7 @@ def yield_turn() -> None:
         else:  # no timer waiting
             fcntl.flock(turn, fcntl.LOCK_UN)
             return
-    with off_gpu():
+    with _shared_let_go():
         pass
 
 

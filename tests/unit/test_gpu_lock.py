@@ -189,3 +189,19 @@ def test_a_section_off_the_gpu_lets_a_timer_have_it(tmp_path, monkeypatch):
     monkeypatch.delenv("KLINEAGE_GPU_LOCK")
     with off_gpu():  # without the lock: nothing to let go
         yield_turn()
+
+
+def test_whole_job_turns_keep_a_checks_turn_and_still_let_a_measurement_trade_up(tmp_path, monkeypatch):
+    """KLINEAGE_TURNS=job, the comparison arm of benchmarks/gpu_turns.py: a check keeps its turn throughout, and a
+    timer still trades its own shared turn for the GPU alone (letting it go is not optional there: it would wait on
+    itself)."""
+    path = str(tmp_path / "gpu0.lock")
+    monkeypatch.setenv("KLINEAGE_GPU_LOCK", path)
+    monkeypatch.setenv("KLINEAGE_TURNS", "job")
+    with gpu_turn(exclusive=False):
+        with off_gpu():
+            assert lock_mode_job(path) == "shared"
+    env = {"KLINEAGE_DEVICE": "cuda", "KLINEAGE_GPU_LOCK": path, "KLINEAGE_TURNS": "job"}
+    with Sandbox(warm=False) as sb:
+        traded = sb.run(Job("tests.unit.test_gpu_lock:trading_job", path, env=env, timeout_s=30))
+    assert traded.value == ("shared", "exclusive", "shared"), traded
