@@ -127,6 +127,7 @@ def off_gpu() -> Iterator[None]:
     if _whole_job_turns():
         yield
         return
+    _quiesce()
     with _shared_let_go():
         yield
 
@@ -179,8 +180,17 @@ def yield_turn() -> None:
         else:  # no timer waiting
             fcntl.flock(turn, fcntl.LOCK_UN)
             return
+    _quiesce()
     with _shared_let_go():
         pass
+
+
+def _quiesce() -> None:
+    """This job's GPU work finished, on every stream, before a timer may measure: a program that left kernels
+    running on a side stream must not put them inside another program's timing. Nothing to do before CUDA is up."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
 
 
 def address_space_now() -> int:

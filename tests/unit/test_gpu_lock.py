@@ -205,3 +205,22 @@ def test_whole_job_turns_keep_a_checks_turn_and_still_let_a_measurement_trade_up
     with Sandbox(warm=False) as sb:
         traded = sb.run(Job("tests.unit.test_gpu_lock:trading_job", path, env=env, timeout_s=30))
     assert traded.value == ("shared", "exclusive", "shared"), traded
+
+
+def test_a_job_lets_go_of_its_turn_only_once_its_gpu_work_is_done(tmp_path, monkeypatch):
+    """Kernels a program left running on a side stream must not land inside a timer's measurement: before a check
+    lets a timer go, it synchronizes the device (every stream). A fake torch records the call."""
+    import sys
+    import types
+
+    calls = []
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(is_initialized=lambda: True,
+                                                            synchronize=lambda: calls.append("sync")))  # fmt: skip
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    path = str(tmp_path / "gpu0.lock")
+    monkeypatch.setenv("KLINEAGE_GPU_LOCK", path)
+    with gpu_turn(exclusive=False):
+        yield_turn()
+        assert calls == []  # no timer waiting: nothing to wait for
+        with off_gpu():
+            assert calls == ["sync"] and _try(path, fcntl.LOCK_EX)
