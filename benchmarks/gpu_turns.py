@@ -6,8 +6,12 @@ its own warm sandbox, all through one lock file, as a bench's shards do. Per arm
 timers' wait for the GPU alone (median and p80), a timing job's and a check's seconds (median).
 
     python benchmarks/gpu_turns.py [--instance layernorm] [--checks 8] [--timers 3] [--seconds 75] [--json OUT]
+    python benchmarks/gpu_turns.py --simulate [--shards 12] [--seconds 60]
 
-A report, not a test. Needs a GPU."""
+A report, not a test. Needs a GPU, except --simulate: the lock protocol alone, on this machine, with SHARDS processes
+that sleep where a bench shard's attempt would work (a check: TRIALS trials of TRIAL_S seconds, +-25%, under its
+shared turn; then a timing job: SETUP_S of setup, then HOLD_S with the GPU alone), sized after run 17 (H200, 12 shards:
+checks of 10-15 s, measurements of 0.3 s). It models the waiting, not a GPU."""
 
 from __future__ import annotations
 
@@ -29,6 +33,61 @@ HELD = ROOT / "src" / "klineage" / "suites" / "heldout"
 def _quantile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+TRIALS, TRIAL_S, SETUP_S, HOLD_S = 6, 2.0, 2.0, 0.3
+
+
+def _simulated_shard(path: str, turns: str, deadline: float, out) -> None:
+    """A bench shard's attempts, modelled: a check (TRIALS x TRIAL_S under a shared turn, yielding between trials),
+    then a timing job (SETUP_S under a shared turn, then HOLD_S alone), again and again."""
+    import random
+
+    os.environ.update(KLINEAGE_GPU_LOCK=path, KLINEAGE_TURNS=turns)
+    from klineage.sandbox import exclusive_turn, gpu_turn, yield_turn
+
+    time.sleep(random.uniform(0, TRIALS * TRIAL_S))  # shards out of step, as they are after their first instance
+    while time.time() < deadline:
+        began = time.time()
+        with gpu_turn(exclusive=False):
+            for _ in range(TRIALS):
+                yield_turn()
+                time.sleep(random.uniform(0.75, 1.25) * TRIAL_S)
+        checked = time.time()
+        with gpu_turn(exclusive=False):
+            time.sleep(SETUP_S)
+            asked = time.time()
+            with exclusive_turn():
+                waited = time.time() - asked
+                time.sleep(HOLD_S)
+        if time.time() < deadline:
+            out.put((checked - began, time.time() - checked, waited, time.time() - began))
+
+
+def simulate_arm(turns: str, shards: int, seconds: float) -> dict:
+    import multiprocessing
+
+    path = str(Path(tempfile.mkdtemp()) / "gpu0.lock")
+    out = multiprocessing.Queue()
+    deadline = time.time() + seconds
+    procs = [multiprocessing.Process(target=_simulated_shard, args=(path, turns, deadline, out))
+             for _ in range(shards)]  # fmt: skip
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    done = []
+    while not out.empty():
+        done.append(out.get())
+    return {
+        "turns": turns,
+        "attempts": len(done),
+        "check_median_s": statistics.median(d[0] for d in done) if done else None,
+        "timing_job_median_s": statistics.median(d[1] for d in done) if done else None,
+        "wait_median_s": statistics.median(d[2] for d in done) if done else None,
+        "wait_p80_s": _quantile([d[2] for d in done], 0.8) if done else None,
+        "attempt_median_s": statistics.median(d[3] for d in done) if done else None,
+    }
 
 
 def run_arm(turns: str, request, program, checks: int, timers: int, seconds: float) -> dict:
@@ -87,7 +146,25 @@ def main() -> None:
     parser.add_argument("--timers", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=75.0)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--simulate", action="store_true", help="the lock protocol alone, without a GPU")
+    parser.add_argument("--shards", type=int, default=12, help="--simulate: bench shards sharing the GPU")
     args = parser.parse_args()
+    if args.simulate:
+        print(f"command: `python benchmarks/{Path(__file__).name} {' '.join(sys.argv[1:])}`")
+        print(f"simulated on {os.cpu_count()} host cores, {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC: "
+              f"{args.shards} shards, each attempt a check of {TRIALS} x {TRIAL_S:g} s and a timing of {SETUP_S:g} s "
+              f"setup and {HOLD_S:g} s alone; {args.seconds:g} s per arm; no GPU")
+        arms = [simulate_arm(t, args.shards, args.seconds) for t in ("job", "yield")]
+        print("| turns | attempts done | attempt s, median | check s, median | timing job s, median | "
+              "timer wait s, median | p80 |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for a in arms:
+            print(f"| {a['turns']} | {a['attempts']} | " + " | ".join(
+                "n/a" if a[k] is None else f"{a[k]:.2f}" for k in ("attempt_median_s", "check_median_s",
+                "timing_job_median_s", "wait_median_s", "wait_p80_s")) + " |")  # fmt: skip
+        if args.json:
+            args.json.write_text(json.dumps({"arms": arms, "argv": sys.argv[1:]}, indent=1))
+        return
     import torch
     import triton
 
@@ -107,8 +184,10 @@ def main() -> None:
     print(f"device: {torch.cuda.get_device_name()}, {os.cpu_count()} host cores; torch {torch.__version__}, "
           f"triton {triton.__version__}; {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; "
           f"{args.instance}, {args.checks} check threads, {args.timers} timer threads, {args.seconds:g} s per arm")
-    arms = [run_arm(turns, request, program, args.checks, args.timers, args.seconds) for turns in ("job", "yield")]
+    _report([run_arm(t, request, program, args.checks, args.timers, args.seconds) for t in ("job", "yield")], args.json)
 
+
+def _report(arms: list[dict], json_path: Path | None) -> None:
     def f(v) -> str:
         return "n/a" if v is None else f"{v:.2f}"
 
@@ -121,8 +200,8 @@ def main() -> None:
     for a in arms:
         for failure in a["failures"]:
             print(f"{a['turns']}: {failure}")
-    if args.json:
-        args.json.write_text(json.dumps({"arms": arms, "argv": sys.argv[1:]}, indent=1))
+    if json_path:
+        json_path.write_text(json.dumps({"arms": arms, "argv": sys.argv[1:]}, indent=1))
 
 
 if __name__ == "__main__":
