@@ -246,7 +246,9 @@ status_line() {
         [ -f "$j" ] && n=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['rows']))" "$j") &&
             rows=$((rows + n))
     done
-    echo "$(date -u +%H:%M:%S) last: $(tail -1 "$R/stages.txt" 2>/dev/null) | bench rows written: $rows"
+    # the shards' progress lines (KLINEAGE_PROGRESS_LINES): gate evaluations finished so far, all methods
+    n=$(cat "$R"/bench/shard*.log 2>/dev/null | grep -c ": evaluation [0-9]")
+    echo "$(date -u +%H:%M:%S) last: $(tail -1 "$R/stages.txt" 2>/dev/null) | bench rows written: $rows | evaluations: $n"
 }
 
 poll() {
