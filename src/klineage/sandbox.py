@@ -127,21 +127,21 @@ def off_gpu() -> Iterator[None]:
     if _whole_job_turns():
         yield
         return
-    _quiesce()
     with _shared_let_go():
         yield
 
 
 @contextlib.contextmanager
 def _shared_let_go() -> Iterator[None]:
-    """The job's shared turn let go for the block and taken back after it through the turnstile: what
-    exclusive_turn, off_gpu and yield_turn share."""
+    """The job's shared turn let go for the block, once its GPU work is done (_quiesce), and taken back after it
+    through the turnstile: what exclusive_turn, off_gpu and yield_turn share."""
     path = os.environ.get("KLINEAGE_GPU_LOCK", "")
     if not path or not _shared or _exclusive:
         yield
         return
     import fcntl
 
+    _quiesce()
     held = list(_shared)
     for gpu in held:
         fcntl.flock(gpu, fcntl.LOCK_UN)
@@ -180,7 +180,6 @@ def yield_turn() -> None:
         else:  # no timer waiting
             fcntl.flock(turn, fcntl.LOCK_UN)
             return
-    _quiesce()
     with _shared_let_go():
         pass
 
