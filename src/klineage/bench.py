@@ -267,10 +267,7 @@ def run_bench(
                         on_progress(f"{inst.name}: {method}")
                     proposer = proposer_for(method, workload, settings, device, library, memory)
 
-                    def said(a, where=f"{inst.name}: {method}") -> None:
-                        if on_progress:
-                            on_progress(f"{where}: evaluation {a.evaluation}, {a.candidate.label}: {a.outcome}")
-
+                    said = functools.partial(_said, on_progress, f"{inst.name}: {method}")
                     t = optimize(workload, inst.start, proposer, settings, device, budget, sandbox, memo=memo,
                                  on_attempt=said)  # fmt: skip
                     finals[method] = t
@@ -549,6 +546,12 @@ def write_report(result: dict, out: Path, plot: bool = True) -> dict[str, Path]:
     return paths
 
 
+def _said(on_progress: Callable[[str], None] | None, where: str, attempt) -> None:
+    """An attempt as one progress line: where, which evaluation, what was tried, how it ended."""
+    if on_progress:
+        on_progress(f"{where}: evaluation {attempt.evaluation}, {attempt.candidate.label}: {attempt.outcome}")
+
+
 def build_memory(instances: list[Instance], settings: Settings, device: str, budget: int, path: Path,
                  on_progress: Callable[[str], None] | None = None) -> tuple[int, dict[str, str]]:  # fmt: skip
     """The memory baseline's knowledge base: blind optimization runs on the given instances (the experts' simplest
@@ -568,8 +571,7 @@ def build_memory(instances: list[Instance], settings: Settings, device: str, bud
 
             def remembered(a, write=write, written=written, name=inst.name) -> None:
                 written.append(write([a]))
-                if on_progress:
-                    on_progress(f"{name}: evaluation {a.evaluation}, {a.candidate.label}: {a.outcome}")
+                _said(on_progress, name, a)
 
             try:
                 optimize(workload, inst.start, proposer, settings, device, budget, sandbox, explore=True,
