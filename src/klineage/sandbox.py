@@ -287,6 +287,7 @@ def _serve() -> None:
 
     for name in sys.argv[2].split(",") if len(sys.argv) > 2 else ("torch", "triton"):
         importlib.import_module(name)  # paid once: the point of a warm server
+    _warm_caches()
 
     _send(proto_out, "ready")
     while True:
@@ -303,6 +304,18 @@ def _serve() -> None:
         _send(proto_out, _collect(result_path, log_path, status, started, timed_out))
 
 
+def _warm_caches() -> None:
+    """What every child would otherwise compute again, computed once before the first fork: Triton's key of its own
+    install (a hash of its 415 MB libtriton.so and its sources: 0.37-0.40 s a child on the H200 image, 0.32 s here).
+    Pure hashing: no CUDA, no threads. Nothing here may initialize CUDA, or no child could use it after the fork."""
+    try:
+        from triton.runtime.cache import triton_key
+
+        triton_key()
+    except Exception:  # another Triton: its children pay as before
+        pass
+
+
 def _send(stream, obj) -> None:
     data = pickle.dumps(obj)
     stream.write(struct.pack("<Q", len(data)) + data)
@@ -317,10 +330,17 @@ def _recv(stream):
     return pickle.loads(stream.read(size))
 
 
+# Imported by the warm server, so its children inherit them. torch._dynamo: torch's dispatch modes and many torch
+# functions import it lazily on their first call (torch._compile), so every child of a server without it imported it
+# again: 4.8 s of a 7 s correctness check on the H200 image, whose torch has no bytecode cache (a profile of a forked
+# child there, docs/runs/2026-12-01-h200/session13/; 0.9 s here). Importing it starts no thread and touches no GPU.
+PRELOAD = ("torch", "triton", "torch._dynamo", "klineage.gates", "klineage.guards")
+
+
 class Sandbox:
     """Runs jobs in isolated processes. Use as a context manager so a warm server is shut down."""
 
-    def __init__(self, warm: bool = True, preload: tuple[str, ...] = ("torch", "triton", "klineage.gates")):
+    def __init__(self, warm: bool = True, preload: tuple[str, ...] = PRELOAD):
         self.warm = warm
         self.preload = preload
         # one server per interpreter mode: TRITON_INTERPRET must be set before `import triton`, or the standard
