@@ -58,6 +58,12 @@ env_setup() {
     export PYTHONPATH="/tmp/site:$PWD/src:$PWD${PYTHONPATH:+:$PYTHONPATH}"
     export KLINEAGE_SEED_CASE=tiny PYTHONUNBUFFERED=1 KLINEAGE_INPUT_CACHE=/dev/shm/klineage-inputs
     export KLINEAGE_PROGRESS_LINES=1  # the logs say which instance, method and evaluation each process is at
+    # The device image sets PYTHONDONTWRITEBYTECODE and its torch ships no bytecode, so every process compiled torch's
+    # sources again: `import torch, triton, torch._dynamo` took 10.1 s there, 3.8 s once a first process had written
+    # bytecode under a prefix of our own (session 13; the image's site-packages stay untouched). Every shard,
+    # warm server, mining process and cold job starts faster.
+    unset PYTHONDONTWRITEBYTECODE
+    export PYTHONPYCACHEPREFIX="${PYTHONPYCACHEPREFIX:-/tmp/klineage-pycache}"
     KLINEAGE_COMMIT="$(cat .state/COMMIT 2>/dev/null || echo unknown)"
     export KLINEAGE_COMMIT
 }
@@ -202,6 +208,16 @@ pipeline() {
         METHODS=$(echo "$METHODS" | tr ',' '\n' | grep -vx memory | paste -sd, -)
         stage "no memory base (no expert lineage finished, or no outcome remembered, in time): the memory baseline is left out"
     fi
+    # the GPU's ceilings (copy bandwidth, matmul rates: the roofline) measured once, on a quiet GPU, into the home
+    # every shard copies: each shard measured them itself at its start, each in an exclusive turn, one after another
+    KLINEAGE_HOME="$R/home" on_gpu 0 timeout 300 python3 -c "from klineage.check import ceilings_for
+from klineage.cache import Cache
+from klineage.config import Settings
+from klineage.sandbox import Sandbox
+s = Settings.from_env()
+with Sandbox(warm=False) as sb:
+    print(ceilings_for('$DEVICE', s, sb, Cache(s.cache_path)))" >"$R/ceilings.log" 2>&1
+    stage "ceilings: $(tail -c 300 "$R/ceilings.log")"
     stage "bench: $SUITES, $METHODS, budget $budget, $SHARDS shards"
     mkdir -p "$R/bench"
     local shard_pids=()
