@@ -65,3 +65,13 @@ def test_dead_server_is_replaced():
         server.kill()
         server.wait()
         assert sb.run(Job("tests.fixtures.crashers:echo", 5)).value == 5
+
+
+def test_a_warm_child_inherits_the_servers_preloads(sandbox):
+    # torch._dynamo's first import and Triton's install hash cost every child 5 of a 7 s check on the H200 image
+    # when the server left them undone (session 13); a child forked from the server must find both done
+    found = sandbox.run(Job("tests.fixtures.crashers:inherited", None)).value
+    assert found == {"dynamo": True, "triton_key": True}
+    with Sandbox(warm=False) as cold:  # the control: a fresh process has done neither
+        assert cold.run(Job("tests.fixtures.crashers:inherited", None)).value == {"dynamo": False,
+                                                                                  "triton_key": False}
