@@ -3,8 +3,10 @@ compile -> correctness -> profile; the profile gate runs only on a GPU and only 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from klineage.cache import Cache, verdict_key
 from klineage.config import Settings, cuda_available, device_name, versions
@@ -58,18 +60,41 @@ def resolve_device(device: str | None) -> str:
 
 
 def ceilings_for(device: str, settings: Settings, sandbox: Sandbox, cache: Cache | None) -> dict | None:
-    """Copy bandwidth and matmul rates of this GPU, measured once and cached per device and versions."""
+    """Copy bandwidth and matmul rates of this GPU, measured once and cached per device and versions. Processes
+    that share a data directory (bench shards, say) measure them once between them: the first holds a lock file
+    beside the cache while it measures, the others wait for it and read what it stored."""
     if device != "cuda":
         return None
     name = device_name(device)
     if cache is not None and (found := cache.get_ceilings(name, versions())):
         return found
-    result = sandbox.run(Job("klineage.gates:ceilings_job", None, env={"KLINEAGE_DEVICE": "cuda"}, timeout_s=600))
-    if not result.ok:
-        return None
-    if cache is not None:
-        cache.put_ceilings(name, versions(), result.value)
-    return result.value
+    with _measuring_alone(settings.cache_path.with_name("ceilings.lock") if cache is not None else None):
+        if cache is not None and (found := cache.get_ceilings(name, versions())):
+            return found  # another process measured them while this one waited
+        result = sandbox.run(Job("klineage.gates:ceilings_job", None, env={"KLINEAGE_DEVICE": "cuda"},
+                                 timeout_s=600))  # fmt: skip
+        if not result.ok:
+            return None
+        if cache is not None:
+            cache.put_ceilings(name, versions(), result.value)
+        return result.value
+
+
+@contextlib.contextmanager
+def _measuring_alone(lock_path: Path | None) -> Iterator[None]:
+    """An exclusive lock on `lock_path` (none without a path): released when its holder ends, even killed."""
+    if lock_path is None:
+        yield
+        return
+    import fcntl
+
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def check(

@@ -20,3 +20,37 @@ def test_versions_carry_the_harness_hash():
     from klineage.config import harness_hash, versions
 
     assert versions()["harness"] == harness_hash() and len(harness_hash()) == 12
+
+
+def test_processes_sharing_a_data_directory_measure_the_ceilings_once(tmp_path, monkeypatch):
+    # bench shards started together each measured the GPU's ceilings, each in an exclusive turn, one after another
+    import threading
+    import time
+
+    import klineage.check as check
+    from klineage.config import Settings
+    from klineage.sandbox import SandboxResult
+
+    monkeypatch.setattr(check, "device_name", lambda device: "Fake GPU")
+    measured = []
+
+    class Timer:  # the ceilings job: slow enough that every caller arrives while the first one measures
+        def run(self, job):
+            measured.append(job.function)
+            time.sleep(0.5)
+            return SandboxResult(True, value={"copy_bytes_per_s": 4.2e12, "n": len(measured)})
+
+    settings = Settings.from_env(data_dir=tmp_path)
+    found = []
+
+    def shard():
+        found.append(check.ceilings_for("cuda", settings, Timer(), Cache(settings.cache_path)))
+
+    threads = [threading.Thread(target=shard) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert measured == ["klineage.gates:ceilings_job"]
+    assert found == [{"copy_bytes_per_s": 4.2e12, "n": 1}] * 4
+    assert check.ceilings_for("cpu", settings, Timer(), Cache(settings.cache_path)) is None  # no GPU, no ceilings
