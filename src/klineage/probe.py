@@ -466,17 +466,37 @@ def probes_path(folder: Path, lineage: Lineage, device: str) -> Path:
     return folder / ("probes.json" if device == device_kind(lineage.device) else f"probes-{device}.json")
 
 
+def read_probes(path: Path) -> dict[int, list[dict]]:
+    """A probes file by step index: empty when there is none, or when it is unreadable (one cut by a kill before
+    writes became atomic): its steps are probed again."""
+    import json
+
+    try:
+        return {int(k): v for k, v in json.loads(path.read_text()).items()}
+    except FileNotFoundError:
+        return {}
+    except (ValueError, AttributeError):  # not JSON, or not a mapping of step indices
+        return {}
+
+
+def _write_probes(path: Path, probes: dict[int, list[dict]]) -> None:
+    """Whole or not at all: a run killed while writing leaves the previous file, never half of one."""
+    import json
+    import os
+
+    partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    partial.write_text(json.dumps({str(k): v for k, v in sorted(probes.items())}, indent=2))
+    partial.replace(path)
+
+
 def stored_probes(lineage: Lineage, settings: Settings, device: str) -> dict[int, list[dict]]:
     """The probes kept for a lineage on `device` (those that finished, where a run was stopped), over the probes of
     the device it was walked on for the steps `device` has not probed yet."""
-    import json
-
     folder = settings.data_dir / "lineages" / lineage.id
     found: dict[int, list[dict]] = {}
     for path in dict.fromkeys([probes_path(folder, lineage, device_kind(lineage.device)),
                                probes_path(folder, lineage, device)]):  # fmt: skip
-        if path.is_file():
-            found.update({int(k): v for k, v in json.loads(path.read_text()).items()})
+        found.update(read_probes(path))
     return found
 
 
@@ -491,7 +511,6 @@ def probe_lineage(lineage: Lineage, workload: Workload, settings: Settings, devi
     cannot decide (`not_probed` there: alignment, hints, cache modifiers, what the interpreter ignores). Each probe
     is a pair of full checks: in run 16, four experts that had finished their timing on one H200 were still being
     probed again in full at the six-minute limit (matmul had not finished one step)."""
-    import json
     import queue
     import threading
     from concurrent.futures import ThreadPoolExecutor
@@ -501,10 +520,10 @@ def probe_lineage(lineage: Lineage, workload: Workload, settings: Settings, devi
     load_families()
     store = LineageStore(settings.data_dir / "lineages" / lineage.id)
     path = probes_path(store.root, lineage, device)
-    done: dict[str, list[dict]] = json.loads(path.read_text()) if path.is_file() else {}
-    todo = [s for s in lineage.accepted if str(s.index) not in done and s.transform in TRANSFORMS]
+    done = read_probes(path)
+    todo = [s for s in lineage.accepted if s.index not in done and s.transform in TRANSFORMS]
     walk_path = probes_path(store.root, lineage, device_kind(lineage.device))
-    walked = json.loads(walk_path.read_text()) if walk_path != path and walk_path.is_file() else {}
+    walked = read_probes(walk_path) if walk_path != path else {}
     expert = store.load_program(lineage.expert_hash, lineage.expert)
     workers = max(1, min(settings.probe_workers, len(todo)))
     # a sandbox is used by one job at a time: each probe borrows one (servers start on first use)
@@ -517,7 +536,7 @@ def probe_lineage(lineage: Lineage, workload: Workload, settings: Settings, devi
     def probe_one(step) -> None:
         parent = store.load_program(step.parent, lineage.expert)
         child = store.load_program(step.child, lineage.expert)
-        answered = {c["predicate"]: c for c in walked.get(str(step.index), []) if c["status"] != "not_probed"}
+        answered = {c["predicate"]: c for c in walked.get(step.index, []) if c["status"] != "not_probed"}
         conditions = TRANSFORMS[step.transform].conditions
         borrowed = free.get()
         try:
@@ -529,8 +548,8 @@ def probe_lineage(lineage: Lineage, workload: Workload, settings: Settings, devi
         reused = {name: {**c, "evidence": f"{c['evidence']} (probed on {lineage.device}, where the walk ran)"}
                   for name, c in answered.items()}  # fmt: skip
         with lock:
-            done[str(step.index)] = [probed.get(name) or reused[name] for name in conditions]
-            path.write_text(json.dumps(dict(sorted(done.items(), key=lambda kv: int(kv[0]))), indent=2))
+            done[step.index] = [probed.get(name) or reused[name] for name in conditions]
+            _write_probes(path, done)
 
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -540,4 +559,4 @@ def probe_lineage(lineage: Lineage, workload: Workload, settings: Settings, devi
         for sb in sandboxes:
             if sb is not sandbox:
                 sb.close()
-    return {int(k): v for k, v in done.items()}
+    return dict(done)

@@ -2,6 +2,7 @@
 probes on the CPU and on a GPU, and why a predicate is not probed. (The probes' verdicts are tested in
 tests/quality/test_probing.py and, on a GPU, tests/gpu/test_probe_gpu.py.)"""
 
+import json
 import textwrap
 
 import pytest
@@ -262,3 +263,16 @@ def test_probes_on_another_kind_of_device_are_kept_apart(tmp_path):
     assert probes_path(tmp_path, cpu_walk, "cuda") == tmp_path / "probes-cuda.json"
     assert probes_path(tmp_path, gpu_walk, "cuda") == tmp_path / "probes.json"
     assert probes_path(tmp_path, gpu_walk, "cpu") == tmp_path / "probes-cpu.json"
+
+
+def test_a_probes_file_is_written_whole_and_a_cut_one_reads_as_unprobed(tmp_path):
+    from klineage.probe import _write_probes, read_probes
+
+    path = tmp_path / "probes.json"
+    assert read_probes(path) == {}
+    probes = {10: [{"predicate": "idempotent_launch", "status": "counterexample"}], 2: []}
+    _write_probes(path, probes)
+    assert read_probes(path) == probes and list(tmp_path.iterdir()) == [path]
+    assert list(json.loads(path.read_text())) == ["2", "10"]  # in step order, keys as the file always had them
+    path.write_text('{"2": [], "10": [{"predicate": "idem')  # what a kill in the middle of a plain write left
+    assert read_probes(path) == {}  # its steps are probed again, where json.loads raised before
