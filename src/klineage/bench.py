@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from klineage.config import Settings, device_name, versions
+from klineage.config import Settings, device_name, versions, write_whole
 from klineage.gates import GateRequest, Verdict, run_gate
 from klineage.mine import LineageStore
 from klineage.optimize import Trajectory, evidence_line, features, optimize, proposer_for, remember_attempts
@@ -539,8 +539,9 @@ def write_report(result: dict, out: Path, plot: bool = True) -> dict[str, Path]:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "bench.json", "markdown": out / "bench.md"}
-    paths["json"].write_text(json.dumps(result, indent=1, default=str))
-    paths["markdown"].write_text(markdown(result))
+    # rewritten after every instance, and a shard ends by a kill at its deadline: `--resume` and `bench-merge` read it
+    write_whole(paths["json"], json.dumps(result, indent=1, default=str))
+    write_whole(paths["markdown"], markdown(result))
     for p in plots(result, out) if plot else []:
         paths[p.stem] = p
     return paths

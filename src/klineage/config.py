@@ -89,6 +89,17 @@ class Settings:
 
 
 @functools.cache
+def write_whole(path: Path, text: str) -> None:
+    """Write `text` to `path` whole or not at all: into a file beside it, then renamed over it. Long runs end by a
+    kill at their deadline (`timeout` in benchmarks/h200_eval.sh), and a plain write cut there leaves half a file
+    that the next run, a resume or a merge cannot read."""
+    import threading
+
+    partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    partial.write_text(text)
+    partial.replace(path)
+
+
 def versions() -> dict[str, str]:
     """Versions that decide whether a cached verdict still holds."""
     import torch

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from klineage.config import write_whole
 from klineage.skills import Skill, card, skill_md
 from klineage.workload import UserError
 
@@ -53,8 +54,9 @@ class Library:
         self.close()
 
     def save(self, skill: Skill) -> None:
-        (self.root / "skills" / f"{skill.id}.json").write_text(json.dumps(skill.as_dict(), indent=2))
-        (self.root / "cards" / f"{skill.id}.md").write_text(card(skill))
+        # a mining run cut at its deadline while saving must not leave a skill file the library cannot load
+        write_whole(self.root / "skills" / f"{skill.id}.json", json.dumps(skill.as_dict(), indent=2))
+        write_whole(self.root / "cards" / f"{skill.id}.md", card(skill))
         with self.db:
             self.db.execute("DELETE FROM conditions WHERE skill = ?", (skill.id,))
             self.db.execute(

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from klineage.check import check
-from klineage.config import Settings, device_name, versions
+from klineage.config import Settings, device_name, versions, write_whole
 from klineage.gates import GateRequest, Verdict
 from klineage.program import Program
 from klineage.sandbox import Job, Sandbox, SandboxResult
@@ -110,9 +110,7 @@ class LineageStore:
 
     def rewrite_steps(self, steps: list[Step]) -> None:
         """Replace the whole record at once (a retime): written beside, then renamed over the old one."""
-        tmp = self.root / "steps.jsonl.tmp"
-        tmp.write_text("".join(json.dumps(asdict(s)) + "\n" for s in steps))
-        tmp.replace(self.root / "steps.jsonl")
+        write_whole(self.root / "steps.jsonl", "".join(json.dumps(asdict(s)) + "\n" for s in steps))
 
     def steps(self) -> list[Step]:
         path = self.root / "steps.jsonl"
@@ -139,12 +137,10 @@ class LineageStore:
                 (self.root / name).replace(self.root / f"{name}.workload-{old[:12]}")
 
     def write_meta(self, meta: dict) -> None:
-        (self.root / "meta.json").write_text(json.dumps(meta, indent=2))
+        write_whole(self.root / "meta.json", json.dumps(meta, indent=2))
 
     def write_lineage(self, lineage: Lineage) -> None:
-        tmp = self.root / "lineage.json.tmp"
-        tmp.write_text(json.dumps(lineage.as_dict(), indent=2))
-        tmp.replace(self.root / "lineage.json")
+        write_whole(self.root / "lineage.json", json.dumps(lineage.as_dict(), indent=2))
 
     def lineage(self) -> Lineage | None:
         """The whole record as last written (None before a walk has ended once)."""

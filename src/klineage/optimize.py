@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from klineage.check import CheckReport, check
-from klineage.config import Settings, device_name, versions
+from klineage.config import Settings, device_name, versions, write_whole
 from klineage.library import Library
 from klineage.llm import usage_line
 from klineage.mine import _functions_run as mine_functions_run
@@ -143,7 +143,7 @@ def remember_attempts(attempts: list[Attempt], feats: dict[str, float], source: 
         speedup = a.effect.get("speedup") if a.effect.get("measured") else None
         entries.append(MemoryEntry(feats, c.transform, c.params, speedup, a.outcome != "failed_gate", source))
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps([asdict(e) for e in entries], indent=1))
+    write_whole(path, json.dumps([asdict(e) for e in entries], indent=1))  # a build ends by a kill at its deadline
     return len(attempts)
 
 

@@ -48,7 +48,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from klineage.config import Settings, device_kind
+from klineage.config import Settings, device_kind, write_whole
 from klineage.gates import GateRequest, run_gate
 from klineage.mine import Lineage, LineageStore, Step
 from klineage.program import Program
@@ -468,7 +468,7 @@ def probes_path(folder: Path, lineage: Lineage, device: str) -> Path:
 
 def read_probes(path: Path) -> dict[int, list[dict]]:
     """A probes file by step index: empty when there is none, or when it is unreadable (one cut by a kill before
-    writes became atomic): its steps are probed again."""
+    writes went through config.write_whole): its steps are probed again."""
     import json
 
     try:
@@ -480,13 +480,9 @@ def read_probes(path: Path) -> dict[int, list[dict]]:
 
 
 def _write_probes(path: Path, probes: dict[int, list[dict]]) -> None:
-    """Whole or not at all: a run killed while writing leaves the previous file, never half of one."""
     import json
-    import os
 
-    partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    partial.write_text(json.dumps({str(k): v for k, v in sorted(probes.items())}, indent=2))
-    partial.replace(path)
+    write_whole(path, json.dumps({str(k): v for k, v in sorted(probes.items())}, indent=2))
 
 
 def stored_probes(lineage: Lineage, settings: Settings, device: str) -> dict[int, list[dict]]:

@@ -1,3 +1,5 @@
+import pytest
+
 from klineage.cache import Cache, verdict_key
 
 
@@ -54,3 +56,26 @@ def test_processes_sharing_a_data_directory_measure_the_ceilings_once(tmp_path, 
     assert measured == ["klineage.gates:ceilings_job"]
     assert found == [{"copy_bytes_per_s": 4.2e12, "n": 1}] * 4
     assert check.ceilings_for("cpu", settings, Timer(), Cache(settings.cache_path)) is None  # no GPU, no ceilings
+
+
+def test_a_write_cut_by_a_kill_leaves_the_file_as_it_was(tmp_path, monkeypatch):
+    # bench reports, memory bases, lineages and skills are rewritten during runs that end by a kill at a deadline
+    from pathlib import Path
+
+    from klineage.config import write_whole
+
+    target = tmp_path / "bench.json"
+    write_whole(target, '{"rows": [1]}')
+    real = Path.write_text
+
+    def cut(self, text, *args, **kwargs):  # half the text reaches the disk, then the process is killed
+        real(self, text[: len(text) // 2], *args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Path, "write_text", cut)
+    with pytest.raises(KeyboardInterrupt):
+        write_whole(target, '{"rows": [1, 2, 3, 4]}')
+    monkeypatch.undo()
+    assert target.read_text() == '{"rows": [1]}'
+    write_whole(target, '{"rows": [1, 2]}')
+    assert target.read_text() == '{"rows": [1, 2]}'
