@@ -3,7 +3,9 @@ for a shared GPU included), how many effects were reused from another method of 
 total seconds, and of an attempt's seconds: its gates, and its timing job (as the caller saw it, and of that the
 child's setup, its first calls beside other jobs (compiling), its wait for the GPU alone and its hold of it, with
 the hold's total over the method's attempts: a GPU's exclusive time, which every job on it waits for);
-then, per instance, the seconds outside the runs (the references job, the escape re-checks).
+then, per method, a run's seconds outside its attempts (the start's check, which the first method of an instance
+pays and the others reuse; the final pair and profile; the rest: proposing, writing candidates); then, per instance,
+the seconds outside the runs (the references job, the escape re-checks).
 Reads one or more bench.json reports (a shard's folder or the file). A report, not a test.
 
     python benchmarks/bench_costs.py REPORT [REPORT ...]"""
@@ -22,9 +24,13 @@ def costs(results: list[dict]) -> dict[str, dict]:
         for key, t in result["trajectories"].items():
             m = out.setdefault(key.rsplit("/", 1)[1], {"runs": 0, "seconds": 0.0, "attempts": [], "reused": 0,
                                                          "check": [], "wait": [], "held": [], "job": [],
-                                                         "setup": [], "first": []})  # fmt: skip
+                                                         "setup": [], "first": [], "phases": []})  # fmt: skip
             m["runs"] += 1
             m["seconds"] += t.get("seconds") or 0.0
+            if t.get("phases"):  # reports from before 2026-12-01's session 13 have none
+                attempts = sum(a.get("seconds") or 0.0 for a in t["attempts"])
+                rest = (t.get("seconds") or 0.0) - attempts - sum(t["phases"].values())
+                m["phases"].append({**t["phases"], "attempts_s": attempts, "rest_s": rest})
             for a in t["attempts"]:
                 if "seconds" in a:
                     m["attempts"].append(a["seconds"])
@@ -68,6 +74,16 @@ def main() -> None:
         print(f"| {method} | {m['runs']} | {m['seconds']:.0f} | {len(a)} | {median(a)} | {p80} | {m['reused']} | "
               f"{median(m['check'])} | {median(m['job'])} | {median(m['setup'])} | {median(m['first'])} | "
               f"{median(m['wait'])} | {median(m['held'])} | {sum(m['held']):.0f} |")
+    phased = {method: m["phases"] for method, m in costs(results).items() if m["phases"]}
+    if phased:
+        print()
+        print("| method | runs | attempts s, median | start check s, median | final pair and profile s, median | "
+              "rest s, median | rest s, total |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for method, runs in phased.items():
+            column = {k: [r[k] for r in runs] for k in ("attempts_s", "start_check_s", "final_s", "rest_s")}
+            print(f"| {method} | {len(runs)} | {median(column['attempts_s'])} | {median(column['start_check_s'])} | "
+                  f"{median(column['final_s'])} | {median(column['rest_s'])} | {sum(column['rest_s']):.0f} |")
     outside = [c for r in results for c in r.get("costs", {}).values()]  # reports from before costs: none
     if outside:
         print()

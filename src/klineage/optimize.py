@@ -92,6 +92,9 @@ class Trajectory:
     seconds: float
     llm: dict | None = None  # model calls and tokens (klineage.llm.Usage) when a model materialized candidates
     evidence: dict | None = None  # what the order rested on: the library's skills, how many timed (Proposer.evidence)
+    # seconds outside the attempts: the start's check ("start_check_s"; 0 where an earlier method of a bench instance
+    # checked it) and the final pair and profile ("final_s"); the rest of `seconds` is proposing and writing
+    phases: dict | None = None
 
     @property
     def speedup(self) -> float | None:
@@ -120,7 +123,8 @@ class Trajectory:
             "best_hash": self.best.hash, "start_ms": self.start_ms, "best_ms": self.best_ms,
             "speedup": self.speedup, "roofline_fraction": self.roofline_fraction, "stop": self.stop,
             "timed": self.timed, "evaluations_to_95": self.evaluations_to(0.95), "versions": self.versions,
-            "date": self.date, "seconds": self.seconds, "llm": self.llm, "evidence": self.evidence,
+            "date": self.date, "seconds": self.seconds, "phases": self.phases, "llm": self.llm,
+            "evidence": self.evidence,
             "attempts": [a.as_dict() for a in self.attempts], "refusals": [asdict(r) for r in self.refusals],
         }  # fmt: skip
 
@@ -249,9 +253,12 @@ def optimize(
     evaluations = 0
     stop = "budget spent"
     start_ms = best_ms = roofline = None
+    phases = {"start_check_s": 0.0, "final_s": 0.0}
     try:
+        began = time.perf_counter()
         base = _memoized(memo, ("check", program.hash, device),
                          lambda: check(workload, program, settings, device, sandbox=sandbox))
+        phases["start_check_s"] = round(time.perf_counter() - began, 3)
         evaluations += 1
         if not base.passed:
             failed = next(v for v in base.verdicts if not v.passed and v.status != "skip")
@@ -320,6 +327,7 @@ def optimize(
                 break
             current = kept.program
         if device == "cuda" and current is not program:  # start and result timed side by side, not from two runs
+            began = time.perf_counter()
             final = _time_pair(workload, program, current, settings, device, sandbox, memo)
             if final.get("measured"):
                 start_ms, best_ms = final["current_ms"], final["candidate_ms"]
@@ -335,6 +343,7 @@ def optimize(
                 # references job 0.1327 ms), and its roofline column read 0.80 instead of 0.94.
                 if roofline and profiled_ms and best_ms and best_ms < profiled_ms:
                     roofline *= profiled_ms / best_ms
+            phases["final_s"] = round(time.perf_counter() - began, 3)
     finally:
         if own:
             sandbox.close()
@@ -345,7 +354,7 @@ def optimize(
         best=current, start_ms=start_ms, best_ms=best_ms, roofline_fraction=roofline, stop=stop,
         timed=device == "cuda", versions=versions(),
         date=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        seconds=time.perf_counter() - started, llm=proposer.llm_usage(), evidence=proposer.evidence(),
+        seconds=time.perf_counter() - started, llm=proposer.llm_usage(), evidence=proposer.evidence(), phases=phases,
     )  # fmt: skip
 
 

@@ -213,3 +213,9 @@ def test_bench_costs_splits_an_attempt_into_gates_and_its_timing_job():
     out = bench_costs.costs([report])
     assert out["klineage"]["job"] == [12.0] and out["klineage"]["setup"] == [3.0] and out["klineage"]["check"] == [7.0]
     assert out["blind"]["reused"] == 1 and out["blind"]["job"] == [] and out["blind"]["wait"] == []
+    assert out["klineage"]["phases"] == []  # a report from before phases were recorded: nothing invented
+    # run 18's KLineage runs spent 120-156 s outside their attempts: the start's check, the final pair and profile,
+    # and the rest (proposing) are recorded apart now
+    report["trajectories"]["i/klineage"]["phases"] = {"start_check_s": 9.0, "final_s": 6.0}
+    (phases,) = bench_costs.costs([report])["klineage"]["phases"]
+    assert phases == {"start_check_s": 9.0, "final_s": 6.0, "attempts_s": 20.0, "rest_s": 5.0}
