@@ -88,7 +88,6 @@ class Settings:
         return base.replace(**{k: v for k, v in overrides.items() if v is not None})
 
 
-@functools.cache
 def write_whole(path: Path, text: str) -> None:
     """Write `text` to `path` whole or not at all: into a file beside it, then renamed over it. Long runs end by a
     kill at their deadline (`timeout` in benchmarks/h200_eval.sh), and a plain write cut there leaves half a file
@@ -100,6 +99,7 @@ def write_whole(path: Path, text: str) -> None:
     partial.replace(path)
 
 
+@functools.cache
 def versions() -> dict[str, str]:
     """Versions that decide whether a cached verdict still holds."""
     import torch

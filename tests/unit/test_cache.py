@@ -22,6 +22,7 @@ def test_versions_carry_the_harness_hash():
     from klineage.config import harness_hash, versions
 
     assert versions()["harness"] == harness_hash() and len(harness_hash()) == 12
+    assert versions() is versions()  # computed once per process: it imports torch and hashes the harness
 
 
 def test_processes_sharing_a_data_directory_measure_the_ceilings_once(tmp_path, monkeypatch):
@@ -79,3 +80,6 @@ def test_a_write_cut_by_a_kill_leaves_the_file_as_it_was(tmp_path, monkeypatch):
     assert target.read_text() == '{"rows": [1]}'
     write_whole(target, '{"rows": [1, 2]}')
     assert target.read_text() == '{"rows": [1, 2]}'
+    target.unlink()
+    write_whole(target, '{"rows": [1, 2]}')  # the same write again writes again (nothing remembers a call)
+    assert target.read_text() == '{"rows": [1, 2]}' and [p.name for p in tmp_path.iterdir()] == ["bench.json"]
