@@ -473,9 +473,7 @@ def read_probes(path: Path) -> dict[int, list[dict]]:
 
     try:
         return {int(k): v for k, v in json.loads(path.read_text()).items()}
-    except FileNotFoundError:
-        return {}
-    except (ValueError, AttributeError):  # not JSON, or not a mapping of step indices
+    except (FileNotFoundError, ValueError, AttributeError):  # none, not JSON, or not a mapping of step indices
         return {}
 
 
