@@ -386,12 +386,25 @@ def evidence_line(evidence: dict, timed: bool) -> str:
     return line
 
 
+def seconds_line(t: Trajectory) -> str:
+    """Where a run's wall time went: the start's check, the attempts, the final timing, the rest (proposing)."""
+    attempts = sum(a.seconds for a in t.attempts)
+    start, final = t.phases.get("start_check_s", 0.0), t.phases.get("final_s", 0.0)
+    parts = [f"the start's check {start:.0f} s" if start else "the start's check reused",
+             f"{len(t.attempts)} attempt{'s' * (len(t.attempts) != 1)} {attempts:.0f} s"]
+    parts += [f"start and result timed side by side {final:.0f} s"] if final else []
+    parts.append(f"proposing and the rest {max(0.0, t.seconds - start - attempts - final):.0f} s")
+    return "Seconds: " + ", ".join(parts) + "."
+
+
 def report(trajectory: Trajectory) -> str:
     t = trajectory
     kept = [a for a in t.attempts if a.kept]
     lines = [f"# Optimization report: {t.program} on {t.workload}", "",
              f"Method `{t.method}`, device {t.device}, budget {t.budget} gate evaluations, {t.evaluations} spent "
              f"(the first checks the starting program), {t.seconds:.0f} s; stopped: {t.stop}.", ""]  # fmt: skip
+    if t.phases:
+        lines += [seconds_line(t), ""]
     if t.llm:
         lines += [usage_line(t.llm), ""]
     if t.evidence:

@@ -96,6 +96,8 @@ def test_skills_are_kept_on_cpu_without_inventing_a_time(settings, sandbox):
                                                 "device": trajectory.device}  # fmt: skip
     phases = trajectory.as_dict()["phases"]  # no final pair without a GPU; the start's check took real time
     assert phases["start_check_s"] > 0 and phases["final_s"] == 0 and sum(phases.values()) < trajectory.seconds
+    assert f"Seconds: the start's check {phases['start_check_s']:.0f} s, {len(trajectory.attempts)} attempt" in text
+    assert "side by side" not in text  # nothing was timed
     assert "Library: 2 optimization skills, 0 with an effect timed on a GPU" in text
     assert "Time the library" not in text  # nothing is timed here anyway: no advice about timing
     assert "+" in diff(trajectory) and "evict_first" in diff(trajectory)
