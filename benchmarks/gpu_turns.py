@@ -155,6 +155,25 @@ def _report(arms: list[dict], json_path: Path | None) -> None:
         json_path.write_text(json.dumps({"arms": arms, "argv": sys.argv[1:]}, indent=1))
 
 
+def shard_env() -> None:
+    """This process's environment as a bench shard's on one GPU: fresh seeds on the tiny case, the input cache (drawing
+    bench-sized inputs on the CPU is not what is compared here) and a lock file of its own."""
+    os.environ.setdefault("KLINEAGE_SEED_CASE", "tiny")
+    os.environ.setdefault("KLINEAGE_INPUT_CACHE", str(Path(tempfile.gettempdir()) / "klineage-inputs"))
+    os.environ["KLINEAGE_GPU_LOCK"] = str(Path(tempfile.mkdtemp()) / "gpu0.lock")
+
+
+def held_out_request(instance: str):
+    """A GPU gate request for a held-out instance's naive program, and the program."""
+    from klineage.config import Settings
+    from klineage.gates import GateRequest
+    from klineage.program import load_program
+
+    folder = HELD / instance
+    program = load_program(folder / "naive.py")
+    return GateRequest(str(folder / "workload.py"), program, "cuda", Settings.from_env()), program
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--instance", default="layernorm")
@@ -176,17 +195,8 @@ def main() -> None:
     if not torch.cuda.is_available():
         print("no GPU: nothing is timed (this report needs one)")
         return
-    from klineage.config import Settings
-    from klineage.gates import GateRequest
-    from klineage.program import load_program
-
-    os.environ.setdefault("KLINEAGE_SEED_CASE", "tiny")  # as the bench's shards run
-    # and with their input cache: drawing bench-sized inputs on the CPU is not what this compares
-    os.environ.setdefault("KLINEAGE_INPUT_CACHE", str(Path(tempfile.gettempdir()) / "klineage-inputs"))
-    os.environ["KLINEAGE_GPU_LOCK"] = str(Path(tempfile.mkdtemp()) / "gpu0.lock")
-    folder = HELD / args.instance
-    program = load_program(folder / "naive.py")
-    request = GateRequest(str(folder / "workload.py"), program, "cuda", Settings.from_env())
+    shard_env()
+    request, program = held_out_request(args.instance)
     print(f"command: `python benchmarks/{Path(__file__).name} {' '.join(sys.argv[1:])}`")
     print(f"device: {torch.cuda.get_device_name()}, {os.cpu_count()} host cores; torch {torch.__version__}, "
           f"triton {triton.__version__}; {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; "

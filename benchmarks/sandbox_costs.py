@@ -22,8 +22,6 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-HELD = ROOT / "src" / "klineage" / "suites" / "heldout"
 OLD_PRELOAD = ("torch", "triton", "klineage.gates")  # the warm server's list before session 13
 
 
@@ -48,20 +46,12 @@ def profiled_job(payload: tuple[str, object]) -> str:
     return f"{name}: {time.perf_counter() - began:.2f} s\n{text.getvalue()}"
 
 
-def _request(instance: str):
-    from klineage.config import Settings
-    from klineage.gates import GateRequest
-    from klineage.program import load_program
-
-    folder = HELD / instance
-    program = load_program(folder / "naive.py")
-    return GateRequest(str(folder / "workload.py"), program, "cuda", Settings.from_env()), program
-
-
 def profile(instance: str, out: Path) -> None:
+    from gpu_turns import held_out_request
+
     from klineage.sandbox import Job, Sandbox
 
-    request, program = _request(instance)
+    request, program = held_out_request(instance)
     out.mkdir(parents=True, exist_ok=True)
     jobs = [("correctness_job", request)] * 2 + [("profile_pair_job", (request, program))] * 2
     with Sandbox(warm=True) as sb:
@@ -80,7 +70,7 @@ def preload(instance: str, shards: int, seconds: float) -> None:
     import klineage.sandbox as sandbox
     from klineage.gates import run_gate
 
-    request, program = _request(instance)
+    request, program = gpu_turns.held_out_request(instance)
     arms = []
     for label, names in (("old preload", OLD_PRELOAD), ("preload now", sandbox.PRELOAD)) * 2:
         sandbox.Sandbox.__init__.__defaults__ = (True, names)  # what gpu_turns' shards construct
@@ -110,9 +100,9 @@ def main() -> None:
         print("no GPU: nothing is measured (this report needs one)")
         return
     sys.path.insert(0, str(Path(__file__).resolve().parent))  # gpu_turns, and this module for the sandbox child
-    os.environ.setdefault("KLINEAGE_SEED_CASE", "tiny")  # as the bench's shards run
-    os.environ.setdefault("KLINEAGE_INPUT_CACHE", str(Path(tempfile.gettempdir()) / "klineage-inputs"))
-    os.environ["KLINEAGE_GPU_LOCK"] = str(Path(tempfile.mkdtemp()) / "gpu0.lock")
+    from gpu_turns import shard_env
+
+    shard_env()
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent),
                                                              os.environ.get("PYTHONPATH")]))  # fmt: skip
     print(f"command: `python benchmarks/{Path(__file__).name} {' '.join(sys.argv[1:])}`")
