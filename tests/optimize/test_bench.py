@@ -105,6 +105,7 @@ def test_joined_suites_prefix_each_name_and_a_cut_run_keeps_what_it_finished(set
     assert len(seen) == 1 and seen[0]["stamp"]["partial"] and len(seen[0]["rows"]) == 1
     assert seen[0]["stamp"]["instances"] == [two[0].name] and not result["stamp"]["partial"]
     assert "Partial: the run was cut short" in markdown(seen[0]) and "Partial" not in markdown(result)
+    assert seen[0]["stamp"]["unfinished"] == [two[1].name] and f"Not finished: {two[1].name}." in markdown(seen[0])
     # --resume: the finished instance is carried over as it was; only the other one runs
     ran = []
     resumed = run_bench(two, ["autotune"], 1, settings, "cpu", None, on_progress=ran.append, earlier=seen[0])
@@ -196,6 +197,36 @@ def test_evaluations_to_95_are_also_compared_on_the_instances_both_methods_impro
     text = markdown({"stamp": stamp, "rows": [asdict(r) for r in rows], "summary": summary})
     assert "paired (instances where both methods improved): klineage 2.0 vs blind 2.0 on 1." in text
 
+
+def test_evaluations_to_the_instances_best_do_not_reward_stopping_early():
+    """Memory keeps one x1.2 step at evaluation 2 and nothing after: 95% of its own final at 2, as early as klineage
+    reaching x3 at 2. Against the instance's best (x3) memory never gets there and counts budget + 1."""
+    from klineage.bench import markdown, summarize, to_instance_best
+
+    def trajectory(*steps):  # (evaluation, speedup, kept)
+        return {"timed": True, "attempts": [{"evaluation": e, "kept": k, "effect": {"measured": True, "speedup": x}}
+                                            for e, x, k in steps]}  # fmt: skip
+
+    trajectories = {
+        "a/klineage": trajectory((2, 3.0, True), (3, 0.9, False)),
+        "a/memory": trajectory((2, 1.2, True), (3, 0.8, False), (4, 1.0, False)),
+        "b/klineage": trajectory((2, 1.5, True), (3, 1.2, True)),  # 95% of log(1.8) only at 3
+        "b/memory": trajectory((2, 0.7, False), (3, 1.8, True)),
+        "c/klineage": trajectory((2, 0.9, False)),  # nobody improved c: not counted
+        "c/memory": trajectory((2, 0.95, False)),
+        "d/klineage": trajectory((2, 2.0, True)),  # memory never ran d: not comparable, not counted
+    }
+    found = to_instance_best(trajectories, ["klineage", "memory"], budget=4)
+    assert found == {"klineage": {"instances": 2, "reached": 2, "mean": 2.5},
+                     "memory": {"instances": 2, "reached": 1, "mean": 4.0}}  # fmt: skip
+    summary = summarize([], ["klineage", "memory"], trajectories, 4)
+    assert summary["memory"]["evaluations_to_95_of_best"] == found["memory"]
+    stamp = {"methods": ["klineage", "memory"], "budget": 4, "commit": "c", "device": "d", "instances": ["a", "b"],
+             "seconds": 1.0, "timed": True, "versions": {}, "date": "d"}  # fmt: skip
+    text = markdown({"stamp": stamp, "rows": [], "summary": summary})
+    assert "on the 2 instances some method improved; a miss counts 5): klineage 2.5 (2 reached); memory 4.0" in text
+    assert "of the instance's best" not in markdown({"stamp": {**stamp, "timed": False}, "rows": [],
+                                                     "summary": summary})  # fmt: skip
 
 
 def test_bench_costs_splits_an_attempt_into_gates_and_its_timing_job():
