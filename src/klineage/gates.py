@@ -223,9 +223,21 @@ def _correctness(request: GateRequest, started: float) -> Verdict:
             "trials": [t.label() for t in trials],
             "kernels": sorted(state.kernels),
             "functions_run": sorted(state.functions | {k.rsplit(".", 1)[-1] for k in state.kernels}),
+            "launches": state.launches,
         },
         seconds=time.perf_counter() - started,
     )
+
+
+def launch_rows(launches: list) -> list[dict]:
+    """Each distinct launch of a forward: kernel, integer constexprs, warps and program count."""
+    rows = []
+    for launch in launches:
+        row = {"kernel": launch.kernel, "constexprs": dict(launch.constexprs), "num_warps": launch.num_warps,
+               "programs": launch.programs}  # fmt: skip
+        if row not in rows:
+            rows.append(row)
+    return rows
 
 
 def _probe_plan(workload, probe: dict, state):
@@ -280,6 +292,7 @@ class _TrialState:
     previous_outputs: list = field(default_factory=list)
     output_storages: set = field(default_factory=set)  # storages returned by earlier calls
     kernels: set = field(default_factory=set)
+    launches: dict = field(default_factory=dict)  # per named case: what each launch asked for (launch_rows)
     worst_error: float = 0.0
     deterministic: bool = True
     layout: str | None = None
@@ -337,6 +350,8 @@ def _run_trial(workload, wl_module, trial: Trial, runs: int, state: _TrialState)
             return failure
         record, outputs = outputs
         state.kernels.update(launch.kernel for launch in record.launches)
+        if trial.seed == 0 and trial.case not in state.launches:
+            state.launches[trial.case] = launch_rows(record.launches)
         clones = [o.detach().clone() if isinstance(o, torch.Tensor) else o for o in outputs]
         done.append((record, outputs, clones))
     with torch.no_grad():

@@ -42,6 +42,12 @@ class Launch:
     storages: frozenset[int]
     stream: int | None
     thread: int
+    # what the launch asked for: its integer constexpr arguments by name, its warps and its program count (None where
+    # the launcher left them to Triton or a grid could not be evaluated): a computed tile (`next_power_of_2(half)`)
+    # has a size only here
+    constexprs: tuple[tuple[str, int], ...] = ()
+    num_warps: int | None = None
+    programs: int | None = None
 
 
 @dataclass
@@ -60,7 +66,7 @@ class Tracer:
     launches: list[Launch] = field(default_factory=list)
     depth: int = 0  # > 0 while Triton itself runs a launch (its own threads are not the program's)
 
-    def record(self, fn, args, kwargs) -> None:
+    def record(self, fn, args, kwargs, launcher=None, grid=None) -> None:
         import torch
 
         storages = set()
@@ -72,7 +78,43 @@ class Tracer:
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             stream = torch.cuda.current_stream().cuda_stream
         name = getattr(fn, "__qualname__", None) or getattr(getattr(fn, "fn", None), "__qualname__", repr(fn))
-        self.launches.append(Launch(name, frozenset(storages), stream, threading.get_ident()))
+        constexprs, programs = launch_shape(launcher, args, kwargs, grid) if launcher is not None else ((), None)
+        warps = kwargs.get("num_warps")
+        self.launches.append(Launch(name, frozenset(storages), stream, threading.get_ident(), constexprs,
+                                    warps if isinstance(warps, int) else None, programs))  # fmt: skip
+
+
+def launch_shape(launcher, args, kwargs, grid) -> tuple[tuple[tuple[str, int], ...], int | None]:
+    """A launch's integer constexpr arguments by name and its program count. `launcher` is the JITFunction or the
+    interpreter's function; the grid, where a callable, gets the bound arguments as Triton passes them. Nothing here
+    may fail a launch: what cannot be read is left out."""
+    import inspect
+
+    try:
+        names = list(getattr(launcher, "arg_names", None) or inspect.signature(launcher.fn).parameters)
+        bound = {**dict(zip(names, args)), **kwargs}
+        params = getattr(launcher, "params", None)
+        if params:
+            constexpr = {p.name for p in params if getattr(p, "is_constexpr", False)}
+        else:  # the interpreter keeps no parameter kinds: the annotations say which are constexpr
+            constexpr = {n for n, p in inspect.signature(launcher.fn).parameters.items()
+                         if "constexpr" in str(p.annotation)}  # fmt: skip
+        values = tuple((n, v) for n, v in bound.items()
+                       if n in constexpr and isinstance(v, int) and not isinstance(v, bool))  # fmt: skip
+    except Exception:
+        return (), None
+    try:
+        from torch.utils._python_dispatch import _disable_current_modes
+
+        with _disable_current_modes():  # a grid may read a tensor's size: not the forward's compute
+            shape = grid(bound) if callable(grid) else grid
+        shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+        programs = 1
+        for n in shape:
+            programs *= int(n)
+    except Exception:
+        programs = None
+    return values, programs
 
 
 TRACER = Tracer()
@@ -91,7 +133,7 @@ def install_tracer() -> None:
     def wrap(original):
         def run(self, *args, grid, warmup, **kwargs):
             if TRACER.active and not warmup:
-                TRACER.record(self.fn, args, kwargs)
+                TRACER.record(self.fn, args, kwargs, self, grid)
             TRACER.depth += 1
             try:
                 with _disable_current_modes():  # the launcher's own tensor ops (interpreter copies) are not forward's

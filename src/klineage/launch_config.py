@@ -17,6 +17,7 @@ values (x2, /2, powers of two within bounds)."""
 from __future__ import annotations
 
 import functools
+import math
 import re
 from dataclasses import dataclass
 
@@ -211,14 +212,32 @@ def _elements(source: str, kernel: str) -> int | None:
     products = set(finder.products)
     if len(products) != 1 or None in products:
         return None
-    # a 2-D kernel may span one tile name twice (`tl.arange(0, BLOCK)` for rows and for columns: BLOCK^2 elements),
-    # which the launch alone cannot tell: say nothing rather than undercount. A 1-D kernel that reuses the name in
-    # several loops over a row still handles BLOCK elements at a time.
+    return products.pop() if _counts_tiles_once(source, kernel) else None
+
+
+def _counts_tiles_once(source: str, kernel: str) -> bool:
+    """A 2-D kernel may span one tile name twice (`tl.arange(0, BLOCK)` for rows and for columns: BLOCK^2
+    elements), which the launch alone cannot tell: say nothing rather than undercount. A 1-D kernel that reuses the
+    name in several loops over a row still handles BLOCK elements at a time."""
     body = kernel_code(source, kernel)
     spans = re.findall(r"tl\.arange\(\s*0\s*,\s*(\w+)\s*\)", body)
-    if not body or (broadcasts(body) and any(spans.count(name) > 1 for name in set(spans))):
+    return bool(body) and not (broadcasts(body) and any(spans.count(name) > 1 for name in set(spans)))
+
+
+def launched_elements(source: str, kernel: str, launches: list[dict] | None) -> int | None:
+    """The elements one program of `kernel` handles as its launches on a case asked for them (`launches`: the
+    correctness check's rows, klineage.gates.launch_rows): the product of the tile constexprs, where every launch of
+    the kernel agrees; None without a launch, a tile constexpr, or agreement. Where `elements_per_program` cannot
+    read a tile computed at run time (`next_power_of_2(half)`), the launch had its value."""
+    products = set()
+    for row in launches or []:
+        if row.get("kernel", "").rsplit(".", 1)[-1] != kernel:
+            continue
+        tiles = [v for name, v in row.get("constexprs", {}).items() if TILE_NAME.match(name)]
+        products.add(math.prod(tiles) if tiles else None)
+    if len(products) != 1 or None in products:
         return None
-    return products.pop()
+    return products.pop() if _counts_tiles_once(source, kernel) else None
 
 
 @functools.lru_cache(maxsize=64)

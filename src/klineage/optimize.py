@@ -186,6 +186,21 @@ def _functions_run(report) -> set[str] | None:
     return found | {"<module>"} if found else None
 
 
+def _tell_launches(proposer, program: Program, report, workload: Workload) -> None:
+    """Hand the proposer what the program's launches asked for (a proposer of the caller's own, duck-typed,
+    may keep no such record)."""
+    if isinstance(getattr(proposer, "launched", None), dict):
+        proposer.launched[program.hash] = bench_launches(report, workload)
+
+
+def bench_launches(report, workload: Workload) -> list[dict] | None:
+    """What the program's launches asked for on the workload's bench case, as its correctness check saw them (on a
+    GPU the check runs that case; the interpreter does not), or None."""
+    correct = report.verdict("correctness")
+    launches = (correct.evidence or {}).get("launches") if correct is not None else None
+    return (launches or {}).get(workload.bench_case())
+
+
 def _verdict_rows(report) -> list[dict]:
     return [{"gate": v.gate, "status": v.status, "code": v.code, "reason": v.reason[:300]} for v in report.verdicts]
 
@@ -273,6 +288,7 @@ def optimize(
         # only sites in functions the check ran are worth a candidate (an installed module's backward kernels are
         # never launched by a forward workload); None when the gate could not tell
         ran = {program.hash: _functions_run(base)}
+        _tell_launches(proposer, program, base, workload)
         follow: list = []  # a proposer's follow-up (a repair, a next step), gated before the next listed candidate
         while True:
             if roofline is not None and roofline >= NEAR_ROOFLINE:
@@ -321,6 +337,7 @@ def optimize(
                 if attempt.kept:
                     kept = cand
                     ran[cand.program.hash] = _functions_run(report)
+                    _tell_launches(proposer, cand.program, report, workload)
                     break
             if kept is None:
                 stop = "budget spent" if evaluations >= budget else "no candidate left that improves the program"

@@ -404,14 +404,19 @@ def _present_warps(source: str, kernel: str) -> int:
                  if t.kernel == kernel and t.keyword == "num_warps"), 4)  # fmt: skip
 
 
-def _warps_for_tile(variants: list[dict], source: str, kernel: str) -> list[dict]:
+def _warps_for_tile(variants: list[dict], source: str, kernel: str, launches: list[dict] | None = None) -> list[dict]:
     """Carried warps adapted to this launch's tile: at most the warps that leave each thread
     MIN_ELEMENTS_PER_THREAD of the elements one program handles (an expert's 8 or 16 warps were measured on rows
     of thousands of elements; on a 256-element block they idle). A variant the tile has no room for (its warps
     capped at or below the present ones: a reduction nobody measured) is dropped, as are variants that end at the
     launch's present warps or repeat one another: they would spend an evaluation on the same program. A computed
-    tile (`next_power_of_2(n)`) is not capped: its size is known only at run time."""
+    tile (`next_power_of_2(n)`) has its size from the bench case's launches (`launches`), where the check saw them;
+    without them it is not capped. RoPE's 64-wide half per program took SwiGLU's 8 warps (expected x1.16) first and
+    ran at x0.50, and the rows-per-program twin, x5.9 for blind, never got its turn in four evaluations (H200,
+    run 19)."""
     elements = launch_config.elements_per_program(source, kernel)
+    if elements is None:
+        elements = launch_config.launched_elements(source, kernel, launches)
     cap = None
     if elements is not None:
         room = elements // (32 * MIN_ELEMENTS_PER_THREAD)
@@ -505,6 +510,9 @@ class Proposer:
     def __init__(self, workload: Workload, settings: Settings, device: str):
         self.workload, self.settings, self.device = workload, settings, device
         self.refusals: list[Refusal] = []
+        # program hash -> its launches on the bench case (optimize fills it from each check: klineage.gates'
+        # launch_rows); a tile computed at run time has a size only there
+        self.launched: dict[str, list[dict] | None] = {}
         # launch-configuration steps listed so far: candidate key -> {tunable key: (keyword, before, after)}
         self._steps: dict[tuple, dict[str, tuple[str, int, int]]] = {}
 
@@ -759,7 +767,7 @@ class SkillProposer(Proposer):
                             transform_defaults(transform), transform.label_params)  # fmt: skip
             variants = numeric_neighbours(carried or transform_defaults(transform))[:3]
             if transform.id == "launch_knobs" and kernel is not None:
-                variants = _warps_for_tile(variants, source, kernel)
+                variants = _warps_for_tile(variants, source, kernel, self.launched.get(program.hash))
         if guard is not None and kernel is None:
             self._refuse(Refusal(skill.id, transform.id, site.function, guard.predicate,
                                  f"holds on part of the domain ({guard.reason}); the site is in no kernel a launch "

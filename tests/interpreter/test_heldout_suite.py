@@ -125,6 +125,31 @@ def test_rows_twin_passes_and_a_broken_one_fails(name, wrong, settings, sandbox)
     assert not report.verdicts[-1].passed
 
 
+def test_the_check_records_what_each_launch_asked_for(settings, sandbox):
+    """RoPE's tile is computed at launch (`next_power_of_2(half)`): only the launch knows it is 16 on the tiny case
+    (D = 32), over 12 programs. The rows twin asks for BLOCK_ROW 16 rows of it in one program (12 rows, a grid
+    lambda reading BLOCK_ROW). Optimize caps carried warps by these sizes (klineage.optimize.bench_launches)."""
+    from klineage.program import Program
+    from klineage.transform import load_families
+
+    load_families()
+    from klineage.transforms.rows_per_program import RowsPerProgram
+
+    workload, program = next((w, p) for w, p in PAIRS if w.parent.name == "rope")
+    wl = load_workload(workload)
+    report = check(wl, load_program(program), settings, "cpu", ("correctness",), sandbox)
+    assert report.verdicts[-1].evidence["launches"] == {
+        "tiny": [{"kernel": "rope_kernel", "constexprs": {"BLOCK": 16}, "num_warps": None, "programs": 12}]}
+    source = program.read_text()
+    (site,) = [s for s in RowsPerProgram().optimize_sites(source) if s.params.get("kernel")]
+    twin = RowsPerProgram().optimize(source, site, {}).replace("BLOCK=triton", "num_warps=2, BLOCK=triton")
+    twin = Program("rope", twin)
+    report = check(wl, twin, settings, "cpu", ("correctness",), sandbox)
+    assert report.verdicts[-1].passed, report.verdicts[-1].reason
+    assert report.verdicts[-1].evidence["launches"]["tiny"] == [
+        {"kernel": "rope_kernel_rows", "constexprs": {"BLOCK_ROW": 16, "BLOCK": 16}, "num_warps": 2, "programs": 1}]
+
+
 @pytest.mark.parametrize("twin", [False, True], ids=["loop", "one_tile_twin"])
 def test_merged_argmax_passes_and_a_last_index_merge_fails(twin, settings, sandbox):
     """merged_reductions on row argmax (its tile loop, and whole_row_tile's one-tile twin, which the tiny case

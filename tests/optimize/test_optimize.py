@@ -371,6 +371,48 @@ def test_carried_warps_fit_the_tile_a_program_handles(settings):
     assert all(c.params != {"num_warps": "4"} for c in found)  # Triton's default: no change, no evaluation
 
 
+def test_a_tile_computed_at_launch_caps_carried_warps_by_the_size_the_bench_case_launched(settings, monkeypatch):
+    """RoPE's tile is `next_power_of_2(half)`: 64 elements on the bench case. SwiGLU's 8 warps (x1.16 there) were
+    tried first and ran at x0.50, and the rows twin (x5.9 for blind) never got its turn in four evaluations (H200,
+    run 19). Once the check has seen the bench case's launch, 8 and 16 warps are no candidates there; a 4096-wide
+    launch still takes 8, and without the launch they are carried as before. On the walk, the start's check
+    supplies the launches (faked here: nothing runs)."""
+    import klineage.optimize as opt
+    from klineage.check import CheckReport
+    from klineage.gates import Verdict
+
+    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
+    rope = SUITES["heldout"] / "rope"
+    wl, prog = load_workload(rope / "workload.py"), load_program(rope / "naive.py")
+    skills = [make_skill("launch_knobs", {"num_warps": w}, (), speedup=1.16) for w in ("8", "16")]
+
+    def knobs(launched):
+        proposer = SkillProposer(wl, settings, "cuda", skills)
+        proposer.launched[prog.hash] = launched
+        return {c.params["num_warps"] for c in proposer.propose(prog) if c.transform == "launch_knobs"}
+
+    def at(block):
+        return [{"kernel": "rope_kernel", "constexprs": {"BLOCK": block}, "num_warps": None, "programs": 2**20}]
+
+    assert knobs(None) == {"8", "16", "32"}  # the carried warps and their neighbours, uncapped
+    assert knobs(at(4096)) == {"8", "16"}  # 4096 / (32 x 8): room for 16 warps
+    assert knobs(at(64)) == set() and knobs(at(1024)) == set()  # 1024 / (32 x 8) = 4 warps: the present ones
+    assert knobs(at(64) + at(128)) == {"8", "16", "32"}  # launches that disagree say nothing
+
+    def fake_check(workload, program, settings, device="cpu", gates=(), sandbox=None, on_gate=None):
+        launches = {"tiny": at(16), "bench": at(64)}
+        verdicts = (Verdict("correctness", "pass", evidence={"launches": launches}),
+                    Verdict("profile", "pass", metrics={"median_ms": 1.0}))  # fmt: skip
+        return CheckReport(workload.name, program.name, program.hash, device, "fake", "fake", verdicts, (False,) * 2)
+
+    monkeypatch.setattr(opt, "check", fake_check)
+    monkeypatch.setattr(opt, "device_name", lambda device: "NVIDIA H200")
+    proposer = SkillProposer(wl, settings, "cuda", skills)
+    trajectory = optimize(wl, prog, proposer, settings, "cuda", budget=3, sandbox=object(), memo={})
+    assert proposer.launched[prog.hash] == at(64)
+    assert trajectory.attempts == [] and trajectory.stop == "no candidate left that improves the program"
+
+
 def test_a_carried_name_must_be_visible_where_it_is_used(settings):
     """SwiGLU's `num_warps=num_warps` was carried into Liger's cross_entropy_forward because another function of
     the module defines `num_warps`; the launch raised a NameError (H200, run 5). A name counts as defined only in
