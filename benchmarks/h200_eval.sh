@@ -14,7 +14,8 @@
 #      (FIXTURES=1, not waited for); mining stops at A_MINUTES;
 #   B. the data directories merged into one library; with MEMORY=1 the memory baseline's base built from the merged
 #      lineages' simplest forms (5 parallel shards, blind runs of MEMORY_BUDGET, MEMORY_MINUTES at most; with
-#      WALK_DEVICE=cpu it is built from the walks instead, beside A, MEMORY_MINUTES from the start); then
+#      WALK_DEVICE=cpu it is built from the walks instead, beside A, MEMORY_MINUTES from the start) and added to
+#      PRIOR's base; then
 #      SHARDS bench shards (spread over the GPUs) run METHODS on SUITES (INSTANCES of them, where given) under BUDGET,
 #      each rewriting its report after every instance; the GPU tests beside them (GPU_TESTS=1: tests/gpu; or a
 #      test path). WAIT_MINING=0 starts B at once, with the lineages as they were.
@@ -96,7 +97,8 @@ walks() {  # walks DIR [JOBS]: the six experts walked and probed on this machine
 }
 
 memory_build() {  # memory_build HOME END: the memory baseline's base, blind runs on HOME's experts' simplest forms
-    # (5 parallel shards) until END, joined into $R/memory.json
+    # (5 parallel shards) until END, joined into $R/memory.json with PRIOR's base: a knowledge base of earlier runs
+    # grows from run to run (run 17 remembered 2 outcomes in its 3 minutes, run 19 9 in 5, each on its own)
     local home=$1 end=$2 i mem=()
     stage "memory base from the lineages in $home"
     for i in $(seq 1 5); do
@@ -107,9 +109,18 @@ memory_build() {  # memory_build HOME END: the memory baseline's base, blind run
         mem+=($!)
     done
     for pid in "${mem[@]}"; do wait "$pid"; done
-    python3 -c "import json, sys; json.dump([e for p in sys.argv[1:] for e in json.load(open(p))], \
-open('$R/memory.json', 'w'), indent=1)" $(ls "$R"/memory?.json 2>/dev/null)
-    stage "memory base: $(python3 -c "import json; print(len(json.load(open('$R/memory.json'))))" 2>/dev/null) outcomes"
+    python3 - "$R/memory.json" "$R/memory-prior.json" "$R"/memory?.json <<'EOF2'
+import json, sys
+from pathlib import Path
+out, found = Path(sys.argv[1]), []
+for p in map(Path, sys.argv[2:]):  # PRIOR's base first; an outcome already there (a file copied twice) once
+    for e in json.loads(p.read_text()) if p.is_file() else []:
+        if e not in found:
+            found.append(e)
+out.write_text(json.dumps(found, indent=1))
+EOF2
+    stage "memory base: $(python3 -c "import json; print(len(json.load(open('$R/memory.json'))))" 2>/dev/null) outcomes \
+($(python3 -c "import json; print(len(json.load(open('$R/memory-prior.json'))))" 2>/dev/null || echo 0) from PRIOR)"
 }
 
 left_s() { local s=$(($1 - $(date +%s))); echo $((s > 1 ? s : 1)); }  # seconds left to a deadline, at least 1
@@ -161,7 +172,8 @@ pipeline() {
         done
         # its memory base too, so a bench-only run (MINE= FIXTURES=0 MEMORY=0) can use it, and its bench shards,
         # which `bench --resume` continues (the same SHARDS split the suite the same way)
-        [ -f "$PRIOR/memory.json" ] && cp "$PRIOR/memory.json" "$R/memory.json"
+        [ -f "$PRIOR/memory.json" ] && cp "$PRIOR/memory.json" "$R/memory.json" &&
+            cp "$PRIOR/memory.json" "$R/memory-prior.json"
         [ "$RESUME" = 1 ] && [ -d "$PRIOR/bench" ] && mkdir -p "$R/bench" && cp -r "$PRIOR/bench/." "$R/bench/"
     fi
     # the timer against triton's do_bench, on kernels of milliseconds and of tens of microseconds
