@@ -697,9 +697,10 @@ def _cell(verdict) -> str:
 
 
 class _LoggedProgress(Progress):
-    """A progress bar on a terminal; with KLINEAGE_PROGRESS_LINES=1 and stderr not a terminal (the log of an
-    unattended run), one timestamped line on stderr per new description instead. Run 17's memory-base build wrote
-    nothing to its logs in 3 minutes, and which of its five runs was slow could not be told."""
+    """A progress bar on a terminal; where stderr is no terminal (a log, CI, an agent's subprocess), one timestamped
+    line on stderr per new description instead (KLINEAGE_PROGRESS_LINES: see _progress). Run 17's memory-base build
+    wrote nothing to its logs in 3 minutes, and which of its five runs was slow could not be told; a single
+    `klineage optimize` on the H200 (session 14) wrote nothing in the 175 s it had before it was cut."""
 
     def __init__(self, *columns, lines: bool = False, **kwargs):
         super().__init__(*columns, **kwargs)
@@ -717,7 +718,10 @@ class _LoggedProgress(Progress):
 def _progress(quiet: bool) -> Progress:
     import os
 
-    lines = not quiet and not err_console.is_terminal and os.environ.get("KLINEAGE_PROGRESS_LINES") == "1"
+    # unset: lines unless --json (a script reading both streams as one); 1: lines even with --json (a bench shard's
+    # log, whose report is the JSON on stdout: run 19's status line counted no evaluation); 0: none
+    wanted = os.environ.get("KLINEAGE_PROGRESS_LINES", "")
+    lines = not err_console.is_terminal and wanted != "0" and (not quiet or wanted == "1")
     return _LoggedProgress(
         SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
         console=err_console, transient=True, disable=quiet or not err_console.is_terminal, lines=lines,
