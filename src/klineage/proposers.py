@@ -441,7 +441,9 @@ def _kernel_of(site: Site, source: str) -> str | None:
     kernels = _kernel_names(source)
     if site.function in kernels:
         return site.function
-    launched = re.findall(r"(\w+)\[[^\]]*\]\(", site.before)
+    # `name[` rather than `name[grid](`: a grid lambda holds brackets of its own (the rows twin's
+    # `META["BLOCK_ROW"]`), and its launch had been taken for no kernel's, so its carried warps went uncapped
+    launched = re.findall(r"(\w+)\s*\[", site.before)
     return next((k for k in launched if k in kernels), None)
 
 

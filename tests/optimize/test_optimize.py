@@ -399,6 +399,16 @@ def test_a_tile_computed_at_launch_caps_carried_warps_by_the_size_the_bench_case
     assert knobs(at(64)) == set() and knobs(at(1024)) == set()  # 1024 / (32 x 8) = 4 warps: the present ones
     assert knobs(at(64) + at(128)) == {"8", "16", "32"}  # launches that disagree say nothing
 
+    # the rows twin, once kept, launches through a grid lambda (`META["BLOCK_ROW"]`): its launch is the twin's,
+    # 16 rows of 64, 1024 elements a program, no room for 8 warps either (it had been taken for no kernel's launch)
+    twin = next(c for c in SkillProposer(wl, settings, "cuda", [make_skill("rows_per_program", {}, ())]).propose(prog)
+                if c.transform == "rows_per_program").program  # fmt: skip
+    proposer = SkillProposer(wl, settings, "cuda", skills)
+    assert {c.params["num_warps"] for c in proposer.propose(twin) if c.transform == "launch_knobs"} == {"8", "16", "32"}
+    proposer.launched[twin.hash] = [{"kernel": "rope_kernel_rows", "constexprs": {"BLOCK_ROW": 16, "BLOCK": 64},
+                                     "num_warps": None, "programs": 2**16}]  # fmt: skip
+    assert [c for c in proposer.propose(twin) if c.transform == "launch_knobs"] == []
+
     def fake_check(workload, program, settings, device="cpu", gates=(), sandbox=None, on_gate=None):
         launches = {"tiny": at(16), "bench": at(64)}
         verdicts = (Verdict("correctness", "pass", evidence={"launches": launches}),
