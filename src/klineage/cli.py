@@ -260,7 +260,9 @@ def demo(device, budget, as_json) -> None:
         proposer = proposer_for("klineage", target_wl, settings, dev, library_dir)
         progress.update(task, description="optimizing", total=budget, completed=0)
         trajectory = run_optimize(target_wl, target, proposer, settings, dev, budget, sandbox,
-                                  on_attempt=lambda a: progress.update(task, completed=a.evaluation))  # fmt: skip
+                                  on_attempt=lambda a: progress.update(
+                                      task, completed=a.evaluation,
+                                      description=f"optimizing: {a.candidate.label[:50]}: {a.outcome}"))  # fmt: skip
     paths = write_outputs(trajectory, settings.data_dir / "demo" / "optimized")
     if as_json:
         click.echo(json.dumps({"lineage": lineage.as_dict(), "skills": [s.id for s in skills],
