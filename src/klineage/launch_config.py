@@ -209,35 +209,42 @@ def _elements(source: str, kernel: str) -> int | None:
         return None
     finder = _LaunchTiles(kernel)
     module.visit(finder)
-    products = set(finder.products)
+    products = {None if tiles is None else _tile_product(source, kernel, tiles) for tiles in finder.tiles}
     if len(products) != 1 or None in products:
         return None
-    return products.pop() if _counts_tiles_once(source, kernel) else None
+    return products.pop()
 
 
-def _counts_tiles_once(source: str, kernel: str) -> bool:
-    """A 2-D kernel may span one tile name twice (`tl.arange(0, BLOCK)` for rows and for columns: BLOCK^2
-    elements), which the launch alone cannot tell: say nothing rather than undercount. A 1-D kernel that reuses the
-    name in several loops over a row still handles BLOCK elements at a time."""
+def _tile_product(source: str, kernel: str, tiles: dict[str, int]) -> int | None:
+    """The elements a program handles with these tile sizes: their product, a tile name counted once per dimension
+    it spans. A 2-D kernel may span one name twice (`tl.arange(0, BLOCK)` for rows and for columns: BLOCK^2
+    elements, the 32x32 transpose); counting it once had undercounted, so such kernels were left uncapped and took
+    SwiGLU's 8 warps on 1024 elements (x0.77, H200, run 19). Twice is an upper bound where both spans lie along one
+    dimension; a 1-D kernel that reuses the name in several loops over a row still handles BLOCK elements at a
+    time."""
     body = kernel_code(source, kernel)
+    if not body or not tiles:
+        return None
     spans = re.findall(r"tl\.arange\(\s*0\s*,\s*(\w+)\s*\)", body)
-    return bool(body) and not (broadcasts(body) and any(spans.count(name) > 1 for name in set(spans)))
+    two_d = broadcasts(body)
+    return math.prod(v ** (min(spans.count(name), 2) if two_d and spans.count(name) > 1 else 1)
+                     for name, v in tiles.items())  # fmt: skip
 
 
 def launched_elements(source: str, kernel: str, launches: list[dict] | None) -> int | None:
     """The elements one program of `kernel` handles as its launches on a case asked for them (`launches`: the
-    correctness check's rows, klineage.gates.launch_rows): the product of the tile constexprs, where every launch of
-    the kernel agrees; None without a launch, a tile constexpr, or agreement. Where `elements_per_program` cannot
-    read a tile computed at run time (`next_power_of_2(half)`), the launch had its value."""
+    correctness check's rows, klineage.gates.launch_rows), where every launch of the kernel agrees; None without a
+    launch, a tile constexpr, or agreement. Where `elements_per_program` cannot read a tile computed at run time
+    (`next_power_of_2(half)`), the launch had its value."""
     products = set()
     for row in launches or []:
         if row.get("kernel", "").rsplit(".", 1)[-1] != kernel:
             continue
-        tiles = [v for name, v in row.get("constexprs", {}).items() if TILE_NAME.match(name)]
-        products.add(math.prod(tiles) if tiles else None)
+        tiles = {name: v for name, v in row.get("constexprs", {}).items() if TILE_NAME.match(name)}
+        products.add(_tile_product(source, kernel, tiles))
     if len(products) != 1 or None in products:
         return None
-    return products.pop() if _counts_tiles_once(source, kernel) else None
+    return products.pop()
 
 
 @functools.lru_cache(maxsize=64)
@@ -253,7 +260,7 @@ def kernel_code(source: str, kernel: str) -> str:
 
 class _LaunchTiles(cst.CSTVisitor):
     def __init__(self, kernel: str):
-        self.kernel, self.functions, self.products = kernel, [], []
+        self.kernel, self.functions, self.tiles = kernel, [], []  # per launch: its literal tile sizes, or None
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.append(node)
@@ -266,7 +273,7 @@ class _LaunchTiles(cst.CSTVisitor):
                 and node.func.value.value == self.kernel):  # fmt: skip
             return
         bindings = literal_bindings(self.functions[-1]) if self.functions else {}
-        product, tiles = 1, 0
+        tiles = {}
         for arg in node.args:
             if arg.keyword is None or not TILE_NAME.match(arg.keyword.value):
                 continue
@@ -274,10 +281,10 @@ class _LaunchTiles(cst.CSTVisitor):
             if value is None and isinstance(arg.value, cst.Name):
                 value = bindings.get(arg.value.value)
             if value is None:
-                self.products.append(None)
+                self.tiles.append(None)
                 return
-            product, tiles = product * value, tiles + 1
-        self.products.append(product if tiles else None)
+            tiles[arg.keyword.value] = value
+        self.tiles.append(tiles or None)
 
 
 def with_values(source: str, values: dict[str, int]) -> str:

@@ -365,6 +365,9 @@ def test_carried_warps_fit_the_tile_a_program_handles(settings):
     assert [c.params for c in knobs(skill, wide)][:1] == [{"num_warps": "8"}]
     assert {"num_warps": "8"} in [c.params for c in knobs(make_skill("launch_knobs", {"num_warps": "16"}), wide)]
     assert all(c.params != {"num_warps": "4"} for c in knobs(skill, wide))  # the present warps: the same program
+    # a 32x32 transpose tile is 1024 elements (BLOCK spans rows and columns): no room for 8 warps (x0.77, run 19)
+    transpose = SUITES["heldout"] / "transpose_copy"
+    assert knobs(skill, load_program(transpose / "naive.py"), load_workload(transpose / "workload.py")) == []
     wl, prog = load_workload(EXAMPLES / "softmax" / "workload.py"), load_program(EXAMPLES / "softmax" / "naive.py")
     found = knobs(skill, prog, wl)
     assert found[0].params == {"num_warps": "8"}

@@ -82,6 +82,23 @@ def test_elements_per_program_from_the_launch_tiles_or_nothing():
     assert elements_per_program((examples / "matmul" / "naive.py").read_text(), "matmul_kernel") == 32**3
     # a row kernel looping over its columns BLOCK at a time (the same arange in three passes): still BLOCK
     assert elements_per_program((heldout / "layernorm" / "naive.py").read_text(), "layernorm_kernel") == 128
-    # computed at run time (next_power_of_2), or one name spanning rows and columns: unknown, never undercounted
+    # computed at run time (next_power_of_2): unknown here (a launch knows it: launched_elements)
     assert elements_per_program((examples / "softmax" / "naive.py").read_text(), "softmax_kernel") is None
-    assert elements_per_program((heldout / "transpose_copy" / "naive.py").read_text(), "transpose_kernel") is None
+    # one name spanning rows and columns of a 2-D tile: counted once per dimension, never undercounted
+    transpose = (heldout / "transpose_copy" / "naive.py").read_text()
+    assert elements_per_program(transpose, "transpose_kernel") == 32**2
+    assert elements_per_program(transpose.replace("BLOCK = 32", "BLOCK = 64"), "transpose_kernel") == 64**2
+
+
+def test_launched_elements_read_the_tile_a_launch_asked_for():
+    from klineage.launch_config import launched_elements
+
+    softmax = (EXAMPLES / "softmax" / "naive.py").read_text()
+    row = {"kernel": "softmax_kernel", "constexprs": {"BLOCK": 8192}, "num_warps": None, "programs": 8192}
+    assert launched_elements(softmax, "softmax_kernel", [row]) == 8192
+    assert launched_elements(softmax, "softmax_kernel", [row, {**row, "constexprs": {"BLOCK": 4096}}]) is None
+    assert launched_elements(softmax, "softmax_kernel", [{**row, "kernel": "other"}]) is None
+    assert launched_elements(softmax, "softmax_kernel", None) is None
+    transpose = (EXAMPLES.parent / "suites" / "heldout" / "transpose_copy" / "naive.py").read_text()
+    assert launched_elements(transpose, "transpose_kernel", [{**row, "kernel": "transpose_kernel",
+                                                              "constexprs": {"BLOCK": 32}}]) == 32**2  # fmt: skip
