@@ -37,6 +37,7 @@ from klineage.proposers import (
     Refusal,
     SkillProposer,
     features,
+    launched_kernel,
     load_memory,
     memory_path,
 )
@@ -300,6 +301,8 @@ def optimize(
             while evaluations < budget and (cand := follow.pop() if follow else next(pending, None)) is not None:
                 if ran.get(current.hash) and cand.function not in ran[current.hash]:
                     continue
+                if ran.get(current.hash) and launched_kernel(cand, current) not in (None, *ran[current.hash]):
+                    continue  # a launch in a host function that ran, of a kernel that never did
                 if not proposer.worth(cand):
                     continue  # what this run measured since the list was made says it will not pay
                 # decided before the candidate program is written (writing one can be expensive: Candidate.made)

@@ -447,6 +447,20 @@ def _kernel_of(site: Site, source: str) -> str | None:
     return next((k for k in launched if k in kernels), None)
 
 
+def launched_kernel(candidate: Candidate, program: Program) -> str | None:
+    """The Triton kernel a candidate's site launches, where the site is a launch in a host function (launch knobs,
+    a dispatch); None for a site inside a kernel, or none found. A check's `functions_run` names the host function,
+    which ran, not which of its launches did: Liger SwiGLU's Blackwell-only tiled launch took two of KLineage's three
+    evaluations on the H200 and changed nothing there (x1.0008 and x1.000, run 19)."""
+    source = dict(_module_sources(program)).get(candidate.module)
+    if not source or not candidate.site:
+        return None
+    kernels = _kernel_names(source)
+    if candidate.function in kernels:
+        return None
+    return next((k for k in re.findall(r"(\w+)\s*\[", candidate.site) if k in kernels), None)
+
+
 def _rewrite(program: Program, module: str, transform: Transform, source: str, site: Site, params: dict):
     """A function that writes the candidate program (None when the rewrite does not apply)."""
 
@@ -1084,7 +1098,8 @@ class BlindProposer(Proposer):
                 if params is not None:
                     label = f"{transform.id} at {site.function}:{site.line}"
                     out.append(Candidate(label, "catalog", transform.id, module, site.function, params, 1.0, "", (),
-                                         _rewrite(program, module, transform, source, site, params)))  # fmt: skip
+                                         _rewrite(program, module, transform, source, site, params),
+                                         site.before))  # fmt: skip
         out.extend(self.launch_candidates(program, "launch_config", 1.0))
         return _ordered(out)
 
@@ -1102,7 +1117,7 @@ class AutotuneProposer(Proposer):
                 params = {"num_warps": warps}
                 out.append(Candidate(f"num_warps={warps} at {site.function}", "launch_config", "launch_knobs", module,
                                      site.function, params, 1.0, "", (),
-                                     _rewrite(program, module, knobs, source, site, params)))  # fmt: skip
+                                     _rewrite(program, module, knobs, source, site, params), site.before))  # fmt: skip
         return _ordered(out)
 
 
@@ -1177,5 +1192,5 @@ class MemoryProposer(Proposer):
                 out.append(Candidate(f"remembered {transform.id} at {site.function}:{site.line}", f"memory:{i}",
                                      transform.id, module, site.function, entry.params, expected, "", (),
                                      functools.partial(_remembered, program, module, transform, source, site,
-                                                       entry.params)))  # fmt: skip
+                                                       entry.params), site.before))  # fmt: skip
         return _ordered(out)

@@ -426,6 +426,56 @@ def test_a_tile_computed_at_launch_caps_carried_warps_by_the_size_the_bench_case
     assert trajectory.attempts == [] and trajectory.stop == "no candidate left that improves the program"
 
 
+def test_a_launch_whose_kernel_never_ran_is_not_gated(settings, monkeypatch):
+    """Liger SwiGLU's host function has a Blackwell-only tiled launch beside the one the H200 runs; the check
+    names the host function as run, so launch knobs at the tiled launch took two of KLineage's three evaluations
+    and changed nothing (x1.0008, x1.000; run 19). A candidate at a launch is gated only where the check saw its
+    kernel run: here RoPE's rows twin, whose fallback launch never runs on the cases checked (faked: nothing runs)."""
+    import klineage.optimize as opt
+    from klineage.check import CheckReport
+    from klineage.gates import Verdict
+    from klineage.proposers import Candidate, _rewrite, _transforms, launched_kernel
+    from klineage.sandbox import SandboxResult
+
+    rope = SUITES["heldout"] / "rope"
+    wl, prog = load_workload(rope / "workload.py"), load_program(rope / "naive.py")
+    twin = next(c for c in SkillProposer(wl, settings, "cpu", [make_skill("rows_per_program", {}, ())]).propose(prog)
+                if c.transform == "rows_per_program").program  # fmt: skip
+    knobs = _transforms()["launch_knobs"]
+    sites = knobs.optimize_sites(twin.source)
+    cands = [Candidate(f"8 warps at {s.line}", "catalog", "launch_knobs", "program", s.function, {"num_warps": "8"},
+                       1.0, "", (), _rewrite(twin, "program", knobs, twin.source, s, {"num_warps": "8"}), s.before)
+             for s in sites]  # fmt: skip
+    assert sorted(launched_kernel(c, twin) for c in cands) == ["rope_kernel", "rope_kernel_rows"]
+
+    def fake_check(workload, program, settings, device="cpu", gates=(), sandbox=None, on_gate=None):
+        verdicts = (Verdict("correctness", "pass", evidence={"functions_run": ["forward", "rope_kernel_rows"]}),
+                    Verdict("profile", "pass", metrics={"median_ms": 1.0}))  # fmt: skip
+        return CheckReport(workload.name, program.name, program.hash, device, "fake", "fake", verdicts, (False,) * 2)
+
+    def fake_pair(workload, current, candidate, settings, device, sandbox):
+        return SandboxResult(True, value={"case": "bench", "parent_ms": 1.0, "child_ms": 1.0, "parent_spread": 0.01,
+                                          "child_spread": 0.01})  # fmt: skip
+
+    monkeypatch.setattr(opt, "check", fake_check)
+    monkeypatch.setattr(opt, "time_pair", fake_pair)
+    monkeypatch.setattr(opt, "device_name", lambda device: "NVIDIA H200")
+    trajectory = optimize(wl, twin, _FixedCandidates(cands), settings, "cuda", budget=4, sandbox=object(), memo={})
+    assert [launched_kernel(a.candidate, twin) for a in trajectory.attempts] == ["rope_kernel_rows"]
+
+
+class _FixedCandidates(_FixedProposer):
+    """Proposes the given candidates, once."""
+
+    def __init__(self, candidates):
+        super().__init__("fixed", [])
+        self.candidates = candidates
+
+    def propose(self, program):
+        out, self.candidates = self.candidates, []
+        return out
+
+
 def test_a_carried_name_must_be_visible_where_it_is_used(settings):
     """SwiGLU's `num_warps=num_warps` was carried into Liger's cross_entropy_forward because another function of
     the module defines `num_warps`; the launch raised a NameError (H200, run 5). A name counts as defined only in
