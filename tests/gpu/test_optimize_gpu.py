@@ -81,10 +81,11 @@ def test_a_strided_input_is_timed_strided(settings, sandbox):
     assert 0 < profile.metrics["roofline_fraction"] < 1.05  # a bound on the measurement, not a speed target
 
 
-def test_after_more_warps_measure_slower_fewer_are_gated_next(settings, sandbox):
-    """KLineage carries 8 warps onto rope's computed 64-element block (x0.51 on the H200 in run 5). Whatever this
-    GPU measures, the walk follows it: a clear slowdown is followed by half the present warps, and no more warps
-    are tried at that launch afterwards."""
+def test_carried_warps_are_capped_by_what_the_bench_case_launched(settings, sandbox):
+    """RoPE's block is computed at launch (`next_power_of_2(half)`): 64 elements a program on the bench case, where
+    SwiGLU's 8 warps ran at x0.50 and cost KLineage the evaluation its rows twin needed (H200, run 19). The start's
+    check on the GPU records what that launch asked for, and no warps above the present 4 are gated there. (After
+    more warps measured slower, fewer are gated next: tests/optimize, with faked gates.)"""
     from klineage.proposers import SkillProposer
     from klineage.suites import SUITES
     from tests.optimize.skillmaker import make_skill
@@ -93,15 +94,11 @@ def test_after_more_warps_measure_slower_fewer_are_gated_next(settings, sandbox)
     wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
     proposer = SkillProposer(wl, settings, "cuda", [make_skill("launch_knobs", {"num_warps": "8"}, (), speedup=1.16)])
     t = optimize(wl, prog, proposer, settings, "cuda", budget=3, sandbox=sandbox)
-    first = t.attempts[0]
-    assert first.candidate.params == {"num_warps": "8"} and first.effect["measured"]
-    e = first.effect
-    slower = e["speedup"] < 1 / (1 + max(e["current_spread"] + e["candidate_spread"], 0.01))
-    if slower:
-        assert t.attempts[1].candidate.params == {"num_warps": "2"}
-        assert not any(int(a.candidate.params.get("num_warps", 0)) > 4 for a in t.attempts[1:])
-    else:
-        assert all(a.candidate.params != {"num_warps": "2"} for a in t.attempts)  # no evidence to turn on
+    bench = wl.cases["bench"]
+    assert proposer.launched[prog.hash] == [{"kernel": "rope_kernel", "constexprs": {"BLOCK": bench["D"] // 2},
+                                             "num_warps": None,
+                                             "programs": bench["B"] * bench["S"] * bench["H"]}]  # fmt: skip
+    assert not any(int(a.candidate.params.get("num_warps") or 0) > 4 for a in t.attempts)
 
 
 @pytest.mark.parametrize("name, family", [("rope", "rows_per_program"), ("softmax_scale_mask", "rows_per_program"),
