@@ -299,10 +299,11 @@ def optimize(
             # a follow-up made from a kept candidate is written on it, the program this round starts from: it carries
             pending = iter(proposer.propose(current))
             while evaluations < budget and (cand := follow.pop() if follow else next(pending, None)) is not None:
-                if ran.get(current.hash) and cand.function not in ran[current.hash]:
+                ran_now = ran.get(current.hash)
+                # a site in code the check never ran, or a launch (in a host function that ran) of a kernel that
+                # never did
+                if ran_now and (cand.function not in ran_now or launched_kernel(cand, current) not in (None, *ran_now)):
                     continue
-                if ran.get(current.hash) and launched_kernel(cand, current) not in (None, *ran[current.hash]):
-                    continue  # a launch in a host function that ran, of a kernel that never did
                 if not proposer.worth(cand):
                     continue  # what this run measured since the list was made says it will not pay
                 # decided before the candidate program is written (writing one can be expensive: Candidate.made)

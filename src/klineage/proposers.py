@@ -358,6 +358,7 @@ def _same_construct(skill_code: str, site_code: str) -> bool:
 
 
 @functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=64)  # asked per site and per candidate of every round, of the same few sources
 def _kernel_names(source: str) -> frozenset[str]:
     try:
         return frozenset(kernel_names(cst.parse_module(source)))
@@ -438,12 +439,17 @@ def _warps_for_tile(variants: list[dict], source: str, kernel: str, launches: li
 
 def _kernel_of(site: Site, source: str) -> str | None:
     """The Triton kernel a site is in, or that its launch launches."""
+    return _kernel_at(site.function, site.before, source)
+
+
+def _kernel_at(function: str, code: str, source: str) -> str | None:
+    """`function` where it is a kernel of `source`; else the kernel that `code` (a launch statement) launches."""
     kernels = _kernel_names(source)
-    if site.function in kernels:
-        return site.function
+    if function in kernels:
+        return function
     # `name[` rather than `name[grid](`: a grid lambda holds brackets of its own (the rows twin's
     # `META["BLOCK_ROW"]`), and its launch had been taken for no kernel's, so its carried warps went uncapped
-    launched = re.findall(r"(\w+)\s*\[", site.before)
+    launched = re.findall(r"(\w+)\s*\[", code)
     return next((k for k in launched if k in kernels), None)
 
 
@@ -455,10 +461,8 @@ def launched_kernel(candidate: Candidate, program: Program) -> str | None:
     source = dict(_module_sources(program)).get(candidate.module)
     if not source or not candidate.site:
         return None
-    kernels = _kernel_names(source)
-    if candidate.function in kernels:
-        return None
-    return next((k for k in re.findall(r"(\w+)\s*\[", candidate.site) if k in kernels), None)
+    kernel = _kernel_at(candidate.function, candidate.site, source)
+    return None if kernel == candidate.function else kernel
 
 
 def _rewrite(program: Program, module: str, transform: Transform, source: str, site: Site, params: dict):
