@@ -244,6 +244,14 @@ CASES = [
         why="hard-codes BLOCK = 64: exact for the tiny case (N = 37), wrong for N > 64 (e.g. case 'wide'). "
         "Case is 'tiny' on purpose: only the harness's DOMAIN shape sweep / held-out shapes can catch it.",
     ),
+    AdversarialCase(
+        program="programs/autotune_partial_tile.py",
+        workload=SOFTMAX,
+        expected=("unwritten_output", "mismatch"),
+        why="@triton.autotune over a 1024-wide and a 64-wide one-tile config: the first is right everywhere, the "
+        "second only on rows up to 64 wide, and on a GPU it is the faster on wide rows, so the autotuner times it. "
+        "Caught only by checking every config on every named case ('wide', N = 700), not the one a benchmark chose.",
+    ),
     # --- output metadata ----------------------------------------------------------------------------
     AdversarialCase(
         program="programs/wrong_shape.py",
@@ -294,4 +302,5 @@ CONTROLS = [
     ("controls/rowsum_ok.py", ROWSUM),
     ("controls/scale_add_ok.py", SCALE_ADD),
     ("controls/softmax_ok.py", SOFTMAX),
+    ("controls/softmax_autotuned_ok.py", SOFTMAX),
 ]

@@ -37,3 +37,16 @@ def test_cheat_fails_for_the_right_reason(case, settings, sandbox):
 def test_honest_control_passes(program, workload, settings, sandbox):
     report = check(load_workload(ROOT / workload), load_program(ROOT / program), settings, "cpu", sandbox=sandbox)
     assert report.passed, [(v.gate, v.code, v.reason) for v in report.verdicts]
+
+
+def test_every_autotune_config_is_checked_on_every_named_case(settings, sandbox):
+    """The honest autotuned control passes with each of its three configs run on the tiny and wide cases; the
+    trials say which config ran."""
+    workload, program = ROOT / "workloads/softmax.py", ROOT / "controls/softmax_autotuned_ok.py"
+    report = check(load_workload(workload), load_program(program), settings, "cpu", ("correctness",), sandbox)
+    verdict = report.verdicts[0]
+    assert verdict.passed, verdict.reason
+    assert verdict.metrics["autotune_configs"] == 3
+    tuned = [t for t in verdict.evidence["trials"] if "autotune config" in t]
+    assert sorted(tuned) == sorted(f"case {case}, seed 0, normal inputs, autotune config {k}"
+                                   for case in ("tiny", "wide") for k in (2, 3))  # fmt: skip
