@@ -237,6 +237,32 @@ def test_evaluations_to_the_instances_best_do_not_reward_stopping_early():
                                                      "summary": summary})  # fmt: skip
 
 
+def test_a_final_that_escaped_counts_as_its_start_and_sets_no_target():
+    """Memory's x1.87 on the naive softmax was wrong on half the bench case's rows (H200, run 20): the summary
+    credits it x1.0 and its start's fractions, and klineage is measured against the best correct result."""
+    from dataclasses import asdict
+
+    from klineage.bench import Row, markdown, summarize
+
+    escape = [{"check": "hidden seeds", "code": "mismatch", "reason": "half the rows"}]
+    rows = [Row("a", "klineage", 1.2, 0.6, 0.5, 1.0, 4, 2, 0.0, 1, 0, [], 1.0, "s", "h"),
+            Row("a", "memory", 1.8, 0.9, 0.9, 1.5, 4, 2, 0.0, 1, 0, escape, 1.0, "s", "m")]  # fmt: skip
+    trajectories = {"a/klineage": {"timed": True, "attempts": [
+                        {"evaluation": 2, "kept": True, "effect": {"measured": True, "speedup": 1.2}}]},
+                    "a/memory": {"timed": True, "attempts": [
+                        {"evaluation": 2, "kept": True, "effect": {"measured": True, "speedup": 1.8}}]}}  # fmt: skip
+    summary = summarize(rows, ["klineage", "memory"], trajectories, 4)
+    memory = summary["memory"]
+    assert memory["geomean_speedup"] == 1.0 and memory["escapes"] == 1 and memory["fast_1"] == 0.0
+    assert abs(memory["geomean_expert_fraction"] - 0.5) < 1e-12 and memory["mean_evaluations_to_95"] is None
+    assert summary["klineage"]["evaluations_to_95_of_best"] == {"instances": 1, "reached": 1, "mean": 2.0}
+    assert memory["evaluations_to_95_of_best"] == {"instances": 1, "reached": 0, "mean": 5.0}
+    stamp = {"methods": ["klineage", "memory"], "budget": 4, "commit": "c", "device": "d", "instances": ["a"],
+             "seconds": 1.0, "timed": True, "versions": {}, "date": "d"}  # fmt: skip
+    text = markdown({"stamp": stamp, "rows": [asdict(r) for r in rows], "summary": summary})
+    assert "| a | memory | 1.800 |" in text and "counts as its start in these summaries" in text
+
+
 def test_bench_costs_splits_an_attempt_into_gates_and_its_timing_job():
     """Run 6 left about 10 s of a KLineage attempt's 30.6 s unexplained (gates 10.0 s, GPU wait 9.3 s, hold 1.0 s):
     the timing job's own wall and its child's setup are recorded now, and tabulated; a reused effect has none."""
