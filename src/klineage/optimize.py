@@ -307,8 +307,12 @@ def optimize(
                 if not proposer.worth(cand):
                     continue  # what this run measured since the list was made says it will not pay
                 # decided before the candidate program is written (writing one can be expensive: Candidate.made)
-                if cand.expected < 1.0:
-                    continue  # its own evidence (a skill's measured effect, a remembered outcome) says slower
+                if round(cand.expected, 2) < 1.0:
+                    # its own evidence (a skill's measured effect, a remembered outcome) says slower, by 1% or more
+                    # (closer is noise, as in proposers._ordered): the rows-per-program skill's x0.999, measured
+                    # where the RMSNorm expert's dispatch kept one row per program, held back RoPE's rows twin
+                    # (x4.73 for blind) while KLineage spent three evaluations on int64 offsets (H200, run 20)
+                    continue
                 if device != "cuda" and not explore and (cand.origin in ("catalog", "launch_config")
                                                          or cand.transform in NEEDS_TIMING):
                     continue  # untimed here, and nothing else to decide it on

@@ -35,6 +35,7 @@ from klineage.transform import TRANSFORMS, Site, Transform, load_families
 from klineage.transforms._anchored import constexpr_params
 from klineage.transforms.autotune_single_config import kernel_launches
 from klineage.transforms.launch_knobs import kernel_names, trailing_kwargs
+from klineage.transforms.rows_per_program import ROW_TILE_CAP
 from klineage.transforms.rows_per_program import TWIN as ROWS_TWIN
 from klineage.transforms.whole_row_tile import TWIN, WARPS_NAME, scaled_ladder, twin_ladders
 from klineage.workload import Workload
@@ -414,9 +415,16 @@ def _warps_for_tile(variants: list[dict], source: str, kernel: str, launches: li
     tile (`next_power_of_2(n)`) has its size from the bench case's launches (`launches`), where the check saw them;
     without them it is not capped. RoPE's 64-wide half per program took SwiGLU's 8 warps (expected x1.16) first and
     ran at x0.50, and the rows-per-program twin, x5.9 for blind, never got its turn in four evaluations (H200,
-    run 19)."""
+    run 19).
+    Where a computed tile has no room for more warps than the present ones, the carried variant becomes half the
+    present warps (one step; the next round steps again from there): such a tile is the row or the head, which no
+    launch parameter enlarges, so fewer threads are the one way to give each more of it. Measured: on RoPE (64
+    elements a program) and the masked softmax (1024 fp16 elements) the autotune baseline's 2 warps ran at x1.234
+    and x1.068, and 1 warp after them at x1.000 and x1.140, where the cap had left KLineage no warps at all (H200,
+    run 20). A literal tile keeps the drop: the launch-configuration search enlarges it instead."""
     elements = launch_config.elements_per_program(source, kernel)
-    if elements is None:
+    computed = elements is None
+    if computed:
         elements = launch_config.launched_elements(source, kernel, launches)
     cap = None
     if elements is not None:
@@ -427,14 +435,31 @@ def _warps_for_tile(variants: list[dict], source: str, kernel: str, launches: li
     for params in variants:
         warps = _literal_int(params.get("num_warps"))
         if warps is not None and cap is not None and warps > cap:
-            if cap <= present:
+            if cap > present:
+                params = {**params, "num_warps": str(cap)}
+            elif computed and present >= 2:
+                params = {**params, "num_warps": str(present // 2)}
+            else:
                 continue
-            params = {**params, "num_warps": str(cap)}
         if params.get("num_warps") is not None and _literal_int(params["num_warps"]) == present and len(params) == 1:
             continue
         if params not in out:
             out.append(params)
     return out
+
+
+def _variant_expected(expected: float, params: dict, carried: dict | None, transform: str, source: str,
+                      kernel: str | None) -> float:
+    """A carried variant's expected effect: the skill's own; a neighbour's, discounted (the square root); for
+    warps turned the other way from the carried ones (`_warps_for_tile`), none: the skill measured more warps."""
+    if params == carried:
+        return expected
+    warps, asked = _literal_int(params.get("num_warps")), _literal_int((carried or {}).get("num_warps"))
+    if transform == "launch_knobs" and kernel is not None and warps is not None:
+        present = _present_warps(source, kernel)
+        if warps < present and (asked is None or asked > present):
+            return PRIOR_SPEEDUP
+    return expected**0.5
 
 
 def _kernel_of(site: Site, source: str) -> str | None:
@@ -768,6 +793,9 @@ class SkillProposer(Proposer):
         if found.refusal is not None:
             self._refuse(Refusal(skill.id, transform.id, site.function, *found.refusal))
             return []
+        if transform.id == "rows_per_program" and (why := self._twin_not_timed(program, source, site)):
+            self._refuse(Refusal(skill.id, transform.id, site.function, "timed_case", why))
+            return []
         guard, decided_by = found.guard, found.decided_by
         if guard is not None and kernel is not None and f"def {kernel}_when_{guard.predicate}(" in source:
             return []  # already applied behind this guard: the original kernel is the fallback path
@@ -803,12 +831,23 @@ class SkillProposer(Proposer):
             if guard is not None:
                 make = functools.partial(self._guarded, make, program, module, source, kernel, guard, skill, site)
             out.append(Candidate(label, skill.id, transform.id, module, site.function, params,
-                                 expected if params == carried else expected ** 0.5,
+                                 _variant_expected(expected, params, carried, transform.id, source, kernel),
                                  guard.predicate if guard else "", decided_by, make, site.before))  # fmt: skip
             if transform.id == "launch_knobs" and kernel is not None and guard is None:
                 self._knobs[out[-1].key] = _KnobSite(program, module, transform, source, site, kernel,
                                                      _present_warps(source, kernel))  # fmt: skip
         return out
+
+    def _twin_not_timed(self, program: Program, source: str, site: Site) -> str:
+        """Why the rows twin would change nothing timed: its dispatch takes it only where the row tile is at most
+        ROW_TILE_CAP wide, and the bench case's launches (as the check saw them) asked for a wider one; '' when
+        they did not, or are unknown. The naive softmax's 4096-wide rows would have spent an evaluation on it."""
+        kernel = site.params.get("kernel")
+        elements = launch_config.launched_elements(source, kernel, self.launched.get(program.hash)) if kernel else None
+        if elements is None or elements <= ROW_TILE_CAP:
+            return ""
+        return (f"the bench case launches {kernel} with a {elements}-element row tile; the twin's dispatch takes only "
+                f"tiles of at most {ROW_TILE_CAP}, so the timed case would run the present kernel")
 
     def _warps_move(self, candidate: Candidate) -> tuple[tuple, int, int] | None:
         """Where a candidate changes a launch's warps: ((module, kernel, elements per program), present, new); None

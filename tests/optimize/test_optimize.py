@@ -377,40 +377,44 @@ def test_carried_warps_fit_the_tile_a_program_handles(settings):
 def test_a_tile_computed_at_launch_caps_carried_warps_by_the_size_the_bench_case_launched(settings, monkeypatch):
     """RoPE's tile is `next_power_of_2(half)`: 64 elements on the bench case. SwiGLU's 8 warps (x1.16 there) were
     tried first and ran at x0.50, and the rows twin (x5.9 for blind) never got its turn in four evaluations (H200,
-    run 19). Once the check has seen the bench case's launch, 8 and 16 warps are no candidates there; a 4096-wide
-    launch still takes 8, and without the launch they are carried as before. On the walk, the start's check
-    supplies the launches (faked here: nothing runs)."""
+    run 19). Once the check has seen the bench case's launch, 8 and 16 warps are no candidates there: the one
+    candidate is half the present warps, expected to change nothing (the skill measured more warps; fewer ran at
+    x1.234 there for the autotune baseline in run 20). A 4096-wide launch still takes 8, and without the launch they
+    are carried as before. On the walk, the start's check supplies the launches (faked here: nothing runs)."""
     import klineage.optimize as opt
     from klineage.check import CheckReport
     from klineage.gates import Verdict
+    from klineage.sandbox import SandboxResult
 
     monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
     rope = SUITES["heldout"] / "rope"
     wl, prog = load_workload(rope / "workload.py"), load_program(rope / "naive.py")
     skills = [make_skill("launch_knobs", {"num_warps": w}, (), speedup=1.16) for w in ("8", "16")]
 
-    def knobs(launched):
+    def knobs(launched, expected=False):
         proposer = SkillProposer(wl, settings, "cuda", skills)
         proposer.launched[prog.hash] = launched
-        return {c.params["num_warps"] for c in proposer.propose(prog) if c.transform == "launch_knobs"}
+        return {(c.params["num_warps"], c.expected) if expected else c.params["num_warps"]
+                for c in proposer.propose(prog) if c.transform == "launch_knobs"}  # fmt: skip
 
     def at(block):
         return [{"kernel": "rope_kernel", "constexprs": {"BLOCK": block}, "num_warps": None, "programs": 2**20}]
 
     assert knobs(None) == {"8", "16", "32"}  # the carried warps and their neighbours, uncapped
     assert knobs(at(4096)) == {"8", "16"}  # 4096 / (32 x 8): room for 16 warps
-    assert knobs(at(64)) == set() and knobs(at(1024)) == set()  # 1024 / (32 x 8) = 4 warps: the present ones
+    assert knobs(at(64), expected=True) == {("2", 1.0)} == knobs(at(1024), expected=True)  # 1024 / (32 x 8) = 4
     assert knobs(at(64) + at(128)) == {"8", "16", "32"}  # launches that disagree say nothing
 
     # the rows twin, once kept, launches through a grid lambda (`META["BLOCK_ROW"]`): its launch is the twin's,
     # 16 rows of 64, 1024 elements a program, no room for 8 warps either (it had been taken for no kernel's launch)
+    # and 2 are tried instead
     twin = next(c for c in SkillProposer(wl, settings, "cuda", [make_skill("rows_per_program", {}, ())]).propose(prog)
                 if c.transform == "rows_per_program").program  # fmt: skip
     proposer = SkillProposer(wl, settings, "cuda", skills)
     assert {c.params["num_warps"] for c in proposer.propose(twin) if c.transform == "launch_knobs"} == {"8", "16", "32"}
     proposer.launched[twin.hash] = [{"kernel": "rope_kernel_rows", "constexprs": {"BLOCK_ROW": 16, "BLOCK": 64},
                                      "num_warps": None, "programs": 2**16}]  # fmt: skip
-    assert [c for c in proposer.propose(twin) if c.transform == "launch_knobs"] == []
+    assert [c.params for c in proposer.propose(twin) if c.transform == "launch_knobs"] == [{"num_warps": "2"}]
 
     def fake_check(workload, program, settings, device="cpu", gates=(), sandbox=None, on_gate=None):
         launches = {"tiny": at(16), "bench": at(64)}
@@ -418,12 +422,39 @@ def test_a_tile_computed_at_launch_caps_carried_warps_by_the_size_the_bench_case
                     Verdict("profile", "pass", metrics={"median_ms": 1.0}))  # fmt: skip
         return CheckReport(workload.name, program.name, program.hash, device, "fake", "fake", verdicts, (False,) * 2)
 
+    def fake_pair(workload, current, candidate, settings, device, sandbox):
+        return SandboxResult(True, value={"case": "bench", "parent_ms": 1.0, "child_ms": 0.8, "parent_spread": 0.01,
+                                          "child_spread": 0.01})  # fmt: skip
+
     monkeypatch.setattr(opt, "check", fake_check)
+    monkeypatch.setattr(opt, "time_pair", fake_pair)
     monkeypatch.setattr(opt, "device_name", lambda device: "NVIDIA H200")
     proposer = SkillProposer(wl, settings, "cuda", skills)
-    trajectory = optimize(wl, prog, proposer, settings, "cuda", budget=3, sandbox=object(), memo={})
+    trajectory = optimize(wl, prog, proposer, settings, "cuda", budget=2, sandbox=object(), memo={})
     assert proposer.launched[prog.hash] == at(64)
-    assert trajectory.attempts == [] and trajectory.stop == "no candidate left that improves the program"
+    assert [a.candidate.params for a in trajectory.attempts] == [{"num_warps": "2"}] and trajectory.attempts[0].kept
+
+
+def test_the_rows_twin_is_refused_where_the_bench_case_would_not_take_it(settings, monkeypatch):
+    """The rows twin dispatches only on row tiles of at most 256 elements: where the bench case launched a wider
+    tile (the naive softmax's 4096-wide rows), the timed case would run the present kernel and the evaluation would
+    measure nothing. RoPE's 64-element tile takes it."""
+    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
+    rope = SUITES["heldout"] / "rope"
+    wl, prog = load_workload(rope / "workload.py"), load_program(rope / "naive.py")
+
+    def rows(block):
+        proposer = SkillProposer(wl, settings, "cuda", [make_skill("rows_per_program", {}, ())])
+        proposer.launched[prog.hash] = [{"kernel": "rope_kernel", "constexprs": {"BLOCK": block}, "num_warps": None,
+                                         "programs": 2**20}]  # fmt: skip
+        found = [c for c in proposer.propose(prog) if c.transform == "rows_per_program"]
+        return found, [r for r in proposer.refusals if r.transform == "rows_per_program"]
+
+    found, refused = rows(64)
+    assert len(found) == 1 and refused == []
+    found, refused = rows(512)
+    assert found == [] and [r.predicate for r in refused] == ["timed_case"]
+    assert "512-element row tile" in refused[0].reason
 
 
 def test_a_launch_whose_kernel_never_ran_is_not_gated(settings, monkeypatch):
@@ -462,6 +493,36 @@ def test_a_launch_whose_kernel_never_ran_is_not_gated(settings, monkeypatch):
     monkeypatch.setattr(opt, "device_name", lambda device: "NVIDIA H200")
     trajectory = optimize(wl, twin, _FixedCandidates(cands), settings, "cuda", budget=4, sandbox=object(), memo={})
     assert [launched_kernel(a.candidate, twin) for a in trajectory.attempts] == ["rope_kernel_rows"]
+
+
+def test_evidence_of_a_slowdown_within_one_percent_does_not_hold_a_candidate_back(settings, monkeypatch):
+    """The rows-per-program skill measured x0.999 where its twin never ran (the RMSNorm expert's one-row branch);
+    RoPE's rows twin, x4.73 for blind, was skipped as slower while KLineage spent its budget elsewhere (H200, run
+    20). A candidate is skipped on its evidence only when that says slower by 1% or more (faked gates and timer)."""
+    import klineage.optimize as opt
+    from klineage.check import CheckReport
+    from klineage.gates import Verdict
+    from klineage.proposers import Candidate
+    from klineage.sandbox import SandboxResult
+
+    wl, start = _rowsum()
+    noise, slower = (start.__class__(f"v{i}", start.source + f"\nVARIANT = {i}\n") for i in (1, 2))
+    cands = [Candidate("x0.98", "s.slower", "rows_per_program", "program", "forward", {}, 0.98, "", (), slower),
+             Candidate("x0.999", "s.noise", "rows_per_program", "program", "forward", {}, 0.999, "", (), noise)]
+
+    def fake_check(workload, program, settings, device="cpu", gates=(), sandbox=None, on_gate=None):
+        verdicts = (Verdict("correctness", "pass"), Verdict("profile", "pass", metrics={"median_ms": 1.0}))
+        return CheckReport(workload.name, program.name, program.hash, device, "fake", "fake", verdicts, (False,) * 2)
+
+    def fake_pair(workload, current, candidate, settings, device, sandbox):
+        return SandboxResult(True, value={"case": "bench", "parent_ms": 1.0, "child_ms": 0.5, "parent_spread": 0.01,
+                                          "child_spread": 0.01})  # fmt: skip
+
+    monkeypatch.setattr(opt, "check", fake_check)
+    monkeypatch.setattr(opt, "time_pair", fake_pair)
+    monkeypatch.setattr(opt, "device_name", lambda device: "fake GPU")
+    trajectory = optimize(wl, start, _FixedCandidates(cands), settings, "cuda", budget=4, sandbox=object(), memo={})
+    assert [a.candidate.label for a in trajectory.attempts] == ["x0.999"] and trajectory.attempts[0].kept
 
 
 class _FixedCandidates(_FixedProposer):
