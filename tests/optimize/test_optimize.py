@@ -374,6 +374,28 @@ def test_carried_warps_fit_the_tile_a_program_handles(settings):
     assert all(c.params != {"num_warps": "4"} for c in found)  # Triton's default: no change, no evaluation
 
 
+def _fake_gates(monkeypatch, evidence: dict | None = None, child_ms: float = 1.0) -> None:
+    """Gates that pass every program (the correctness verdict with `evidence`) and a timer that puts every
+    candidate at `child_ms` against 1 ms, on a fake H200: nothing runs."""
+    import klineage.optimize as opt
+    from klineage.check import CheckReport
+    from klineage.gates import Verdict
+    from klineage.sandbox import SandboxResult
+
+    def fake_check(workload, program, settings, device="cpu", gates=(), sandbox=None, on_gate=None):
+        verdicts = (Verdict("correctness", "pass", evidence=evidence or {}),
+                    Verdict("profile", "pass", metrics={"median_ms": 1.0}))  # fmt: skip
+        return CheckReport(workload.name, program.name, program.hash, device, "fake", "fake", verdicts, (False,) * 2)
+
+    def fake_pair(workload, current, candidate, settings, device, sandbox):
+        return SandboxResult(True, value={"case": "bench", "parent_ms": 1.0, "child_ms": child_ms,
+                                          "parent_spread": 0.01, "child_spread": 0.01})  # fmt: skip
+
+    monkeypatch.setattr(opt, "check", fake_check)
+    monkeypatch.setattr(opt, "time_pair", fake_pair)
+    monkeypatch.setattr(opt, "device_name", lambda device: "NVIDIA H200")
+
+
 def test_a_tile_computed_at_launch_caps_carried_warps_by_the_size_the_bench_case_launched(settings, monkeypatch):
     """RoPE's tile is `next_power_of_2(half)`: 64 elements on the bench case. SwiGLU's 8 warps (x1.16 there) were
     tried first and ran at x0.50, and the rows twin (x5.9 for blind) never got its turn in four evaluations (H200,
@@ -381,10 +403,6 @@ def test_a_tile_computed_at_launch_caps_carried_warps_by_the_size_the_bench_case
     candidate is half the present warps, expected to change nothing (the skill measured more warps; fewer ran at
     x1.234 there for the autotune baseline in run 20). A 4096-wide launch still takes 8, and without the launch they
     are carried as before. On the walk, the start's check supplies the launches (faked here: nothing runs)."""
-    import klineage.optimize as opt
-    from klineage.check import CheckReport
-    from klineage.gates import Verdict
-    from klineage.sandbox import SandboxResult
 
     monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
     rope = SUITES["heldout"] / "rope"
@@ -416,19 +434,7 @@ def test_a_tile_computed_at_launch_caps_carried_warps_by_the_size_the_bench_case
                                      "num_warps": None, "programs": 2**16}]  # fmt: skip
     assert [c.params for c in proposer.propose(twin) if c.transform == "launch_knobs"] == [{"num_warps": "2"}]
 
-    def fake_check(workload, program, settings, device="cpu", gates=(), sandbox=None, on_gate=None):
-        launches = {"tiny": at(16), "bench": at(64)}
-        verdicts = (Verdict("correctness", "pass", evidence={"launches": launches}),
-                    Verdict("profile", "pass", metrics={"median_ms": 1.0}))  # fmt: skip
-        return CheckReport(workload.name, program.name, program.hash, device, "fake", "fake", verdicts, (False,) * 2)
-
-    def fake_pair(workload, current, candidate, settings, device, sandbox):
-        return SandboxResult(True, value={"case": "bench", "parent_ms": 1.0, "child_ms": 0.8, "parent_spread": 0.01,
-                                          "child_spread": 0.01})  # fmt: skip
-
-    monkeypatch.setattr(opt, "check", fake_check)
-    monkeypatch.setattr(opt, "time_pair", fake_pair)
-    monkeypatch.setattr(opt, "device_name", lambda device: "NVIDIA H200")
+    _fake_gates(monkeypatch, {"launches": {"tiny": at(16), "bench": at(64)}}, child_ms=0.8)
     proposer = SkillProposer(wl, settings, "cuda", skills)
     trajectory = optimize(wl, prog, proposer, settings, "cuda", budget=2, sandbox=object(), memo={})
     assert proposer.launched[prog.hash] == at(64)
@@ -462,11 +468,7 @@ def test_a_launch_whose_kernel_never_ran_is_not_gated(settings, monkeypatch):
     names the host function as run, so launch knobs at the tiled launch took two of KLineage's three evaluations
     and changed nothing (x1.0008, x1.000; run 19). A candidate at a launch is gated only where the check saw its
     kernel run: here RoPE's rows twin, whose fallback launch never runs on the cases checked (faked: nothing runs)."""
-    import klineage.optimize as opt
-    from klineage.check import CheckReport
-    from klineage.gates import Verdict
     from klineage.proposers import Candidate, _rewrite, _transforms, launched_kernel
-    from klineage.sandbox import SandboxResult
 
     rope = SUITES["heldout"] / "rope"
     wl, prog = load_workload(rope / "workload.py"), load_program(rope / "naive.py")
@@ -479,18 +481,7 @@ def test_a_launch_whose_kernel_never_ran_is_not_gated(settings, monkeypatch):
              for s in sites]  # fmt: skip
     assert sorted(launched_kernel(c, twin) for c in cands) == ["rope_kernel", "rope_kernel_rows"]
 
-    def fake_check(workload, program, settings, device="cpu", gates=(), sandbox=None, on_gate=None):
-        verdicts = (Verdict("correctness", "pass", evidence={"functions_run": ["forward", "rope_kernel_rows"]}),
-                    Verdict("profile", "pass", metrics={"median_ms": 1.0}))  # fmt: skip
-        return CheckReport(workload.name, program.name, program.hash, device, "fake", "fake", verdicts, (False,) * 2)
-
-    def fake_pair(workload, current, candidate, settings, device, sandbox):
-        return SandboxResult(True, value={"case": "bench", "parent_ms": 1.0, "child_ms": 1.0, "parent_spread": 0.01,
-                                          "child_spread": 0.01})  # fmt: skip
-
-    monkeypatch.setattr(opt, "check", fake_check)
-    monkeypatch.setattr(opt, "time_pair", fake_pair)
-    monkeypatch.setattr(opt, "device_name", lambda device: "NVIDIA H200")
+    _fake_gates(monkeypatch, {"functions_run": ["forward", "rope_kernel_rows"]})
     trajectory = optimize(wl, twin, _FixedCandidates(cands), settings, "cuda", budget=4, sandbox=object(), memo={})
     assert [launched_kernel(a.candidate, twin) for a in trajectory.attempts] == ["rope_kernel_rows"]
 
@@ -499,28 +490,14 @@ def test_evidence_of_a_slowdown_within_one_percent_does_not_hold_a_candidate_bac
     """The rows-per-program skill measured x0.999 where its twin never ran (the RMSNorm expert's one-row branch);
     RoPE's rows twin, x4.73 for blind, was skipped as slower while KLineage spent its budget elsewhere (H200, run
     20). A candidate is skipped on its evidence only when that says slower by 1% or more (faked gates and timer)."""
-    import klineage.optimize as opt
-    from klineage.check import CheckReport
-    from klineage.gates import Verdict
     from klineage.proposers import Candidate
-    from klineage.sandbox import SandboxResult
 
     wl, start = _rowsum()
     noise, slower = (start.__class__(f"v{i}", start.source + f"\nVARIANT = {i}\n") for i in (1, 2))
     cands = [Candidate("x0.98", "s.slower", "rows_per_program", "program", "forward", {}, 0.98, "", (), slower),
              Candidate("x0.999", "s.noise", "rows_per_program", "program", "forward", {}, 0.999, "", (), noise)]
 
-    def fake_check(workload, program, settings, device="cpu", gates=(), sandbox=None, on_gate=None):
-        verdicts = (Verdict("correctness", "pass"), Verdict("profile", "pass", metrics={"median_ms": 1.0}))
-        return CheckReport(workload.name, program.name, program.hash, device, "fake", "fake", verdicts, (False,) * 2)
-
-    def fake_pair(workload, current, candidate, settings, device, sandbox):
-        return SandboxResult(True, value={"case": "bench", "parent_ms": 1.0, "child_ms": 0.5, "parent_spread": 0.01,
-                                          "child_spread": 0.01})  # fmt: skip
-
-    monkeypatch.setattr(opt, "check", fake_check)
-    monkeypatch.setattr(opt, "time_pair", fake_pair)
-    monkeypatch.setattr(opt, "device_name", lambda device: "fake GPU")
+    _fake_gates(monkeypatch, child_ms=0.5)
     trajectory = optimize(wl, start, _FixedCandidates(cands), settings, "cuda", budget=4, sandbox=object(), memo={})
     assert [a.candidate.label for a in trajectory.attempts] == ["x0.999"] and trajectory.attempts[0].kept
 
