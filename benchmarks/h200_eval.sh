@@ -17,7 +17,8 @@
 #      WALK_DEVICE=cpu it is built from the walks instead, beside A, MEMORY_MINUTES from the start) and added to
 #      PRIOR's base; then
 #      SHARDS bench shards (spread over the GPUs) run METHODS on SUITES (INSTANCES of them, where given) under BUDGET,
-#      each rewriting its report after every instance; the GPU tests beside them (GPU_TESTS=1: tests/gpu; or a
+#      each taking the next instance no other shard has taken (`bench --queue`) and rewriting its report after every
+#      instance; the GPU tests beside them (GPU_TESTS=1: tests/gpu; or a
 #      test path). WAIT_MINING=0 starts B at once, with the lineages as they were.
 # PROFILE=0 skips the timer-vs-do_bench check; RESUME=0 starts the bench afresh (PRIOR's lineages and memory base
 # still used). Jobs sharing a GPU take turns through KLINEAGE_GPU_LOCK (klineage.sandbox.gpu_turn): checks run side by side, a
@@ -175,7 +176,7 @@ print('torch', torch.__version__, 'triton', triton.__version__, 'gpus', torch.cu
             [ -d "$PRIOR/home-$name" ] && cp -r "$PRIOR/home-$name" "$R/home-$name"
         done
         # its memory base too, so a bench-only run (MINE= FIXTURES=0 MEMORY=0) can use it, and its bench shards,
-        # which `bench --resume` continues (the same SHARDS split the suite the same way)
+        # which `bench --resume` continues (what a shard finished there is claimed for it before any shard starts)
         [ -f "$PRIOR/memory.json" ] && cp "$PRIOR/memory.json" "$R/memory.json" &&
             cp "$PRIOR/memory.json" "$R/memory-prior.json"
         [ "$RESUME" = 1 ] && [ -d "$PRIOR/bench" ] && mkdir -p "$R/bench" && cp -r "$PRIOR/bench/." "$R/bench/"
@@ -236,11 +237,23 @@ with Sandbox(warm=False) as sb:
     stage "ceilings: $(tail -c 300 "$R/ceilings.log")"
     stage "bench: $SUITES, $METHODS, budget $budget, $SHARDS shards"
     mkdir -p "$R/bench"
+    # one queue for all shards: with a fixed split (--shard I/N) three shards ran out of time on their third
+    # instance in run 20 while others had finished; instances a resumed shard finished are claimed first
+    rm -rf "$R/bench/queue"
+    python3 - "$R/bench" <<'EOF2'
+import json, sys
+from pathlib import Path
+from klineage.bench import Queue
+queue = Queue(Path(sys.argv[1]) / "queue")
+for report in Path(sys.argv[1]).glob("shard*/bench.json"):
+    for name in json.loads(report.read_text())["stamp"]["instances"]:
+        queue.claim(name)
+EOF2
     local shard_pids=()
     for i in $(seq 1 "$SHARDS"); do
         rm -rf "$R/shard-home$i" && cp -r "$R/home" "$R/shard-home$i"
         (KLINEAGE_HOME="$R/shard-home$i" on_gpu $((i - 1)) timeout "$(left_s $((deadline - 20)))" \
-            python3 -m klineage bench "$SUITES" --methods "$METHODS" --budget "$budget" --shard "$i/$SHARDS" \
+            python3 -m klineage bench "$SUITES" --methods "$METHODS" --budget "$budget" --queue "$R/bench/queue" \
             ${INSTANCES:+--instances "$INSTANCES"} \
             --device "$DEVICE" --out "$R/bench/shard$i" --resume --json >>"$R/bench/shard$i.log" 2>&1
             stage "bench shard $i: rc $?") &

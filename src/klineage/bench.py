@@ -20,6 +20,8 @@ import datetime
 import functools
 import json
 import math
+import os
+import re
 import subprocess
 import time
 from collections.abc import Callable
@@ -233,11 +235,14 @@ def run_bench(
     on_progress: Callable[[str], None] | None = None,
     on_instance: Callable[[dict], None] | None = None,
     earlier: dict | None = None,
+    claim: Callable[[str], bool] | None = None,
 ) -> dict:
     """Every method on every instance under one budget, then references timed side by side and escapes re-checked.
     `on_instance` gets the result so far after each instance (marked `partial`), so a run cut short keeps what it
     finished. `earlier`: a report of the same methods and budget on this device (`bench --resume`); the instances it
-    finished are carried over as they are, each row with the commit that made it, and only the rest are run."""
+    finished are carried over as they are, each row with the commit that made it, and only the rest are run.
+    `claim` (a Queue's): an instance is run only where it says this process may take it; the report then lists
+    the instances this process ran, and its stamp's `suite` every instance it was offered."""
     started = time.perf_counter()
     rows: list[Row] = []
     trajectories: dict[str, dict] = {}
@@ -254,10 +259,12 @@ def run_bench(
             skipped[name] = earlier["skipped"][name]
         if name in earlier.get("costs", {}):
             costs[name] = earlier["costs"][name]
+    ran = [i for i in instances if i.name in done]
     with Sandbox(warm=settings.warm) as sandbox:
         for inst in instances:
-            if inst.name in done:
+            if inst.name in done or (claim is not None and not claim(inst.name)):
                 continue
+            ran.append(inst)
             workload = load_workload(inst.workload)
             finals: dict[str, Trajectory] = {}
             memo: dict = {}  # the instance's measurements, shared by its methods (optimize's `memo`)
@@ -320,21 +327,23 @@ def run_bench(
                 ))  # fmt: skip
             costs[inst.name]["escapes_s"] = round(time.perf_counter() - began, 3)
             if on_instance and inst is not instances[-1]:
-                done = instances[: instances.index(inst) + 1]
-                so_far = _result(done, methods, budget, device, started, rows, references, trajectories, skipped,
-                                 True, costs)  # fmt: skip
-                so_far["stamp"]["unfinished"] = [i.name for i in instances[len(done) :]]
+                so_far = _result(ran, methods, budget, device, started, rows, references, trajectories, skipped,
+                                 True, costs, suite=instances)  # fmt: skip
+                # a queue's next instance is not this process's to name: bench-merge names what nobody finished
+                so_far["stamp"]["unfinished"] = [] if claim else [i.name for i in instances if i not in ran]
                 on_instance(so_far)
-    return _result(instances, methods, budget, device, started, rows, references, trajectories, skipped, False, costs)
+    return _result(ran, methods, budget, device, started, rows, references, trajectories, skipped, False, costs,
+                   suite=instances)  # fmt: skip
 
 
 def _result(instances: list[Instance], methods: list[str], budget: int, device: str, started: float, rows: list[Row],
             references: dict, trajectories: dict, skipped: dict, partial: bool,
-            costs: dict | None = None) -> dict:  # fmt: skip
+            costs: dict | None = None, suite: list[Instance] | None = None) -> dict:  # fmt: skip
     return {
         "stamp": {"device": device_name(device), "versions": versions(), "budget": budget,
                   "commit": ", ".join(sorted({r.commit for r in rows if r.commit} | {_git_commit()})),
                   "methods": methods, "instances": [i.name for i in instances],
+                  "suite": [i.name for i in (suite or instances)],
                   "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
                   "seconds": time.perf_counter() - started, "timed": device == "cuda", "partial": partial},  # fmt: skip
         "rows": [asdict(r) for r in rows],
@@ -370,6 +379,28 @@ def shard(instances: list[Instance], spec: str) -> list[Instance]:
     return instances[i - 1 :: n]
 
 
+class Queue:
+    """The instances of one bench run handed out to the processes that share `folder`, one at a time: each takes
+    the next instance in suite order that no other has claimed (a claim is a file created exclusively). With a
+    fixed split (`--shard I/N`) a shard holding the naive matmul and the Liger cross-entropy ran out of time on its
+    third instance while others sat idle: 3 of 32 instances were cut in run 20 (H200, 12 shards). The folder belongs
+    to one run: a claim stays after its process ends, finished or not."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.folder = folder
+
+    def claim(self, name: str) -> bool:
+        path = self.folder / (re.sub(r"[^\w.-]", "_", name) + ".claim")
+        try:
+            handle = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return False
+        with os.fdopen(handle, "w") as f:
+            f.write(f"{name} pid {os.getpid()} {datetime.datetime.now(datetime.UTC).isoformat()}\n")
+        return True
+
+
 def merge(results: list[dict]) -> dict:
     """One report from shards of one evaluation (same methods, budget and device). Shards made at different
     commits (an evaluation continued in a later session) merge, and the stamp lists every commit."""
@@ -383,10 +414,15 @@ def merge(results: list[dict]) -> dict:
     rows = [{"commit": r["stamp"]["commit"], **row} for r in results for row in r["rows"]]
     trajectories = {k: v for r in results for k, v in r["trajectories"].items()}
     commits = sorted({row["commit"] for row in rows} | {r["stamp"]["commit"] for r in results})
-    stamp = {**first, "instances": [i for r in results for i in r["stamp"]["instances"]], "commit": ", ".join(commits),
+    finished = [i for r in results for i in r["stamp"]["instances"]]
+    # every instance some shard was offered and none finished (a queue's shards name none of their own)
+    offered = list(dict.fromkeys(i for r in results for i in r["stamp"].get("suite", r["stamp"]["instances"])))
+    unfinished = list(dict.fromkeys([i for r in results for i in r["stamp"].get("unfinished", [])]
+                                    + [i for i in offered if i not in finished]))  # fmt: skip
+    stamp = {**first, "instances": finished, "commit": ", ".join(commits), "suite": offered,
              "seconds": max(r["stamp"]["seconds"] for r in results), "shards": len(results),
-             "partial": any(r["stamp"].get("partial") for r in results),
-             "unfinished": [i for r in results for i in r["stamp"].get("unfinished", [])]}  # fmt: skip
+             "partial": any(r["stamp"].get("partial") for r in results) or bool(unfinished),
+             "unfinished": unfinished}  # fmt: skip
     return {
         "stamp": stamp,
         "rows": rows,

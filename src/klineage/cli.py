@@ -454,17 +454,20 @@ def lineage_table(lineage) -> Table:
 @click.option("--memory", "memory_path", type=click.Path(path_type=Path), default=None)
 @click.option("--instances", default=None, help="Comma-separated instance names (default: the whole suite).")
 @click.option("--shard", default=None, help="I/N: run every N-th instance from the I-th (split over GPUs).")
+@click.option("--queue", "queue_dir", type=click.Path(path_type=Path), default=None,
+              help="A folder shared by the bench processes of one run: each takes the next instance none has taken.")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Report folder (default: ./bench-out).")
 @click.option("--resume", is_flag=True,
               help="Keep the instances the report in --out finished (same methods, budget, device); run the rest.")
 @click.option("--json", "as_json", is_flag=True)
-def bench(suite_name, methods, budget, library_dir, memory_path, instances, shard, device, out, resume,
+def bench(suite_name, methods, budget, library_dir, memory_path, instances, shard, queue_dir, device, out, resume,
           as_json) -> None:  # fmt: skip
     """Run methods x instances of SUITE (heldout, naive, experts, a folder, or several joined by commas) under one
     budget; write the report, and rewrite it after each instance so a run cut short keeps what it finished.
-    `--resume` continues such a run. `klineage bench-merge` joins the reports of shards."""
-    from klineage.bench import markdown, run_bench, suite, write_report
+    `--resume` continues such a run. Several processes split a suite by `--shard` or share a `--queue`;
+    `klineage bench-merge` joins their reports."""
+    from klineage.bench import Queue, markdown, run_bench, suite, write_report
     from klineage.bench import shard as take_shard
     from klineage.check import resolve_device
     from klineage.optimize import METHODS
@@ -483,6 +486,8 @@ def bench(suite_name, methods, budget, library_dir, memory_path, instances, shar
         if missing := [n for n in names if n not in {i.name for i in chosen}]:
             raise UserError(f"--instances: no instance {missing[0]!r} in suite {suite_name}")
         chosen = [i for i in chosen if i.name in names]
+    if shard and queue_dir:
+        raise UserError("--shard and --queue both split the suite: give one")
     if shard:
         chosen = take_shard(chosen, shard)
     if not chosen:
@@ -499,7 +504,7 @@ def bench(suite_name, methods, budget, library_dir, memory_path, instances, shar
         result = run_bench(chosen, wanted, budget, settings, dev, library_dir or settings.data_dir / "library",
                            memory_path, on_progress=lambda text: progress.update(task, description=text),
                            on_instance=lambda partial: write_report(partial, folder, plot=False),
-                           earlier=earlier)  # fmt: skip
+                           earlier=earlier, claim=Queue(queue_dir).claim if queue_dir else None)  # fmt: skip
     paths = write_report(result, folder)
     if as_json:
         click.echo(json.dumps({**result["summary"], "outputs": {k: str(v) for k, v in paths.items()}}, indent=2))

@@ -118,6 +118,53 @@ def test_joined_suites_prefix_each_name_and_a_cut_run_keeps_what_it_finished(set
         run_bench(two, ["autotune"], 2, settings, "cpu", None, earlier=seen[0])
 
 
+def _claim_all(folder, names, out):
+    from klineage.bench import Queue
+
+    queue = Queue(folder)
+    out.put([n for n in names if queue.claim(n)])
+
+
+def test_shards_sharing_a_queue_take_each_instance_once_and_the_merge_names_what_none_finished(settings, tmp_path):
+    """Four processes claim the same 40 names from one queue folder: each name is taken exactly once. A bench run
+    given a claim runs only what it took, and its report says which instances it was offered; bench-merge then names
+    the instances no shard finished (a queue's shard cannot name its own)."""
+    import multiprocessing
+
+    from klineage.bench import Queue, merge
+
+    names = [f"heldout:n{i}" for i in range(40)]
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_claim_all, args=(tmp_path / "q", names, out)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    taken = [out.get(timeout=60) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+    assert sorted(n for t in taken for n in t) == sorted(names)
+
+    two = [i for i in suite("naive", settings) if i.name in ("softmax", "rmsnorm")]
+    queue = Queue(tmp_path / "bench-queue")
+    assert queue.claim(two[0].name)  # another shard took the first
+    seen = []
+    result = run_bench(two, ["autotune"], 1, settings, "cpu", None, on_instance=seen.append, claim=queue.claim)
+    assert [r["instance"] for r in result["rows"]] == [two[1].name] and seen == []
+    assert result["stamp"]["instances"] == [two[1].name] and result["stamp"]["suite"] == [i.name for i in two]
+    assert not queue.claim(two[1].name)
+    cut = {**result, "stamp": {**result["stamp"], "instances": [], "partial": True, "unfinished": []}, "rows": []}
+    merged = merge([cut, {**cut, "stamp": {**cut["stamp"], "instances": [two[1].name]}, "rows": result["rows"]}])
+    assert merged["stamp"]["unfinished"] == [two[0].name] and merged["stamp"]["partial"]
+    assert f"Not finished: {two[0].name}." in markdown(merged)
+    from click.testing import CliRunner
+
+    from klineage.cli import main
+
+    both = CliRunner().invoke(main, ["bench", "naive", "--methods", "autotune", "--shard", "1/2", "--queue",
+                                     str(tmp_path / "q2")])
+    assert both.exit_code == 2 and both.output.count("\n") == 1 and "give one" in both.output
+
+
 def test_a_start_that_fails_its_gates_is_skipped_with_why_and_the_suite_goes_on(settings, tmp_path):
     from dataclasses import replace
 
