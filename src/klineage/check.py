@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from klineage.cache import Cache, verdict_key
@@ -57,6 +57,14 @@ def resolve_device(device: str | None) -> str:
     if device not in ("cpu", "cuda"):
         raise UserError(f"--device {device}: expected cpu or cuda")
     return device
+
+
+def out_of_device_memory(verdict: Verdict) -> bool:
+    """A check that failed or errored because the device's memory ran out (PyTorch's or the child's report)."""
+    if verdict.status not in ("fail", "error"):
+        return False
+    said = f"{verdict.reason} {verdict.evidence.get('log', '')}" if isinstance(verdict.evidence, dict) else ""
+    return verdict.code == "oom" or "CUDA out of memory" in said or "OutOfMemoryError" in said
 
 
 def ceilings_for(device: str, settings: Settings, sandbox: Sandbox, cache: Cache | None) -> dict | None:
@@ -141,6 +149,13 @@ def check(
                 cached.append(True)
                 continue
             verdict = run_gate(gate, request, sandbox)
+            if device == "cuda" and out_of_device_memory(verdict):
+                # beside other jobs' checks (12 bench shards on one H200), a check can find the GPU's memory taken:
+                # a blind candidate of Liger's cross-entropy failed so in run 20. Run alone, the program has the
+                # whole GPU; what runs out of memory then is the program's own
+                first = verdict.reason[:300]
+                verdict = run_gate(gate, request, sandbox, alone=True)
+                verdict = replace(verdict, evidence={**verdict.evidence, "retried_alone": first})
             compiled = next((v for v in verdicts if v.gate == "compile" and v.passed), None)
             if verdict.code == "no_gpu" and compiled is not None:  # show what there is instead of a time
                 verdict = Verdict(verdict.gate, verdict.status, verdict.code, verdict.reason,

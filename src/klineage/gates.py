@@ -873,8 +873,9 @@ JOBS = {"compile": "klineage.gates:compile_job", "correctness": "klineage.gates:
         "profile": "klineage.gates:profile_job"}  # fmt: skip
 
 
-def run_gate(gate: str, request: GateRequest, sandbox: Sandbox) -> Verdict:
-    """Run one gate in the sandbox; a crash, timeout or OOM of the child is a failing verdict, never an exception."""
+def run_gate(gate: str, request: GateRequest, sandbox: Sandbox, alone: bool = False) -> Verdict:
+    """Run one gate in the sandbox; a crash, timeout or OOM of the child is a failing verdict, never an exception.
+    `alone`: the job holds its GPU alone for its whole run, not side by side with other jobs' checks."""
     if gate == "profile" and request.device != "cuda":
         return Verdict(
             "profile",
@@ -885,6 +886,8 @@ def run_gate(gate: str, request: GateRequest, sandbox: Sandbox) -> Verdict:
     env = {"KLINEAGE_DEVICE": request.device}
     if gate == "correctness" and request.device == "cpu":
         env["TRITON_INTERPRET"] = "1"
+    if alone:
+        env["KLINEAGE_GPU_ALONE"] = "1"
     job = Job(JOBS[gate], request, env=env, timeout_s=request.settings.timeout_s)
     result = sandbox.run(job)
     return verdict_from_result(gate, result)

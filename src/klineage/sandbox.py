@@ -219,7 +219,8 @@ def _run_in_child(job: Job, result_path: str, log_path: str) -> None:
         module_name, function_name = job.function.split(":")
         module = __import__(module_name, fromlist=[function_name])
         on_gpu = job.env.get("KLINEAGE_DEVICE") == "cuda"
-        with gpu_turn(exclusive=False) if on_gpu else contextlib.nullcontext():  # timing trades up: exclusive_turn
+        alone = job.env.get("KLINEAGE_GPU_ALONE") == "1"  # the whole job alone on its GPU (check.py: a retry)
+        with gpu_turn(exclusive=alone) if on_gpu else contextlib.nullcontext():  # timing trades up: exclusive_turn
             value = getattr(module, function_name)(job.payload)
         outcome = ("ok", value)
     except MemoryError as e:

@@ -95,6 +95,9 @@ def test_sandbox_jobs_hold_a_shared_turn_and_measurements_trade_up(tmp_path, war
         assert traded.value == ("shared", "exclusive", "shared"), traded
         cpu = sb.run(Job("tests.unit.test_gpu_lock:lock_mode_job", path, env={**env, "KLINEAGE_DEVICE": "cpu"}))
         assert cpu.value == "none"
+        # a check run again alone (check.py, after running out of device memory beside others) holds it throughout
+        alone = sb.run(Job("tests.unit.test_gpu_lock:trading_job", path, env={**env, "KLINEAGE_GPU_ALONE": "1"}))
+        assert alone.value == ("exclusive", "exclusive", "exclusive"), alone
     assert _try(path, fcntl.LOCK_EX)  # nothing left held once the jobs are over
 
 

@@ -1,0 +1,44 @@
+"""`check` on a GPU runs a check again, alone on its GPU, when it ran out of device memory beside other jobs (faked
+gates: nothing runs here)."""
+
+from klineage import check as check_module
+from klineage.check import check, out_of_device_memory
+from klineage.gates import Verdict
+from klineage.program import load_program
+from klineage.suites import SUITES
+from klineage.workload import load_workload
+
+OOM = ("OutOfMemoryError: CUDA out of memory. Tried to allocate 1.95 GiB. GPU 0 has a total capacity of 139.80 GiB "
+       "of which 1.57 GiB is free.")  # fmt: skip
+
+
+def _run(monkeypatch, settings, answers: list[Verdict]) -> tuple[Verdict, list[bool]]:
+    calls = []
+
+    def fake_gate(gate, request, sandbox, alone=False):
+        calls.append(alone)
+        return answers[len(calls) - 1]
+
+    monkeypatch.setattr(check_module, "run_gate", fake_gate)
+    monkeypatch.setattr(check_module, "device_name", lambda device: "NVIDIA H200")
+    folder = SUITES["heldout"] / "bias_gelu"
+    report = check(load_workload(folder / "workload.py"), load_program(folder / "naive.py"),
+                   settings.replace(use_cache=False), "cuda", ("correctness",), sandbox=object())  # fmt: skip
+    return report.verdicts[0], calls
+
+
+def test_a_check_out_of_device_memory_beside_others_runs_again_alone(monkeypatch, settings):
+    verdict, calls = _run(monkeypatch, settings, [Verdict("correctness", "error", "error", OOM),
+                                                   Verdict("correctness", "pass")])  # fmt: skip
+    assert calls == [False, True] and verdict.passed
+    assert verdict.evidence["retried_alone"].startswith("OutOfMemoryError: CUDA out of memory")
+
+
+def test_a_program_that_runs_out_alone_fails_and_other_failures_are_not_retried(monkeypatch, settings):
+    oom = Verdict("correctness", "fail", "oom", "out of device memory: huge scratch buffer")
+    verdict, calls = _run(monkeypatch, settings, [oom, oom])
+    assert calls == [False, True] and verdict.code == "oom" and not verdict.passed
+    verdict, calls = _run(monkeypatch, settings, [Verdict("correctness", "fail", "mismatch", "output 0: wrong")])
+    assert calls == [False] and verdict.code == "mismatch"
+    assert not out_of_device_memory(Verdict("correctness", "pass"))
+    assert out_of_device_memory(Verdict("correctness", "error", "error", "x", evidence={"log": OOM}))
