@@ -188,11 +188,12 @@ def _correctness(request: GateRequest, started: float) -> Verdict:
                                       probe=request.probe is not None)
     if finding is not None:
         trial, finding, index = finding
+        tuned = {"autotune_configs": dict(picks.chosen)} if picks.chosen else {}
         return _fail(
             "correctness",
             finding,
             metrics={"trials_passed": index, "trials": len(trials)},
-            evidence={"trial": trial.label(), "kernels": sorted(state.kernels)},
+            evidence={"trial": trial.label(), "kernels": sorted(state.kernels), **tuned},
             seconds=time.perf_counter() - started,
         )
     # last, what no run-time guard can see; run-time findings first because they say more
@@ -319,6 +320,7 @@ class AutotunePicks:
 
     def __init__(self) -> None:
         self.offered = 1
+        self.chosen: dict[str, str] = {}  # per autotuned kernel, the config it ran last (a failure names it)
         self._config = 0
         self._tuners: list = []
         self._saved: dict = {}
@@ -339,7 +341,9 @@ class AutotunePicks:
             picks.offered = max(picks.offered, len(pruned))
             if tuner not in picks._tuners:
                 picks._tuners.append(tuner)
-            return [pruned[picks._config % len(pruned)]]
+            config = pruned[picks._config % len(pruned)]
+            picks.chosen[tuner.base_fn.__name__] = str(config)
+            return [config]
 
         def two_calls(kernel_call, quantiles=None):
             kernel_call()

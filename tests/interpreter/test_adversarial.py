@@ -31,6 +31,8 @@ def test_cheat_fails_for_the_right_reason(case, settings, sandbox):
     verdict = report.verdicts[0]
     assert verdict.status == "fail", f"{case.program} passed: {case.why}"
     assert verdict.code in case.expected, f"{case.program}: got {verdict.code} ({verdict.reason}); {case.why}"
+    if "autotune" in case.program:  # the failure names the config that ran
+        assert "BLOCK: 64" in verdict.evidence["autotune_configs"]["_softmax_kernel"]
 
 
 @pytest.mark.parametrize("program, workload", CONTROLS, ids=[p for p, _ in CONTROLS])
