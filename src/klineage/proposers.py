@@ -841,7 +841,7 @@ class SkillProposer(Proposer):
     def _twin_not_timed(self, program: Program, source: str, site: Site) -> str:
         """Why the rows twin would change nothing timed: its dispatch takes it only where the row tile is at most
         ROW_TILE_CAP wide, and the bench case's launches (as the check saw them) asked for a wider one; '' when
-        they did not, or are unknown. The naive softmax's 4096-wide rows would have spent an evaluation on it."""
+        they did not, or are unknown. The naive softmax's 8192-wide rows would have spent an evaluation on it."""
         kernel = site.params.get("kernel")
         elements = launch_config.launched_elements(source, kernel, self.launched.get(program.hash)) if kernel else None
         if elements is None or elements <= ROW_TILE_CAP:
