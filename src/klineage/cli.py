@@ -452,7 +452,8 @@ def lineage_table(lineage) -> Table:
 @click.option("--budget", type=int, default=12, show_default=True, help="Gate evaluations per run.")
 @click.option("--library", "library_dir", type=click.Path(path_type=Path), default=None)
 @click.option("--memory", "memory_path", type=click.Path(path_type=Path), default=None)
-@click.option("--instances", default=None, help="Comma-separated instance names (default: the whole suite).")
+@click.option("--instances", default=None,
+              help="Comma-separated instance names, run in the order given (default: the whole suite).")
 @click.option("--shard", default=None, help="I/N: run every N-th instance from the I-th (split over GPUs).")
 @click.option("--queue", "queue_dir", type=click.Path(path_type=Path), default=None,
               help="A folder shared by the bench processes of one run: each takes the next instance none has taken.")
@@ -482,10 +483,11 @@ def bench(suite_name, methods, budget, library_dir, memory_path, instances, shar
         memory_base(settings, memory_path)
     chosen = suite(suite_name, settings)
     if instances:
-        names = [n.strip() for n in instances.split(",")]
-        if missing := [n for n in names if n not in {i.name for i in chosen}]:
+        names = list(dict.fromkeys(n.strip() for n in instances.split(",") if n.strip()))
+        by_name = {i.name: i for i in chosen}
+        if missing := [n for n in names if n not in by_name]:
             raise UserError(f"--instances: no instance {missing[0]!r} in suite {suite_name}")
-        chosen = [i for i in chosen if i.name in names]
+        chosen = [by_name[n] for n in names]  # in the order given: a queue hands out the longest first
     if shard and queue_dir:
         raise UserError("--shard and --queue both split the suite: give one")
     if shard:

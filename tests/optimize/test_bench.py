@@ -163,6 +163,12 @@ def test_shards_sharing_a_queue_take_each_instance_once_and_the_merge_names_what
     both = CliRunner().invoke(main, ["bench", "naive", "--methods", "autotune", "--shard", "1/2", "--queue",
                                      str(tmp_path / "q2")])
     assert both.exit_code == 2 and both.output.count("\n") == 1 and "give one" in both.output
+    # --instances in the order given (h200_eval.sh hands the longest out first)
+    given = CliRunner().invoke(main, ["bench", "naive", "--methods", "autotune", "--budget", "1", "--device", "cpu",
+                                      "--instances", "softmax,rmsnorm", "--queue", str(tmp_path / "q3"), "--out",
+                                      str(tmp_path / "given"), "--json"])  # fmt: skip
+    assert given.exit_code == 0, given.output
+    assert json.loads((tmp_path / "given" / "bench.json").read_text())["stamp"]["instances"] == ["softmax", "rmsnorm"]
 
 
 def test_a_start_that_fails_its_gates_is_skipped_with_why_and_the_suite_goes_on(settings, tmp_path):
