@@ -264,8 +264,9 @@ for path in sys.argv[2:]:
         seconds[row["instance"]] = seconds.get(row["instance"], 0.0) + row["seconds"]
     for name, parts in report.get("costs", {}).items():
         seconds[name] = seconds.get(name, 0.0) + sum(parts.values())
+bare = {name.split(":", 1)[-1]: s for name, s in seconds.items()}  # one suite alone names its instances unprefixed
 names = [i.name for i in suite(sys.argv[1], Settings.from_env())]
-print(",".join(sorted(names, key=lambda n: -seconds.get(n, float("inf")))))
+print(",".join(sorted(names, key=lambda n: -seconds.get(n, bare.get(n, float("inf"))))))
 EOF2
 )
         stage "queue order, longest first by PRIOR's bench: ${INSTANCES:0:120}..."
