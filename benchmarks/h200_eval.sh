@@ -18,8 +18,8 @@
 #      PRIOR's base; then
 #      SHARDS bench shards (spread over the GPUs) run METHODS on SUITES (INSTANCES of them, where given) under BUDGET,
 #      each taking the next instance no other shard has taken (`bench --queue`; longest first by PRIOR's bench, where
-#      INSTANCES is not given) and rewriting its report after every instance; the GPU tests beside them (GPU_TESTS=1: tests/gpu; or a
-#      test path). WAIT_MINING=0 starts B at once, with the lineages as they were.
+#      INSTANCES is not given) and rewriting its report after every instance; the GPU tests beside them
+#      (GPU_TESTS=1: tests/gpu; or a test path). WAIT_MINING=0 starts B at once, with the lineages as they were.
 # PROFILE=0 skips the timer-vs-do_bench check; RESUME=0 starts the bench afresh (PRIOR's lineages and memory base
 # still used). Jobs sharing a GPU take turns through KLINEAGE_GPU_LOCK (klineage.sandbox.gpu_turn): checks run side by side, a
 # job that times runs alone on its GPU.
@@ -250,7 +250,7 @@ for report in Path(sys.argv[1]).glob("shard*/bench.json"):
         queue.claim(name)
 EOF2
     # the queue hands out the longest instances first, by what each took in PRIOR's bench (its runs, references and
-    # escape re-checks; one PRIOR never finished, first of all): in run 20's order (the suite's) the 12 shards would
+    # escape re-checks; the instances PRIOR never finished first): in run 20's order (the suite's) the 12 shards would
     # have needed about 1400 s, longest first about 1280 s, and the work was 1183 s a shard
     if [ -z "$INSTANCES" ] && [ -n "$PRIOR" ] && ls "$PRIOR"/bench/shard*/bench.json >/dev/null 2>&1; then
         INSTANCES=$(KLINEAGE_HOME="$R/home" python3 - "$SUITES" "$PRIOR"/bench/shard*/bench.json <<'EOF2'

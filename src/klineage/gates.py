@@ -249,8 +249,8 @@ def _run_trials(workload, wl_module, program_module, trials: list[Trial], state:
         if finding is not None:
             return (trial, finding, index), run
         index += 1
-        done = max(t.config for t in run)
-        if index == len(run) and not probe and picks.offered > done + 1:
+        if index == len(run) and not probe:  # every trial so far passed: the configs not run yet, if any
+            done = max(t.config for t in run)
             run += [Trial(name, 0, "normal", config) for config in range(done + 1, picks.offered)
                     for name in workload.check_cases(state.device)]  # fmt: skip
     return None, run

@@ -5,7 +5,8 @@
 2. `@triton.autotune` benchmarks through the GPU driver: emulate the benchmark by running every pruned config's
    kernel call twice (pre- and post-hooks included, exactly as `Autotuner._bench` does) and picking the first.
    Running the configs matters: an accumulating kernel tuned without `reset_to_zero` returns garbage on its first
-   call on a real GPU (seen on the H200), and the emulation reproduces that on the CPU.
+   call on a real GPU (seen on the H200), and the emulation reproduces that on the CPU. Inside a correctness check
+   gates.AutotunePicks replaces this with its own choice of config (every config, one pass each).
 3. bf16 arithmetic works on raw uint16 bits (the interpreter stores bf16 as uint16): `tl.dot`, binary and unary
    ops on bf16 return garbage (a bf16 `silu(a) * b` gave 1e36). Widen bf16 operands to fp32, compute, and round
    the result back to bf16 (round to nearest even, as the hardware does); `tl.dot` keeps its fp32 accumulator.

@@ -358,7 +358,6 @@ def _same_construct(skill_code: str, site_code: str) -> bool:
     return a is None or b is None or a == b
 
 
-@functools.lru_cache(maxsize=64)
 @functools.lru_cache(maxsize=64)  # asked per site and per candidate of every round, of the same few sources
 def _kernel_names(source: str) -> frozenset[str]:
     try:
