@@ -189,6 +189,8 @@ def _correctness(request: GateRequest, started: float) -> Verdict:
     if finding is not None:
         trial, finding, index = finding
         tuned = {"autotune_configs": dict(picks.chosen)} if picks.chosen else {}
+        if picks.unrunnable:
+            tuned["autotune_unrunnable"] = picks.unrunnable
         return _fail(
             "correctness",
             finding,
@@ -217,6 +219,7 @@ def _correctness(request: GateRequest, started: float) -> Verdict:
             "kernels": sorted(state.kernels),
             "functions_run": sorted(state.functions | {k.rsplit(".", 1)[-1] for k in state.kernels}),
             "launches": state.launches,
+            **({"autotune_unrunnable": picks.unrunnable} if picks.unrunnable else {}),
         },
         seconds=time.perf_counter() - started,
     )
@@ -316,11 +319,17 @@ class AutotunePicks:
     benchmark chose there, and the bench's re-check with hidden seeds found half the bench case's rows wrong (a
     4096-wide tile on 8192-wide rows, at x1.87; H200, run 20). `offered` is the most configs any autotuner had.
     Every later trial whose config differs starts the autotuners afresh; Triton's on-disk tuning cache is not
-    read."""
+    read.
+    A config the device refuses (out of shared memory or registers, a failed ptxas or compile-time assert) is one
+    Triton's autotuner times as infinite and never picks, so it is left out (`unrunnable`) and the pick moves to
+    the next config; only an autotuner none of whose configs runs fails. Without this, the attention expert's loop
+    at 4 stages failed the gate on its 128x128 config (294944 bytes of shared memory, 232448 on the H200), though
+    the autotuner would have run one of the configs that fit (H200, run 21)."""
 
     def __init__(self) -> None:
         self.offered = 1
         self.chosen: dict[str, str] = {}  # per autotuned kernel, the config it ran last (a failure names it)
+        self.unrunnable: dict[str, dict[str, str]] = {}  # per autotuned kernel: config -> why the device refused it
         self._config = 0
         self._tuners: list = []
         self._saved: dict = {}
@@ -334,14 +343,17 @@ class AutotunePicks:
     def __enter__(self) -> AutotunePicks:
         from triton.runtime.autotuner import Autotuner
 
-        picks, prune = self, Autotuner.prune_configs
+        picks, prune, run = self, Autotuner.prune_configs, Autotuner.run
+        refused = _device_refusals()
 
         def prune_to_one(tuner, kwargs):
             pruned = prune(tuner, kwargs)
             picks.offered = max(picks.offered, len(pruned))
             if tuner not in picks._tuners:
                 picks._tuners.append(tuner)
-            config = pruned[picks._config % len(pruned)]
+            skip = picks.unrunnable.get(tuner.base_fn.__name__, {})
+            runnable = [c for c in pruned if str(c) not in skip] or pruned  # none runs: the first fails, as on a GPU
+            config = runnable[picks._config % len(runnable)]
             picks.chosen[tuner.base_fn.__name__] = str(config)
             return [config]
 
@@ -350,10 +362,26 @@ class AutotunePicks:
             kernel_call()
             return [0.0, 0.0, 0.0]
 
-        self._saved = {name: Autotuner.__dict__[name] for name in ("prune_configs", "do_bench", "check_disk_cache")}
+        def run_runnable(tuner, *args, **kwargs):
+            """Autotuner.run, again without a config the device refused (the autotuner's bench swallowed the error
+            as an infinite time; the launch of its only config raised it again)."""
+            name = tuner.base_fn.__name__
+            while True:
+                try:
+                    return run(tuner, *args, **kwargs)
+                except refused as e:
+                    skip = picks.unrunnable.setdefault(name, {})
+                    if picks.chosen.get(name) in skip or len(skip) + 1 >= len(tuner.configs):
+                        raise  # every config refused: the launch fails on the GPU too
+                    skip[picks.chosen[name]] = f"{type(e).__name__}: {str(e)[:200]}"
+                    tuner.cache.clear()
+
+        self._saved = {name: Autotuner.__dict__[name]
+                       for name in ("prune_configs", "do_bench", "check_disk_cache", "run")}  # fmt: skip
         Autotuner.prune_configs = prune_to_one
         Autotuner.do_bench = property(lambda tuner: two_calls)
         Autotuner.check_disk_cache = lambda tuner, key, configs, bench: bench() or False
+        Autotuner.run = run_runnable
         return self
 
     def __exit__(self, *exc) -> None:
@@ -363,6 +391,15 @@ class AutotunePicks:
             setattr(Autotuner, name, value)
         for tuner in self._tuners:  # what a later job in this process times is picked by time again
             tuner.cache.clear()
+
+
+def _device_refusals() -> tuple[type[BaseException], ...]:
+    """The errors for which Triton's autotuner times a config as infinite (`Autotuner._bench`): the device or its
+    compiler refused the config before anything ran."""
+    from triton.compiler.errors import CompileTimeAssertionFailure
+    from triton.runtime.errors import OutOfResources, PTXASError
+
+    return OutOfResources, CompileTimeAssertionFailure, PTXASError
 
 
 @dataclass
@@ -615,15 +652,24 @@ def _arch_number(target: str) -> int:
     return int(target.removeprefix("sm_"))
 
 
+# The shared memory one block may opt in to, per compute capability (CUDA C++ Programming Guide, technical
+# specifications per compute capability); the H200's loader reported 232448 for sm_90 (run 21).
+SHARED_MEMORY_LIMIT = {80: 166912, 86: 101376, 87: 166912, 89: 101376, 90: 232448, 100: 232448, 103: 232448,
+                       120: 101376}  # fmt: skip
+
+
 def _compile_for_target(request: GateRequest) -> Verdict:
     """No GPU: drive the program's forward on CPU tensors with every launch replaced by a compile for the target.
-    This compiles exactly the specializations the launcher asks for (autotune configs included), on every case."""
+    This compiles exactly the specializations the launcher asks for (autotune configs included), on every case.
+    A kernel that needs more shared memory than the target has raises OutOfResources as the GPU's loader would, so
+    an autotuner passes over that config and a plain launch of it fails the gate, as on the GPU."""
     import torch
     import triton
     import triton.runtime.autotuner as autotuner
     from triton import knobs
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource, make_backend
+    from triton.runtime.errors import OutOfResources
     from triton.runtime.jit import JITFunction, create_function_from_signature
 
     from klineage.sass import kernel_metrics
@@ -631,6 +677,7 @@ def _compile_for_target(request: GateRequest) -> Verdict:
 
     workload, wl_module, program_module = _prepare(request, interpret=False)
     target = GPUTarget("cuda", _arch_number(request.target), 32)
+    shared_limit = SHARED_MEMORY_LIMIT.get(_arch_number(request.target))
     backend = make_backend(target)
     compiled: dict[str, dict] = {}
     errors: list[str] = []
@@ -645,18 +692,21 @@ def _compile_for_target(request: GateRequest) -> Verdict:
         options, signature, constexprs, attrs = self._pack_args(backend, kwargs, bound, specialization, options)
         key = f"{self.__name__}|{signature}|{sorted(constexprs.items())}|{sorted(attrs.items())}|{options.num_warps}"
         key += f"|{options.num_stages}"
-        if key in compiled:
-            return None
-        try:
-            kernel = triton.compile(ASTSource(self, signature, constexprs, attrs), target=target,
-                                    options=options.__dict__)  # fmt: skip
-        except Exception as e:
-            errors.append(f"{self.__name__} {_spec_label(constexprs, options)}: {type(e).__name__}: {str(e)[-600:]}")
-            compiled[key] = {"name": self.__name__, "error": True}
-            return None
-        metrics = kernel_metrics(kernel, request.target)
-        metrics["specialization"] = _spec_label(constexprs, options)
-        compiled[key] = metrics
+        if key not in compiled:
+            try:
+                kernel = triton.compile(ASTSource(self, signature, constexprs, attrs), target=target,
+                                        options=options.__dict__)  # fmt: skip
+            except Exception as e:
+                label = _spec_label(constexprs, options)
+                errors.append(f"{self.__name__} {label}: {type(e).__name__}: {str(e)[-600:]}")
+                compiled[key] = {"name": self.__name__, "error": True}
+                return None
+            metrics = kernel_metrics(kernel, request.target)
+            metrics["specialization"] = _spec_label(constexprs, options)
+            compiled[key] = metrics
+        shared = compiled[key].get("shared_bytes", 0)
+        if shared_limit is not None and shared > shared_limit:
+            raise OutOfResources(shared, shared_limit, "shared memory")
         return None
 
     def one_call_bench(kernel_call, quantiles=None):
@@ -674,11 +724,17 @@ def _compile_for_target(request: GateRequest) -> Verdict:
         try:
             with torch.no_grad():
                 model(*inputs)
+        except OutOfResources as e:  # a launch the target's loader would refuse, no autotuner config left to run
+            errors.append(f"case {name}: {type(e).__name__}: {str(e)[-600:]} (the {request.target} limit)")
         except Exception as e:  # outputs are garbage without launches; only a failure before any launch counts
             if len(compiled) == before:
                 forward_errors.append(f"case {name}: {type(e).__name__}: {str(e)[:300]}")
-    kernels = [m for m in compiled.values() if not m.get("error")]
+    refused = [m for m in compiled.values() if shared_limit is not None and m.get("shared_bytes", 0) > shared_limit]
+    kernels = [m for m in compiled.values() if not m.get("error") and m not in refused]
     evidence = {"specializations": kernels, "target": request.target}
+    if refused:  # configs an autotuner passed over: they would never run on the target
+        evidence["over_shared_memory"] = [f"{m['name']} {m['specialization']}: {m['shared_bytes']} bytes"
+                                          for m in refused]  # fmt: skip
     if errors:
         return Verdict("compile", "fail", "compile_error", errors[0], evidence={**evidence, "errors": errors})
     if not kernels:

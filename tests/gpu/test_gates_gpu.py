@@ -48,3 +48,19 @@ def test_cheat_fails_on_gpu(case, settings, sandbox):
 def test_control_passes_on_gpu(program, workload, settings, sandbox):
     report = check(load_workload(ROOT / workload), load_program(ROOT / program), settings, "cuda", sandbox=sandbox)
     assert report.passed, [(v.gate, v.code, v.reason) for v in report.verdicts]
+
+
+def test_an_autotune_config_the_gpu_cannot_fit_is_passed_over(settings, sandbox):
+    """As Triton's autotuner does: the 256x256x128, 4-stage config is out of shared memory on sm_90, so the
+    correctness gate runs the other config on every named case and lists the refused one."""
+    from tests.conftest import EXAMPLES
+    from tests.interpreter.test_device_limits import FITS, TOO_BIG, _matmul_with
+
+    wl = load_workload(EXAMPLES / "matmul" / "workload.py")
+    report = check(wl, _matmul_with([TOO_BIG, FITS]), settings, "cuda", ("compile", "correctness"), sandbox)
+    compile_v, correct_v = report.verdicts
+    assert compile_v.passed, compile_v.reason
+    assert correct_v.passed, f"{correct_v.code}: {correct_v.reason}"
+    refused = correct_v.evidence["autotune_unrunnable"]["matmul_kernel"]
+    assert any("BLOCK_M: 256" in config for config in refused)
+    assert all("OutOfResources" in why for why in refused.values())

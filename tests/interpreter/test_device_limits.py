@@ -1,0 +1,87 @@
+"""What the device refuses, judged as the GPU would: a config that does not fit is one Triton's autotuner passes
+over (so the gates pass over it too), and a launch that cannot fit at all fails. On the CPU the compile gate emulates
+the loader's shared-memory check for the target; the correctness gate's autotune trials skip a config the device
+refused (on the CPU, a config pre_hook raising OutOfResources stands in for the loader)."""
+
+import pytest
+
+from klineage.check import check
+from klineage.program import Program
+from klineage.workload import load_workload
+from tests.adversarial.manifest import ROOT
+from tests.conftest import EXAMPLES
+
+pytestmark = pytest.mark.interpreter
+
+MATMUL = EXAMPLES / "matmul"
+# 4 stages of a 256x128 A tile and a 128x256 B tile in bf16: 512 KiB of shared memory, where sm_90 allows 227 KiB
+TOO_BIG = ('triton.Config({"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 128, "GROUP_SIZE_M": 8}, num_stages=4, '
+           "num_warps=8)")
+FITS = 'triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_SIZE_M": 8}, num_stages=3, num_warps=4)'
+
+
+def _matmul_with(configs: list[str]) -> Program:
+    """The tuned matmul with its autotune list replaced by `configs`."""
+    source = (MATMUL / "tuned.py").read_text()
+    start = source.index("    return [\n", source.index("def _configs():")) + len("    return [\n")
+    end = source.index("\n    ]\n", start)
+    listed = "\n".join(f"        {c}," for c in configs)
+    return Program("matmul-configs", source[:start] + listed + source[end:])
+
+
+def test_a_launch_that_cannot_fit_fails_the_compile_gate_without_a_gpu(settings, sandbox):
+    wl = load_workload(MATMUL / "workload.py")
+    verdict = check(wl, _matmul_with([TOO_BIG]), settings, "cpu", ("compile",), sandbox).verdicts[0]
+    assert verdict.status == "fail" and verdict.code == "compile_error"
+    assert "shared memory" in verdict.reason and "232448" in verdict.reason and "sm_90" in verdict.reason
+
+
+def test_an_autotune_config_that_cannot_fit_is_passed_over_as_on_the_gpu(settings, sandbox):
+    wl = load_workload(MATMUL / "workload.py")
+    verdict = check(wl, _matmul_with([TOO_BIG, FITS]), settings, "cpu", ("compile",), sandbox).verdicts[0]
+    assert verdict.passed, verdict.reason
+    assert verdict.metrics["max_shared_bytes"] <= 232448  # only what would run is summarized
+    over = verdict.evidence["over_shared_memory"]
+    assert over and all("warps=8 stages=4" in s and int(s.split(": ")[-1].split()[0]) > 232448 for s in over)
+    assert all(k["shared_bytes"] <= 232448 for k in verdict.evidence["specializations"])
+    assert any("warps=4 stages=3" in k["specialization"] for k in verdict.evidence["specializations"])
+    # the same list on a target with less shared memory (sm_89: 99 KiB) still has a config that fits
+    small = check(wl, _matmul_with([TOO_BIG, FITS]), settings.replace(target="sm_89"), "cpu", ("compile",), sandbox)
+    assert small.verdicts[0].passed, small.verdicts[0].reason
+
+
+REFUSED = '''
+from triton.runtime.errors import OutOfResources
+
+
+def _refused(nargs):  # stands in for the GPU's loader refusing this config (the interpreter never runs out)
+    raise OutOfResources(294944, 232448, "shared memory")
+'''
+
+
+def _softmax_with_refused(which: list[int]) -> Program:
+    source = (ROOT / "controls/softmax_autotuned_ok.py").read_text()
+    configs = ['triton.Config({"BLOCK": 64}, num_warps=1', 'triton.Config({"BLOCK": 256}, num_warps=4',
+               'triton.Config({"BLOCK": 32}, num_warps=2']  # fmt: skip
+    for k in which:
+        assert configs[k] in source
+        source = source.replace(configs[k] + ")", configs[k] + ", pre_hook=_refused)")
+    source = source.replace("\n\n@triton.autotune", REFUSED + "\n\n@triton.autotune", 1)
+    return Program("softmax-refused", source)
+
+
+def test_the_correctness_gate_skips_an_autotune_config_the_device_refuses(settings, sandbox):
+    wl = load_workload(ROOT / "workloads/softmax.py")
+    verdict = check(wl, _softmax_with_refused([0]), settings, "cpu", ("correctness",), sandbox).verdicts[0]
+    assert verdict.passed, f"{verdict.code}: {verdict.reason}"
+    refused = verdict.evidence["autotune_unrunnable"]["_softmax_kernel"]
+    assert len(refused) == 1 and "BLOCK: 64" in next(iter(refused))
+    assert "OutOfResources" in next(iter(refused.values()))
+    assert verdict.metrics["autotune_configs"] == 3  # the other two ran on every named case
+
+
+def test_an_autotuner_with_no_config_the_device_runs_fails(settings, sandbox):
+    wl = load_workload(ROOT / "workloads/softmax.py")
+    verdict = check(wl, _softmax_with_refused([0, 1, 2]), settings, "cpu", ("correctness",), sandbox).verdicts[0]
+    assert verdict.status == "fail"
+    assert "OutOfResources" in verdict.reason or "shared memory" in verdict.reason
