@@ -992,17 +992,20 @@ def test_the_atomic_row_sums_chunk_is_searched_with_its_tile_and_followed_the_sa
     wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
     proposer = SkillProposer(wl, settings, "cuda", [])
     listed = [c for c in proposer.propose(prog) if c.transform == "launch_config"]
-    assert [c.label for c in listed[:4]] == ["CHUNK, BLOCK: 512, 128 -> 1024, 256", "CHUNK, BLOCK: 512, 128 -> 256, 64",
-                                             "CHUNK: 512 -> 1024", "CHUNK: 512 -> 256"], [c.label for c in listed]
-    assert "CHUNK, BLOCK = 1024, 256" in listed[0].program.source
+    # the first pair step goes x4: the 128-wide tile leaves each of 128 threads one element (_first_stride)
+    assert [c.label for c in listed[:5]] == [
+        "CHUNK, BLOCK: 512, 128 -> 2048, 512", "CHUNK, BLOCK: 512, 128 -> 1024, 256",
+        "CHUNK, BLOCK: 512, 128 -> 256, 64", "CHUNK: 512 -> 1024", "CHUNK: 512 -> 256"], [c.label for c in listed]
+    assert "CHUNK, BLOCK = 2048, 512" in listed[0].program.source
 
     def kept(cand):
         return proposer.observe(Attempt(2, cand, True, "kept", [], {"measured": True, "speedup": 1.2}), 4)
 
-    onward = kept(listed[0])
+    onward = kept(listed[1])
     assert onward.label == "CHUNK, BLOCK: 1024, 256 -> 2048, 512" and "CHUNK, BLOCK = 2048, 512" in \
         onward.program.source  # fmt: skip
-    assert kept(listed[2]).label == "CHUNK: 1024 -> 2048"
+    assert kept(listed[0]).label == "CHUNK, BLOCK: 2048, 512 -> 4096, 1024"
+    assert kept(listed[3]).label == "CHUNK: 1024 -> 2048"
 
 
 def test_the_roofline_fraction_comes_from_the_faster_of_the_final_programs_two_timings(monkeypatch, settings):
@@ -1057,3 +1060,29 @@ def test_the_report_says_when_a_gpu_run_had_no_timed_skill_to_order_by(settings)
     assert evidence_line(here, timed=True) == ("Library: 3 optimization skills, 2 with an effect timed on a GPU, 2 on "
                                                "this one (NVIDIA H200).")  # fmt: skip
     assert evidence_line(here, timed=False) == "Library: 3 optimization skills, 2 with an effect timed on a GPU."
+
+
+@pytest.mark.parametrize("instance, first, plain", [
+    ("bias_gelu", "BLOCK: 128 -> 512", "BLOCK: 128 -> 256"),  # 128 elements on 128 threads: one each
+    ("mse_loss", "BLOCK: 256 -> 1024", "BLOCK: 256 -> 512"),  # two each: x4 leaves 8, the experts' density
+    ("transpose_copy", "BLOCK: 32 -> 64", "BLOCK: 32 -> 64"),  # a 32x32 tile, 8 each already: one doubling
+    ("matmul_odd_k", "BLOCK_M: 32 -> 64", "BLOCK_M: 32 -> 64"),
+])  # fmt: skip
+def test_a_tile_that_leaves_each_thread_few_elements_first_steps_x4(instance, first, plain, settings, monkeypatch):
+    """KLineage climbed bias_gelu 128 -> 256 -> 1024 -> 4096 and softplus 128 -> 256 (-> 1024 slower) -> 512, one
+    evaluation a rung, where blind's ladder showed 512 faster than 256 on 12 of 14 such kernels (H200, run 21).
+    Where x4 leaves each thread at most MIN_ELEMENTS_PER_THREAD elements, KLineage's first step up is x4, with the
+    one doubling after it; blind's search keeps its one doubling."""
+    from klineage.proposers import BlindProposer
+
+    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
+    folder = SUITES["heldout"] / instance
+    wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
+    ours = [c.label for c in SkillProposer(wl, settings, "cuda", []).propose(prog) if c.transform == "launch_config"]
+    theirs = [c.label for c in BlindProposer(wl, settings, "cuda").propose(prog) if c.transform == "launch_config"]
+    assert ours[0] == first and theirs[0] == plain
+    assert plain in ours  # the one doubling stays, after the wider step
+    if first != plain:
+        assert first not in theirs
+        wide = next(c for c in SkillProposer(wl, settings, "cuda", []).propose(prog) if c.label == first)
+        assert f"BLOCK = {first.split()[-1]}" in wide.program.source
