@@ -317,7 +317,8 @@ class AutotunePicks:
     kernel without `reset_to_zero`), instead of timing them all. On a GPU the autotuner picks by time, so the timed
     program may run any config: memory's autotune list on the naive softmax passed the gate with the config its
     benchmark chose there, and the bench's re-check with hidden seeds found half the bench case's rows wrong (a
-    4096-wide tile on 8192-wide rows, at x1.87; H200, run 20). `offered` is the most configs any autotuner had.
+    4096-wide tile on 8192-wide rows, at x1.87; H200, run 20). `offered` is the most configs any autotuner had
+    that the device runs.
     Every later trial whose config differs starts the autotuners afresh; Triton's on-disk tuning cache is not
     read.
     A config the device refuses (out of shared memory or registers, a failed ptxas or compile-time assert) is one
@@ -327,12 +328,17 @@ class AutotunePicks:
     the autotuner would have run one of the configs that fit (H200, run 21)."""
 
     def __init__(self) -> None:
-        self.offered = 1
+        self._pruned: dict[str, set[str]] = {}  # per autotuned kernel, the configs its pruned lists held
         self.chosen: dict[str, str] = {}  # per autotuned kernel, the config it ran last (a failure names it)
         self.unrunnable: dict[str, dict[str, str]] = {}  # per autotuned kernel: config -> why the device refused it
         self._config = 0
         self._tuners: list = []
         self._saved: dict = {}
+
+    @property
+    def offered(self) -> int:
+        return max((len(configs - self.unrunnable.get(name, {}).keys()) for name, configs in self._pruned.items()),
+                   default=1) or 1  # fmt: skip
 
     def choose(self, config: int) -> None:
         if config != self._config:
@@ -348,7 +354,7 @@ class AutotunePicks:
 
         def prune_to_one(tuner, kwargs):
             pruned = prune(tuner, kwargs)
-            picks.offered = max(picks.offered, len(pruned))
+            picks._pruned.setdefault(tuner.base_fn.__name__, set()).update(str(c) for c in pruned)
             if tuner not in picks._tuners:
                 picks._tuners.append(tuner)
             skip = picks.unrunnable.get(tuner.base_fn.__name__, {})

@@ -77,7 +77,9 @@ def test_the_correctness_gate_skips_an_autotune_config_the_device_refuses(settin
     refused = verdict.evidence["autotune_unrunnable"]["_softmax_kernel"]
     assert len(refused) == 1 and "BLOCK: 64" in next(iter(refused))
     assert "OutOfResources" in next(iter(refused.values()))
-    assert verdict.metrics["autotune_configs"] == 3  # the other two ran on every named case
+    assert verdict.metrics["autotune_configs"] == 2  # the two the device runs, each on every named case
+    tuned = [t for t in verdict.evidence["trials"] if "autotune config" in t]
+    assert sorted(tuned) == [f"case {case}, seed 0, normal inputs, autotune config 2" for case in ("tiny", "wide")]
 
 
 def test_an_autotuner_with_no_config_the_device_runs_fails(settings, sandbox):
