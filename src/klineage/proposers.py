@@ -717,17 +717,18 @@ class SkillProposer(Proposer):
 
     def _first_stride(self, source: str, kernel: str) -> int:
         """x4 for a tile's first step up while that leaves each thread at most MIN_ELEMENTS_PER_THREAD of the
-        program's elements (the density the Liger experts keep, above): at one element a thread (128 at 4 warps)
-        each load is one 2- or 4-byte scalar, and one doubling stays far below it. Measured by blind's one-doubling
-        ladder on the H200 (run 21): 12 of 14 one-dimensional held-out kernels starting at 128 elements ran faster
-        at 512 than at 256 (softplus_odd_n peaking there), the other two within 2% (layer norm x0.98, strided add
-        x0.999), and KLineage
-        spent its second and third evaluations climbing 128 -> 256 -> 1024 where the memory baseline's remembered
-        4096 landed at once. A tile computed at launch, or one the warps already fill, keeps the plain step."""
+        program's elements, the density the Liger experts keep (above): at one element a thread (128 at 4 warps)
+        each load is a 2- or 4-byte scalar, and one doubling leaves the tile far below that density. On the H200
+        (run 21) blind's one-doubling ladders ran faster at 512 than at 256 on 12 of 14 one-dimensional held-out
+        kernels starting at 128 elements (softplus_odd_n peaking there), the other two within 2% (layer norm
+        x0.98, strided add x0.999); KLineage spent its second and third evaluations climbing 128 -> 256 -> 1024
+        where the memory baseline's remembered 4096 landed at once. A tile computed at launch, or one the warps
+        already fill, keeps the plain step."""
         elements = launch_config.elements_per_program(source, kernel)
         if elements is None or elements * 4 > 32 * _present_warps(source, kernel) * MIN_ELEMENTS_PER_THREAD:
             return 2
         return 4
+
     def evidence(self) -> dict:
         """How many of the library's optimization skills carry an effect timed on a GPU, and on this very device:
         without any, every skill expects x1.0 and the order is the families' cost, as blind's catalog is (run 16:
