@@ -353,14 +353,14 @@ class AutotunePicks:
         refused = _device_refusals()
 
         def prune_to_one(tuner, kwargs):
-            pruned = prune(tuner, kwargs)
-            picks._pruned.setdefault(tuner.base_fn.__name__, set()).update(str(c) for c in pruned)
+            name, pruned = tuner.base_fn.__name__, prune(tuner, kwargs)
+            picks._pruned.setdefault(name, set()).update(str(c) for c in pruned)
             if tuner not in picks._tuners:
                 picks._tuners.append(tuner)
-            skip = picks.unrunnable.get(tuner.base_fn.__name__, {})
+            skip = picks.unrunnable.get(name, {})
             runnable = [c for c in pruned if str(c) not in skip] or pruned  # none runs: the first fails, as on a GPU
             config = runnable[picks._config % len(runnable)]
-            picks.chosen[tuner.base_fn.__name__] = str(config)
+            picks.chosen[name] = str(config)
             return [config]
 
         def two_calls(kernel_call, quantiles=None):
@@ -684,6 +684,10 @@ def _compile_for_target(request: GateRequest) -> Verdict:
     workload, wl_module, program_module = _prepare(request, interpret=False)
     target = GPUTarget("cuda", _arch_number(request.target), 32)
     shared_limit = SHARED_MEMORY_LIMIT.get(_arch_number(request.target))
+
+    def over_limit(metrics: dict) -> bool:  # what the target's loader refuses to load
+        return shared_limit is not None and metrics.get("shared_bytes", 0) > shared_limit
+
     backend = make_backend(target)
     compiled: dict[str, dict] = {}
     errors: list[str] = []
@@ -710,9 +714,8 @@ def _compile_for_target(request: GateRequest) -> Verdict:
             metrics = kernel_metrics(kernel, request.target)
             metrics["specialization"] = _spec_label(constexprs, options)
             compiled[key] = metrics
-        shared = compiled[key].get("shared_bytes", 0)
-        if shared_limit is not None and shared > shared_limit:
-            raise OutOfResources(shared, shared_limit, "shared memory")
+        if over_limit(compiled[key]):
+            raise OutOfResources(compiled[key]["shared_bytes"], shared_limit, "shared memory")
         return None
 
     def one_call_bench(kernel_call, quantiles=None):
@@ -735,7 +738,7 @@ def _compile_for_target(request: GateRequest) -> Verdict:
         except Exception as e:  # outputs are garbage without launches; only a failure before any launch counts
             if len(compiled) == before:
                 forward_errors.append(f"case {name}: {type(e).__name__}: {str(e)[:300]}")
-    refused = [m for m in compiled.values() if shared_limit is not None and m.get("shared_bytes", 0) > shared_limit]
+    refused = [m for m in compiled.values() if over_limit(m)]
     kernels = [m for m in compiled.values() if not m.get("error") and m not in refused]
     evidence = {"specializations": kernels, "target": request.target}
     if refused:  # configs an autotuner passed over: they would never run on the target

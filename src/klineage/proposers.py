@@ -593,18 +593,17 @@ class Proposer:
                 if _fallback(source, t.kernel):
                     continue
                 tile = next((s for s in found if s.kernel == t.kernel and s.keyword == t.step and not s.work), None)
-                # a tile's first step up may go further (KLineage: _first_stride); work alone moves by one step
+                # a tile's first step up may go further than one doubling (KLineage: _first_stride), a tile with
+                # the work it steps through; work alone moves one step
                 stride = self._first_stride(source, t.kernel) if t.keyword not in launch_config.KNOBS else 2
+                far = t.value * stride if stride > 2 and launch_config.allowed(t, t.value * stride) else None
                 if tile is not None:
-                    wide = [t.value * stride] if stride > 2 and launch_config.allowed(t, t.value * stride) \
-                        and launch_config.allowed(tile, tile.value * stride) else []  # fmt: skip
+                    wide = [far] if far and launch_config.allowed(tile, tile.value * stride) else []
                     for value in wide + launch_config.neighbours(t):
                         moved = value * tile.value // t.value
                         if value in wide or moved in launch_config.neighbours(tile):
                             yield self._step(program, module, source, {t: value, tile: moved}, origin, expected)
-                wide = [t.value * stride] if stride > 2 and not t.work and launch_config.allowed(
-                    t, t.value * stride) else []  # fmt: skip
-                for value in wide + launch_config.neighbours(t):
+                for value in ([far] if far and not t.work else []) + launch_config.neighbours(t):
                     yield self._step(program, module, source, {t: value}, origin, expected)
 
     def _first_stride(self, source: str, kernel: str) -> int:
