@@ -46,6 +46,7 @@ MEMORY="${MEMORY:-1}"             # build the memory baseline's base (5 parallel
 MEMORY_BUDGET="${MEMORY_BUDGET:-6}"
 MEMORY_MINUTES="${MEMORY_MINUTES:-4}"
 GPU_TESTS="${GPU_TESTS:-1}"      # 1: tests/gpu beside the bench; 0: none; a path: those tests only
+GPU_TESTS_K="${GPU_TESTS_K:-}"    # a pytest -k expression for them (GPU_TESTS is split into words: no -k there)
 RETIME="${RETIME:-0}"             # 1: time the recorded steps again (walks resumed from $PRIOR under contention)
 WALK_DEVICE="${WALK_DEVICE:-}"    # cpu: $PRIOR's walks were made without a GPU (mine_all.py --device cpu); take
                                   # them as recorded, time their steps and probe on the GPU (no GPU walk)
@@ -284,7 +285,7 @@ EOF2
     if [ "$GPU_TESTS" != 0 ]; then  # -v: each result logged as it ends (a cut run says which passed)
         [ "$GPU_TESTS" = 1 ] && GPU_TESTS=tests/gpu
         (on_gpu 0 timeout "$(left_s $((deadline - 20)))" python3 -m pytest -v -p no:cacheprovider -m gpu \
-            $GPU_TESTS >"$R/gpu-tests.log" 2>&1
+            $GPU_TESTS ${GPU_TESTS_K:+-k "$GPU_TESTS_K"} >"$R/gpu-tests.log" 2>&1
             stage "gpu tests: rc $?") &
     fi
     for pid in "${shard_pids[@]}"; do wait "$pid"; done

@@ -12,7 +12,7 @@ from klineage.cache import Cache, verdict_key
 from klineage.config import Settings, cuda_available, device_name, versions
 from klineage.gates import GATES, GateRequest, Verdict, run_gate, verdict_from_result
 from klineage.program import Program
-from klineage.sandbox import Job, Sandbox
+from klineage.sandbox import Job, Sandbox, device_memory_ran_out
 from klineage.workload import UserError, Workload
 
 
@@ -64,7 +64,7 @@ def out_of_device_memory(verdict: Verdict) -> bool:
     if verdict.status not in ("fail", "error"):
         return False
     said = f"{verdict.reason} {verdict.evidence.get('log', '')}" if isinstance(verdict.evidence, dict) else ""
-    return verdict.code == "oom" or "CUDA out of memory" in said or "OutOfMemoryError" in said
+    return verdict.code == "oom" or device_memory_ran_out(said)
 
 
 def ceilings_for(device: str, settings: Settings, sandbox: Sandbox, cache: Cache | None) -> dict | None:

@@ -59,7 +59,7 @@ class Attempt:
     evaluation: int  # 1-based gate evaluation that judged it
     candidate: Candidate
     kept: bool
-    outcome: str  # kept | failed_gate | not_faster | unmeasured
+    outcome: str  # kept | failed_gate | not_faster | not_timed (the GPU's timing job failed) | unmeasured (no GPU)
     verdicts: list[dict]
     effect: dict  # {"measured", "current_ms", "candidate_ms", "speedup", spreads} or {"measured": False, "why"}
     seconds: float = 0.0  # wall time of its gates and its timing, waits for a shared GPU included
@@ -232,7 +232,8 @@ def _timed_effect(workload, current: Program, candidate: Program, settings, devi
             # other jobs), waiting for the GPU alone, holding it
             "job_s": round(time.perf_counter() - began, 3),
             **{k: round(v[k], 3) for k in ("setup_s", "first_calls_s", "gpu_wait_s", "gpu_held_s")
-               if k in v}}  # fmt: skip
+               if k in v},
+            **({"retried_alone": v["retried_alone"]} if "retried_alone" in v else {})}  # fmt: skip
 
 
 def _memoized(memo: dict | None, key: tuple, make: Callable[[], CheckReport]) -> CheckReport:
@@ -330,7 +331,8 @@ def optimize(
                     effect = _time_pair(workload, current, cand.program, settings, device, sandbox, memo)
                     noise = effect.get("current_spread", 0) + effect.get("candidate_spread", 0)
                     faster = effect.get("measured") and effect["speedup"] > 1 + max(noise, 0.01)
-                    attempt = Attempt(evaluations, cand, bool(faster), "kept" if faster else "not_faster",
+                    outcome = "kept" if faster else "not_faster" if effect.get("measured") else "not_timed"
+                    attempt = Attempt(evaluations, cand, bool(faster), outcome,
                                       _verdict_rows(report), effect, time.perf_counter() - began, checked)  # fmt: skip
                 else:
                     attempt = Attempt(evaluations, cand, True, "unmeasured", _verdict_rows(report),
@@ -455,6 +457,8 @@ def report(trajectory: Trajectory) -> str:
         why = next((f"{v['gate']} {v['code']}" for v in a.verdicts if v["status"] == "fail"), a.outcome)
         if a.outcome == "not_faster" and a.effect.get("measured"):
             why = f"not faster beyond the spread (x{a.effect['speedup']:.3f})"
+        elif a.outcome == "not_timed":
+            why = a.effect.get("why", "timing failed")[:200]
         lines.append(f"- {a.candidate.label}: {why}")
     lines += ["- nothing"] if not rejected else []
     lines += ["", "## Refused (no budget spent)", ""]

@@ -73,6 +73,11 @@ _shared: list = []  # in a job's child: the open lock file through which the job
 _exclusive: list = []  # this process has the GPU alone (a measurement inside it needs nothing more)
 
 
+def device_memory_ran_out(text: str) -> bool:
+    """Whether a job's error or log says the GPU's memory ran out (PyTorch's CUDA out-of-memory error)."""
+    return "CUDA out of memory" in text or "OutOfMemoryError" in text
+
+
 @contextlib.contextmanager
 def gpu_turn(exclusive: bool) -> Iterator[None]:
     """Take turns on a GPU that several processes share, when $KLINEAGE_GPU_LOCK names a lock file (one per GPU):

@@ -345,6 +345,33 @@ def test_methods_of_one_instance_share_measurements_but_spend_their_own_budget(m
     assert calls["pair"] == pairs and calls["check"] == checks + 2
 
 
+def test_a_candidate_whose_timing_failed_is_not_timed_not_slower(monkeypatch, settings):
+    """A timing job that fails on the GPU (here: out of device memory even alone) leaves the candidate `not_timed`:
+    not kept, and not reported as measured slower (run 22 had called one `not_faster`)."""
+    import klineage.optimize as opt
+    from klineage.check import CheckReport
+    from klineage.gates import Verdict
+    from klineage.sandbox import SandboxResult
+
+    wl, start = _rowsum()
+    a = start.__class__("v1", start.source + "\nVARIANT = 1\n")
+
+    def fake_check(workload, program, settings, device="cpu", gates=(), sandbox=None, on_gate=None):
+        verdicts = (Verdict("correctness", "pass"), Verdict("profile", "pass", metrics={"median_ms": 1.0}))
+        return CheckReport(workload.name, program.name, program.hash, device, "fake", "fake", verdicts, (False,) * 2)
+
+    def fake_pair(workload, current, candidate, settings, device, sandbox):
+        return SandboxResult(False, error="OutOfMemoryError: CUDA out of memory (alone, after: ...)")
+
+    monkeypatch.setattr(opt, "check", fake_check)
+    monkeypatch.setattr(opt, "time_pair", fake_pair)
+    monkeypatch.setattr(opt, "device_name", lambda device: "fake GPU")
+    t = optimize(wl, start, _FixedProposer("one", [a]), settings, "cuda", budget=2, sandbox=object())
+    assert [x.outcome for x in t.attempts] == ["not_timed"] and not t.attempts[0].kept
+    assert t.best.hash == start.hash
+    assert "- variant 0: timing failed: OutOfMemoryError" in opt.report(t)
+
+
 def test_carried_warps_fit_the_tile_a_program_handles(settings):
     """SwiGLU's 8 warps were measured on 16384-element rows; carried onto 256- to 512-element blocks they ran at
     x0.57-0.86 on the H200 (run 5). They are capped at the warps that leave each thread 8 elements, and a cap at or

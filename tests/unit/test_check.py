@@ -42,3 +42,47 @@ def test_a_program_that_runs_out_alone_fails_and_other_failures_are_not_retried(
     assert calls == [False] and verdict.code == "mismatch"
     assert not out_of_device_memory(Verdict("correctness", "pass"))
     assert out_of_device_memory(Verdict("correctness", "error", "error", "x", evidence={"log": OOM}))
+
+
+class _Sandbox:
+    """Answers each job with the next of `answers` and records the environments it was given: nothing runs."""
+
+    def __init__(self, answers):
+        self.answers, self.envs = list(answers), []
+
+    def run(self, job):
+        self.envs.append(dict(job.env))
+        return self.answers[len(self.envs) - 1]
+
+
+def _pair(settings, answers, device="cuda"):
+    from klineage.mine import time_pair
+
+    folder = SUITES["heldout"] / "bias_gelu"
+    program = load_program(folder / "naive.py")
+    sandbox = _Sandbox(answers)
+    return time_pair(load_workload(folder / "workload.py"), program, program, settings, device, sandbox), sandbox.envs
+
+
+def test_a_timing_job_out_of_device_memory_beside_others_runs_again_alone(settings):
+    """Run 22: 12 bench shards held the H200's memory and a timing job found 11 MiB free; it runs once more with
+    the GPU alone for the whole job, and its effect keeps the first error."""
+    from klineage.sandbox import SandboxResult
+
+    value = {"case": "bench", "parent_ms": 1.0, "child_ms": 0.5}
+    timed, envs = _pair(settings, [SandboxResult(False, error=OOM, kind="exception"), SandboxResult(True, value)])
+    assert timed.ok and [e.get("KLINEAGE_GPU_ALONE") for e in envs] == [None, "1"]
+    assert timed.value["retried_alone"].startswith("OutOfMemoryError") and timed.value["child_ms"] == 0.5
+    # out of memory alone too: a failure that says both
+    timed, envs = _pair(settings, [SandboxResult(False, error=OOM, kind="exception")] * 2)
+    assert not timed.ok and len(envs) == 2 and "alone, after: OutOfMemoryError" in timed.error
+
+
+def test_other_timing_failures_and_the_cpu_are_not_retried(settings):
+    from klineage.sandbox import SandboxResult
+
+    crash = SandboxResult(False, error="crashed with signal 11", kind="crash")
+    timed, envs = _pair(settings, [crash, crash])
+    assert not timed.ok and len(envs) == 1 and timed.error == "crashed with signal 11"
+    timed, envs = _pair(settings, [SandboxResult(False, error=OOM, kind="exception")] * 2, device="cpu")
+    assert len(envs) == 1
