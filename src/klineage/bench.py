@@ -531,6 +531,18 @@ def _f(value, fmt: str = ".3f") -> str:
     return "n/a" if value is None else format(value, fmt)
 
 
+def untimed_attempts(result: dict) -> list[str]:
+    """The attempts of a timed run whose timing failed (`not_timed`; reports written before that outcome existed
+    called them `not_faster` with no measurement), as `instance/method evaluation N: why`."""
+    found = []
+    for key, t in result.get("trajectories", {}).items():
+        for a in t.get("attempts", []):
+            effect = a.get("effect") or {}
+            if a["outcome"] == "not_timed" or (a["outcome"] == "not_faster" and not effect.get("measured")):
+                found.append(f"{key} evaluation {a['evaluation']}: {(effect.get('why') or 'no time taken')[:120]}")
+    return found
+
+
 def markdown(result: dict) -> str:
     s = result["stamp"]
     lines = [f"# KLineage bench: {', '.join(s['methods'])} on {len(s['instances'])} instances", "",
@@ -566,6 +578,10 @@ def markdown(result: dict) -> str:
                   f"the {next(iter(best.values()))['instances']} instances some method improved; a miss counts "
                   f"{s['budget'] + 1}): " + "; ".join(
             f"{m} {_f(b['mean'], '.1f')} ({b['reached']} reached)" for m, b in best.items()) + "."]  # fmt: skip
+    if s["timed"] and (missed := untimed_attempts(result)):
+        lines += ["", f"Timings that failed ({len(missed)}; these candidates passed the gates and were not kept, "
+                  "with no time taken, so their method's result may be lower than a measurement would have made "
+                  "it): " + "; ".join(missed) + "."]  # fmt: skip
     lines += ["", "| instance | method | speedup | x expert | roofline | x torch.compile | evals | to 95% | kept | "
               "refused | escapes | stop |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in result["rows"]:
