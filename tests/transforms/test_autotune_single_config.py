@@ -109,8 +109,69 @@ def test_skips():
     assert comprehension != EXPERT and t.sites(comprehension) == []
     # the host reads the autotuner object: not only launches
     assert t.sites(EXPERT + "\nprint(k.best_config)\n") == []
-    # a pre_hook has no launch equivalent
-    assert t.sites(EXPERT.replace("num_warps=8, num_stages=2)", "num_warps=8, pre_hook=h)")) == []
+    # a pre_hook has no launch equivalent: the first config stays in the decorator, the launches as they are
+    (hooked,) = t.sites(EXPERT.replace("num_warps=8, num_stages=2)", "num_warps=8, pre_hook=h)"))
+    assert hooked.before.startswith("@triton.autotune(") and "BLOCK=1024" not in hooked.after
+    # one hooked config already: nothing to cut
+    one = EXPERT.replace('        triton.Config({"BLOCK": 256}, num_warps=4),\n', "")
+    assert t.sites(one.replace("num_warps=8, num_stages=2)", "num_warps=8, pre_hook=h)")) == []
     # never launched here
     assert t.sites(EXPERT.split("\n\ndef launch")[0] + "\n") == []
     assert t.sites("def broken(:\n") == []
+
+
+HOOKED = textwrap.dedent(
+    """\
+    import triton
+    import triton.language as tl
+
+
+    def _box(nargs):
+        nargs["seen"].append(nargs["BLOCK"])
+
+
+    def _configs():
+        return [
+            triton.Config({"BLOCK": 128}, num_warps=8, num_stages=3, pre_hook=_box),
+            triton.Config({"BLOCK": 64}, num_warps=4, num_stages=3, pre_hook=_box),
+        ]
+
+
+    @triton.autotune(configs=_configs(), key=["n"])
+    @triton.jit
+    def k(x_ptr, n, seen, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+    def launch(x, n, seen):
+        k[lambda META: (triton.cdiv(n, META["BLOCK"]),)](x, n, seen)
+    """
+)
+
+
+def test_configs_with_a_pre_hook_keep_the_first_config_in_the_decorator():
+    """A launch cannot run a pre_hook, so the simple form is the autotuner over the first config alone; the redo
+    puts the expert's decorator back verbatim, and the skill's configs still carry the tiles."""
+    from klineage.proposers import expert_tiles
+
+    t = AutotuneSingleConfig()
+    (site,) = t.sites(HOOKED)
+    simple = t.simplify(HOOKED, site)
+    assert '@triton.autotune(configs=[triton.Config({"BLOCK": 128}, num_warps=8, num_stages=3, pre_hook=_box)], ' \
+           'key=["n"])' in simple  # fmt: skip
+    assert "k[lambda META: (triton.cdiv(n, META[\"BLOCK\"]),)](x, n, seen)" in simple  # the launch unchanged
+    assert round_trip(t, HOOKED) == 1
+    (back,) = t.optimize_sites(simple)
+    assert back.function == "k" and t.optimize(simple, back, site.params) == HOOKED
+    assert t.sites(simple) == []  # one config: nothing left to simplify
+    assert expert_tiles(site.params) == [{"BLOCK": 128, "num_warps": 8, "num_stages": 3},
+                                         {"BLOCK": 64, "num_warps": 4, "num_stages": 3}]  # fmt: skip
+
+
+def test_the_attention_experts_hooked_configs_round_trip():
+    source = (EXAMPLES / "attention" / "expert.py").read_text()
+    t = AutotuneSingleConfig()
+    (site,) = t.sites(source)
+    assert site.function == "_attn_fwd" and round_trip(t, source) == 1
+    assert "pre_hook=_kv_box)], key=" in t.simplify(source, site)

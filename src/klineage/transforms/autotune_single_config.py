@@ -123,6 +123,23 @@ class _Launches(cst.CSTTransformer):
         return updated_node
 
 
+def _one_config(fn: cst.FunctionDef, module: cst.Module) -> cst.Decorator | None:
+    """The kernel's autotune decorator where it is the outermost and tunes over one literal triton.Config."""
+    decorator = fn.decorators[0]
+    if decorator_name(decorator) not in AUTOTUNE or not isinstance(decorator.decorator, cst.Call):
+        return None
+    configs = _arg(decorator.decorator, "configs", 0)
+    calls = config_list(configs.value, module) if configs is not None else None
+    return decorator if calls is not None and len(calls) == 1 else None
+
+
+def _first_config_only(call: cst.Call, module: cst.Module) -> cst.Call:
+    """The autotune call with its config list cut to the first config, written out as a literal list."""
+    configs = _arg(call, "configs", 0)
+    first = config_list(configs.value, module)[0]
+    return call.deep_replace(configs, configs.with_changes(value=cst.List([cst.Element(first)])))
+
+
 def kernel_launches(module: cst.Module, kernel: str) -> list[cst.Call] | None:
     """The launches of `kernel`, or None when its name is also used other than to launch it (a host that reads
     `kernel.best_config` or hands the kernel on relies on the autotuner object)."""
@@ -144,8 +161,12 @@ class AutotuneSingleConfig(Transform):
     passes the FIRST config's meta-parameters and knobs as trailing keyword arguments (a host change). Params:
     the config list and key as source text, any other decorator arguments (reset_to_zero, restore_value,
     prune_configs_by, ...) as source text, and `decorator` (the whole decorator, so optimize restores it verbatim).
-    Skipped: config lists built by comprehensions or at run time, configs with pre_hook/maxnreg, kernels whose name
-    is used other than to launch it, kernels never launched here, launches that already pass a config key.
+    Where the first config carries what a launch cannot pass (a pre_hook, maxnreg), the simple form keeps the
+    decorator with that config alone (an autotuner over one config runs it without benchmarking): the attention
+    expert's configs set its K/V descriptors' box in a pre_hook, and without this form its tiles (128x128 and
+    128x64 at 8 warps) were in no skill, so the naive attention's tiles were searched one doubling at a time.
+    Skipped: config lists built by comprehensions or at run time, kernels whose name is used other than to launch
+    it, kernels never launched here, launches that already pass a config key.
 
     Conditions: autotuning runs the kernel several times on the same buffers while it benchmarks, so a launch must
     be idempotent (idempotent_launch). A kernel that accumulates (atomic_add into an output, `+=` into a buffer
@@ -185,9 +206,11 @@ class AutotuneSingleConfig(Transform):
             calls = config_list(configs.value, module)
             kwargs = config_launch_kwargs(calls[0]) if calls else None
             launches = kernel_launches(module, stmt.name.value)
-            if kwargs is None or launches is None:
+            if kwargs is None and calls is not None and len(calls) > 1:
+                launches = None  # the first config alone, kept in the decorator (its pre_hook runs there)
+            elif kwargs is None or launches is None:
                 continue
-            if any(a.keyword is not None and a.keyword.value in kwargs for c in launches for a in c.args):
+            elif any(a.keyword is not None and a.keyword.value in kwargs for c in launches for a in c.args):
                 continue
             params = {"configs": _code(configs.value), "key": _code(key.value)}
             for a in call.args:
@@ -199,15 +222,19 @@ class AutotuneSingleConfig(Transform):
             yield stmt, decorator, params, kwargs, launches
 
     def _plain_sites(self, module: cst.Module):
+        """(kernel, launches, None) for a kernel without autotune whose every launch passes keywords, and (kernel,
+        None, decorator) for one autotuned over a single config: the two simple forms."""
         for stmt in module.body:
             if not isinstance(stmt, cst.FunctionDef) or not is_kernel(stmt):
                 continue
             if any(decorator_name(d) in AUTOTUNE for d in stmt.decorators):
+                if (one := _one_config(stmt, module)) is not None:
+                    yield stmt, None, one
                 continue
             launches = kernel_launches(module, stmt.name.value)
             if launches is None or not all(any(a.keyword is not None for a in c.args) for c in launches):
                 continue
-            yield stmt, launches
+            yield stmt, launches, None
 
     @staticmethod
     def _lines(module: cst.Module):
@@ -224,17 +251,25 @@ class AutotuneSingleConfig(Transform):
         positions = self._lines(module)
         out = []
         for i, (fn, decorator, params, kwargs, launches) in enumerate(self._expert_sites(module)):
-            before = "\n".join(["@" + node_code(decorator.decorator)] + [node_code(c) for c in launches])
-            after = "\n".join(node_code(append_kwargs(c, kwargs)) for c in launches)
+            if launches is None:  # the first config kept in the decorator
+                before = "@" + node_code(decorator.decorator)
+                after = "@" + node_code(_first_config_only(decorator.decorator, module))
+            else:
+                before = "\n".join(["@" + node_code(decorator.decorator)] + [node_code(c) for c in launches])
+                after = "\n".join(node_code(append_kwargs(c, kwargs)) for c in launches)
             out.append(Site(self.id, fn.name.value, i, positions[decorator].start.line, before, after, params))
         return out
 
     def simplify(self, source: str, site: Site) -> str:
         module = cst.parse_module(source)
-        for i, (fn, _, _, kwargs, _) in enumerate(self._expert_sites(module)):
-            if i == site.index:
-                module = module.deep_replace(fn, fn.with_changes(decorators=fn.decorators[1:]))
-                return module.visit(_Launches(fn.name.value, lambda c, kw=kwargs: append_kwargs(c, kw))).code
+        for i, (fn, decorator, _, kwargs, launches) in enumerate(self._expert_sites(module)):
+            if i != site.index:
+                continue
+            if launches is None:
+                one = decorator.with_changes(decorator=_first_config_only(decorator.decorator, module))
+                return module.deep_replace(fn, fn.with_changes(decorators=[one, *fn.decorators[1:]])).code
+            module = module.deep_replace(fn, fn.with_changes(decorators=fn.decorators[1:]))
+            return module.visit(_Launches(fn.name.value, lambda c, kw=kwargs: append_kwargs(c, kw))).code
         raise ValueError(f"no autotune site {site.index}")
 
     def optimize_sites(self, source: str) -> list[Site]:
@@ -244,18 +279,28 @@ class AutotuneSingleConfig(Transform):
             return []
         positions = self._lines(module)
         out = []
-        for i, (fn, launches) in enumerate(self._plain_sites(module)):
-            before = "\n".join(node_code(c) for c in launches)
-            after = "@triton.autotune(configs=[...], key=[...])\n" + before
+        for i, (fn, launches, one) in enumerate(self._plain_sites(module)):
+            if one is not None:
+                before = "@" + node_code(one.decorator)
+                after = "@triton.autotune(configs=[...], key=[...])"
+            else:
+                before = "\n".join(node_code(c) for c in launches)
+                after = "@triton.autotune(configs=[...], key=[...])\n" + before
             out.append(Site(self.id, fn.name.value, i, positions[fn].start.line, before, after, {}))
         return out
 
     def optimize(self, source: str, site: Site, params: dict) -> str:
         module = cst.parse_module(source)
-        for i, (fn, launches) in enumerate(self._plain_sites(module)):
+        for i, (fn, launches, one) in enumerate(self._plain_sites(module)):
             if i != site.index:
                 continue
             decorator = self._decorator(params)
+            if one is not None:  # the config list back in the decorator, whatever its configs carry
+                configs = _arg(decorator, "configs", 0)
+                if configs is None or config_list(configs.value, module) is None:
+                    raise ValueError(f"configs {params.get('configs')!r}: not a literal list of triton.Config")
+                whole = one.with_changes(decorator=decorator)
+                return module.deep_replace(fn, fn.with_changes(decorators=[whole, *fn.decorators[1:]])).code
             configs = _arg(decorator, "configs", 0)
             calls = config_list(configs.value, module) if configs is not None else None
             kwargs = config_launch_kwargs(calls[0]) if calls else None
