@@ -187,6 +187,22 @@ def _functions_run(report) -> set[str] | None:
     return found | {"<module>"} if found else None
 
 
+SHARED_MEMORY_REFUSED = "out of resource: shared memory"  # what Triton's OutOfResources says, loader or compiler
+
+
+def over_shared_memory(workload: Workload, program: Program, settings: Settings, device: str, sandbox) -> str | None:
+    """Why `program` cannot load on the device (a kernel needs more shared memory than it has), or None. The
+    condition `shared_memory_fits`, decided by compiling the candidate for the target (the compile gate alone; its
+    verdict is cached, so the candidate's check that follows does not compile again): a method that decides its
+    skills' conditions spends no evaluation on a candidate that cannot run. The attention expert's 4-stage
+    pipelining (run 21) and its 128x128 tile carried onto the naive attention (262144 bytes, sm_90 has 232448)
+    would each have spent one."""
+    compiled = check(workload, program, settings, device, ("compile",), sandbox).verdict("compile")
+    if compiled is None or compiled.passed or SHARED_MEMORY_REFUSED not in compiled.reason:
+        return None
+    return compiled.reason[:300]
+
+
 def _tell_launches(proposer, program: Program, report, workload: Workload) -> None:
     """Hand the proposer what the program's launches asked for (a proposer of the caller's own, duck-typed,
     may keep no such record)."""
@@ -320,6 +336,10 @@ def optimize(
                 if cand.program is None or cand.program.hash in seen:
                     continue  # the rewrite did not apply here, or gave a program already tried
                 seen.add(cand.program.hash)
+                if getattr(proposer, "decides_conditions", False) and (
+                        over := over_shared_memory(workload, cand.program, settings, device, sandbox)):
+                    proposer.refuse_candidate(cand, "shared_memory_fits", over)
+                    continue
                 evaluations += 1
                 began = time.perf_counter()
                 report = check(workload, cand.program, settings, device, CANDIDATE_GATES[device == "cuda"], sandbox)

@@ -1051,6 +1051,13 @@ class SkillProposer(Proposer):
             out.extend(self.launch_candidates(program, "launch_config", 1.0))
         return out + guesses  # after the neighbourhood: one step from a working config fails less often
 
+    decides_conditions = True  # optimize decides shared_memory_fits by compiling a candidate before gating it
+
+    def refuse_candidate(self, candidate: Candidate, predicate: str, reason: str) -> None:
+        """A candidate refused after it was written (a condition decided on its program): one line each."""
+        self.refusals.append(Refusal(candidate.origin, candidate.transform, candidate.function, predicate,
+                                     f"{candidate.label}: {reason}"))  # fmt: skip
+
     def _refuse(self, refusal: Refusal) -> None:
         key = (refusal.transform, refusal.function, refusal.predicate)  # one line per family, not per skill
         if key not in self._refused:

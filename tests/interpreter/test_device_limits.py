@@ -87,3 +87,64 @@ def test_an_autotuner_with_no_config_the_device_runs_fails(settings, sandbox):
     verdict = check(wl, _softmax_with_refused([0, 1, 2]), settings, "cpu", ("correctness",), sandbox).verdicts[0]
     assert verdict.status == "fail"
     assert "OutOfResources" in verdict.reason or "shared memory" in verdict.reason
+
+
+class _Deciding:
+    """A proposer that decides its candidates' conditions (as KLineage's does): the two programs it is given, once."""
+
+    decides_conditions = True
+    method = "klineage"
+
+    def __init__(self, programs):
+        self.programs, self.refusals, self.given = programs, [], False
+
+    def propose(self, program):
+        from klineage.proposers import Candidate
+
+        if self.given:
+            return []
+        self.given = True
+        return [Candidate(f"tile {p.name}", "autotune_single_config.attention.expert.s4", "launch_config", "program",
+                          "forward", {}, 1.0, "", (), p) for p in self.programs]  # fmt: skip
+
+    def refuse_candidate(self, candidate, predicate, reason):
+        from klineage.proposers import Refusal
+
+        self.refusals.append(Refusal(candidate.origin, candidate.transform, candidate.function, predicate,
+                                     f"{candidate.label}: {reason}"))  # fmt: skip
+
+    def observe(self, attempt, evaluations_left):
+        return None
+
+    def worth(self, candidate):
+        return True
+
+    def llm_usage(self):
+        return None
+
+    def evidence(self):
+        return None
+
+
+def test_a_candidate_that_cannot_load_is_refused_without_spending_an_evaluation(settings, sandbox):
+    """The attention expert's first tile, 128x128 at 3 stages, carried onto the naive attention needs 262144 bytes
+    of shared memory on sm_90 (232448 there): a method that decides its conditions refuses it, naming
+    shared_memory_fits, and gates the next (128x64 fits) with the evaluation it kept."""
+    from klineage.optimize import optimize
+
+    folder = EXAMPLES / "attention"
+    wl, naive = load_workload(folder / "workload.py"), (folder / "naive.py").read_text()
+
+    def tiled(m, n, warps, stages):
+        source = naive.replace("BLOCK_M = BLOCK_N = 32", f"BLOCK_M, BLOCK_N = {m}, {n}").replace(
+            "num_warps=4, num_stages=1", f"num_warps={warps}, num_stages={stages}")  # fmt: skip
+        assert source != naive
+        return Program(f"{m}x{n}", source)
+
+    start = Program("naive", naive)
+    proposer = _Deciding([tiled(128, 128, 8, 3), tiled(128, 64, 8, 3)])
+    t = optimize(wl, start, proposer, settings, "cpu", budget=2, sandbox=sandbox, explore=True)
+    assert [a.candidate.label for a in t.attempts] == ["tile 128x64"] and t.evaluations == 2
+    (refused,) = t.refusals
+    assert refused.predicate == "shared_memory_fits" and refused.reason.startswith("tile 128x128: ")
+    assert "262144" in refused.reason and "232448" in refused.reason
