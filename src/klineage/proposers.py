@@ -692,6 +692,7 @@ class SkillProposer(Proposer):
     """KLineage: the library's skills, their conditions decided on the domain, parameters carried over."""
 
     method = "klineage"
+    decides_conditions = True  # optimize decides shared_memory_fits by compiling a candidate before gating it
 
     def __init__(self, workload, settings, device, skills: list[Skill]):
         super().__init__(workload, settings, device)
@@ -1050,8 +1051,6 @@ class SkillProposer(Proposer):
         if self.device == "cuda":  # the neighbourhood is only worth searching where speed is measured
             out.extend(self.launch_candidates(program, "launch_config", 1.0))
         return out + guesses  # after the neighbourhood: one step from a working config fails less often
-
-    decides_conditions = True  # optimize decides shared_memory_fits by compiling a candidate before gating it
 
     def refuse_candidate(self, candidate: Candidate, predicate: str, reason: str) -> None:
         """A candidate refused after it was written (a condition decided on its program): one line each."""

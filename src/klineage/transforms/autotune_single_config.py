@@ -295,15 +295,12 @@ class AutotuneSingleConfig(Transform):
             if i != site.index:
                 continue
             decorator = self._decorator(params)
-            if one is not None:  # the config list back in the decorator, whatever its configs carry
-                configs = _arg(decorator, "configs", 0)
-                if configs is None or config_list(configs.value, module) is None:
-                    raise ValueError(f"configs {params.get('configs')!r}: not a literal list of triton.Config")
-                whole = one.with_changes(decorator=decorator)
-                return module.deep_replace(fn, fn.with_changes(decorators=[whole, *fn.decorators[1:]])).code
             configs = _arg(decorator, "configs", 0)
             calls = config_list(configs.value, module) if configs is not None else None
-            kwargs = config_launch_kwargs(calls[0]) if calls else None
+            if one is not None and calls:  # the config list back in the decorator, whatever its configs carry
+                whole = one.with_changes(decorator=decorator)
+                return module.deep_replace(fn, fn.with_changes(decorators=[whole, *fn.decorators[1:]])).code
+            kwargs = config_launch_kwargs(calls[0]) if calls and one is None else None
             if kwargs is None:
                 raise ValueError(f"configs {params.get('configs')!r}: not a literal list of triton.Config")
             keys = frozenset(kwargs)
