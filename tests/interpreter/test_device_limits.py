@@ -130,7 +130,7 @@ def test_a_candidate_that_cannot_load_is_refused_without_spending_an_evaluation(
     """The attention expert's first tile, 128x128 at 3 stages, carried onto the naive attention needs 262144 bytes
     of shared memory on sm_90 (232448 there): a method that decides its conditions refuses it, naming
     shared_memory_fits, and gates the next (128x64 fits) with the evaluation it kept."""
-    from klineage.optimize import optimize
+    from klineage.optimize import optimize, seconds_line
 
     folder = EXAMPLES / "attention"
     wl, naive = load_workload(folder / "workload.py"), (folder / "naive.py").read_text()
@@ -148,3 +148,4 @@ def test_a_candidate_that_cannot_load_is_refused_without_spending_an_evaluation(
     (refused,) = t.refusals
     assert refused.predicate == "shared_memory_fits" and refused.reason.startswith("tile 128x128: ")
     assert "262144" in refused.reason and "232448" in refused.reason
+    assert t.phases["refused_compiles_s"] > 0 and "compiling candidates refused for shared memory" in seconds_line(t)
