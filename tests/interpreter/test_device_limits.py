@@ -10,6 +10,7 @@ from klineage.program import Program
 from klineage.workload import load_workload
 from tests.adversarial.manifest import ROOT
 from tests.conftest import EXAMPLES
+from tests.optimize.skillmaker import FixedProposer
 
 pytestmark = pytest.mark.interpreter
 
@@ -89,41 +90,16 @@ def test_an_autotuner_with_no_config_the_device_runs_fails(settings, sandbox):
     assert "OutOfResources" in verdict.reason or "shared memory" in verdict.reason
 
 
-class _Deciding:
-    """A proposer that decides its candidates' conditions (as KLineage's does): the two programs it is given, once."""
+class _Deciding(FixedProposer):
+    """A proposer that decides its candidates' conditions (as KLineage's does), offering the programs it is given."""
 
     decides_conditions = True
-    method = "klineage"
-
-    def __init__(self, programs):
-        self.programs, self.refusals, self.given = programs, [], False
-
-    def propose(self, program):
-        from klineage.proposers import Candidate
-
-        if self.given:
-            return []
-        self.given = True
-        return [Candidate(f"tile {p.name}", "autotune_single_config.attention.expert.s4", "launch_config", "program",
-                          "forward", {}, 1.0, "", (), p) for p in self.programs]  # fmt: skip
 
     def refuse_candidate(self, candidate, predicate, reason):
         from klineage.proposers import Refusal
 
         self.refusals.append(Refusal(candidate.origin, candidate.transform, candidate.function, predicate,
                                      f"{candidate.label}: {reason}"))  # fmt: skip
-
-    def observe(self, attempt, evaluations_left):
-        return None
-
-    def worth(self, candidate):
-        return True
-
-    def llm_usage(self):
-        return None
-
-    def evidence(self):
-        return None
 
 
 def test_a_candidate_that_cannot_load_is_refused_without_spending_an_evaluation(settings, sandbox):
@@ -142,10 +118,10 @@ def test_a_candidate_that_cannot_load_is_refused_without_spending_an_evaluation(
         return Program(f"{m}x{n}", source)
 
     start = Program("naive", naive)
-    proposer = _Deciding([tiled(128, 128, 8, 3), tiled(128, 64, 8, 3)])
+    proposer = _Deciding("klineage", [tiled(128, 128, 8, 3), tiled(128, 64, 8, 3)])
     t = optimize(wl, start, proposer, settings, "cpu", budget=2, sandbox=sandbox, explore=True)
-    assert [a.candidate.label for a in t.attempts] == ["tile 128x64"] and t.evaluations == 2
+    assert [a.candidate.label for a in t.attempts] == ["variant 1"] and t.evaluations == 2
     (refused,) = t.refusals
-    assert refused.predicate == "shared_memory_fits" and refused.reason.startswith("tile 128x128: ")
+    assert refused.predicate == "shared_memory_fits" and refused.reason.startswith("variant 0: ")
     assert "262144" in refused.reason and "232448" in refused.reason
     assert t.phases["refused_compiles_s"] > 0 and "compiling candidates refused for shared memory" in seconds_line(t)

@@ -1,5 +1,6 @@
 """Skill records for optimize tests, made directly (mining is tested elsewhere): a family, the expert's params, the
-conditions a probe would have backed with a counterexample, and optionally a measured effect."""
+conditions a probe would have backed with a counterexample, and optionally a measured effect; and a proposer that
+offers fixed programs."""
 
 from __future__ import annotations
 
@@ -25,3 +26,28 @@ def make_skill(transform: str, params: dict, conditions: tuple[str, ...] = (), s
         provenance={"expert": "test", "expert_hash": "0", "workload": "test", "lineage": "test", "step": 0,
                     "device": "NVIDIA H200", "versions": {}, "date": "2026-11-30"},
     )  # fmt: skip
+
+
+class FixedProposer:
+    """Proposes the programs it is given every round (an A and a B program, say), as two methods might."""
+
+    def __init__(self, method, programs):
+        self.method, self.programs, self.refusals = method, programs, []
+
+    def propose(self, program):
+        from klineage.proposers import Candidate
+
+        return [Candidate(f"variant {i}", "catalog", "launch_knobs", "program", "forward", {}, 1.0, "", (), p)
+                for i, p in enumerate(self.programs) if p.hash != program.hash]  # fmt: skip
+
+    def observe(self, attempt, evaluations_left):
+        return None
+
+    def worth(self, candidate):
+        return True
+
+    def llm_usage(self):
+        return None
+
+    def evidence(self):
+        return None

@@ -26,7 +26,7 @@ from klineage.program import load_program
 from klineage.suites import SUITES
 from klineage.workload import load_workload
 from tests.conftest import EXAMPLES, FIXTURES
-from tests.optimize.skillmaker import make_skill
+from tests.optimize.skillmaker import FixedProposer, make_skill
 
 OPT = FIXTURES / "optimize"
 AUTOTUNE = {"configs": "[triton.Config({'BLOCK': 128}, num_warps=8), triton.Config({'BLOCK': 32}, num_warps=2)]",
@@ -279,31 +279,6 @@ def test_another_loop_nests_tiles_are_a_guess_and_its_knobs_never_travel_alone(s
     assert tiles and all(c.expected == 1.0 for c in tiles)  # a matmul's BLOCK_M/N/K: tried, not expected to win
 
 
-class _FixedProposer:
-    """Proposes the same two candidates every round (an A and a B program), as two methods might."""
-
-    def __init__(self, method, programs):
-        self.method, self.programs, self.refusals = method, programs, []
-
-    def propose(self, program):
-        from klineage.proposers import Candidate
-
-        return [Candidate(f"variant {i}", "catalog", "launch_knobs", "program", "forward", {}, 1.0, "", (), p)
-                for i, p in enumerate(self.programs) if p.hash != program.hash]  # fmt: skip
-
-    def observe(self, attempt, evaluations_left):
-        return None
-
-    def worth(self, candidate):
-        return True
-
-    def llm_usage(self):
-        return None
-
-    def evidence(self):
-        return None
-
-
 def test_methods_of_one_instance_share_measurements_but_spend_their_own_budget(monkeypatch, settings):
     """bench passes one memo per instance: the start is profiled once and a pair timed once however many methods
     try it, while each method still spends its own evaluations. Faked gates and timer: nothing runs."""
@@ -331,9 +306,9 @@ def test_methods_of_one_instance_share_measurements_but_spend_their_own_budget(m
     monkeypatch.setattr(opt, "time_pair", fake_pair)
     monkeypatch.setattr(opt, "device_name", lambda device: "fake GPU")
     memo: dict = {}
-    first = optimize(wl, start, _FixedProposer("one", [b, a]), settings, "cuda", budget=3, sandbox=object(), memo=memo)
+    first = optimize(wl, start, FixedProposer("one", [b, a]), settings, "cuda", budget=3, sandbox=object(), memo=memo)
     checks, pairs = calls["check"], calls["pair"]
-    second = optimize(wl, start, _FixedProposer("two", [b, a]), settings, "cuda", budget=3, sandbox=object(),
+    second = optimize(wl, start, FixedProposer("two", [b, a]), settings, "cuda", budget=3, sandbox=object(),
                       memo=memo)  # fmt: skip
     assert first.evaluations == second.evaluations == 3  # start, B, A: each method spends its own budget
     assert [x.outcome for x in second.attempts] == [x.outcome for x in first.attempts] == ["not_faster", "kept"]
@@ -366,7 +341,7 @@ def test_a_candidate_whose_timing_failed_is_not_timed_not_slower(monkeypatch, se
     monkeypatch.setattr(opt, "check", fake_check)
     monkeypatch.setattr(opt, "time_pair", fake_pair)
     monkeypatch.setattr(opt, "device_name", lambda device: "fake GPU")
-    t = optimize(wl, start, _FixedProposer("one", [a]), settings, "cuda", budget=2, sandbox=object())
+    t = optimize(wl, start, FixedProposer("one", [a]), settings, "cuda", budget=2, sandbox=object())
     assert [x.outcome for x in t.attempts] == ["not_timed"] and not t.attempts[0].kept
     assert t.best.hash == start.hash
     assert "- variant 0: timing failed: OutOfMemoryError" in opt.report(t)
@@ -529,7 +504,7 @@ def test_evidence_of_a_slowdown_within_one_percent_does_not_hold_a_candidate_bac
     assert [a.candidate.label for a in trajectory.attempts] == ["x0.999"] and trajectory.attempts[0].kept
 
 
-class _FixedCandidates(_FixedProposer):
+class _FixedCandidates(FixedProposer):
     """Proposes the given candidates, once."""
 
     def __init__(self, candidates):
@@ -1061,11 +1036,11 @@ def test_the_roofline_fraction_comes_from_the_faster_of_the_final_programs_two_t
     monkeypatch.setattr(opt, "check", fake_check)
     monkeypatch.setattr(opt, "time_pair", fake_pair)
     monkeypatch.setattr(opt, "device_name", lambda device: "fake GPU")
-    trajectory = optimize(wl, start, _FixedProposer("one", [fast]), settings, "cuda", budget=2, sandbox=object())
+    trajectory = optimize(wl, start, FixedProposer("one", [fast]), settings, "cuda", budget=2, sandbox=object())
     assert trajectory.best.hash == fast.hash and trajectory.best_ms == 0.5
     assert trajectory.roofline_fraction == pytest.approx(0.4 / 0.5)  # the pair's 0.5 ms, not the gate's 0.6 ms
     pair_ms["final"] = 0.7  # now the pair is the slower timing: the profile gate's 0.6 ms stands
-    trajectory = optimize(wl, start, _FixedProposer("two", [fast]), settings, "cuda", budget=2, sandbox=object())
+    trajectory = optimize(wl, start, FixedProposer("two", [fast]), settings, "cuda", budget=2, sandbox=object())
     assert trajectory.roofline_fraction == pytest.approx(0.4 / 0.6)
 
 
