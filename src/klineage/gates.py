@@ -703,16 +703,16 @@ def _compile_for_target(request: GateRequest) -> Verdict:
         key = f"{self.__name__}|{signature}|{sorted(constexprs.items())}|{sorted(attrs.items())}|{options.num_warps}"
         key += f"|{options.num_stages}"
         if key not in compiled:
+            label = _spec_label(constexprs, options)
             try:
                 kernel = triton.compile(ASTSource(self, signature, constexprs, attrs), target=target,
                                         options=options.__dict__)  # fmt: skip
             except Exception as e:
-                label = _spec_label(constexprs, options)
                 errors.append(f"{self.__name__} {label}: {type(e).__name__}: {str(e)[-600:]}")
                 compiled[key] = {"name": self.__name__, "error": True}
                 return None
             metrics = kernel_metrics(kernel, request.target)
-            metrics["specialization"] = _spec_label(constexprs, options)
+            metrics["specialization"] = label
             compiled[key] = metrics
         if over_limit(compiled[key]):
             raise OutOfResources(compiled[key]["shared_bytes"], shared_limit, "shared memory")

@@ -190,17 +190,17 @@ def _functions_run(report) -> set[str] | None:
 SHARED_MEMORY_REFUSED = "out of resource: shared memory"  # what Triton's OutOfResources says, loader or compiler
 
 
-def over_shared_memory(workload: Workload, program: Program, settings: Settings, device: str, sandbox) -> str | None:
-    """Why `program` cannot load on the device (a kernel needs more shared memory than it has), or None. The
-    condition `shared_memory_fits`, decided by compiling the candidate for the target (the compile gate alone; its
-    verdict is cached, so the candidate's check that follows does not compile again): a method that decides its
-    skills' conditions spends no evaluation on a candidate that cannot run. The attention expert's 4-stage
-    pipelining (run 21) and its 128x128 tile carried onto the naive attention (262144 bytes, sm_90 has 232448)
-    would each have spent one."""
-    compiled = check(workload, program, settings, device, ("compile",), sandbox).verdict("compile")
-    if compiled is None or compiled.passed or SHARED_MEMORY_REFUSED not in compiled.reason:
+def over_shared_memory(report: CheckReport) -> str | None:
+    """Why the checked program cannot load on the device, from its first failing verdict, or None: a kernel needs
+    more shared memory than the device has (the compile gate says so without a GPU, compiling for the target; on
+    a GPU the loader refuses the launch and the correctness gate says so). The condition `shared_memory_fits`,
+    decided by the check the candidate had anyway: a method that decides its skills' conditions counts such a
+    candidate as refused, not as an evaluation. The attention expert's 4-stage pipelining (run 21) and its 128x128
+    tile carried onto the naive attention (262144 bytes, sm_90 has 232448) would each have spent one."""
+    failed = next((v for v in report.verdicts if v.status == "fail"), None)
+    if failed is None or SHARED_MEMORY_REFUSED not in failed.reason:
         return None
-    return compiled.reason[:300]
+    return failed.reason[:300]
 
 
 def _tell_launches(proposer, program: Program, report, workload: Workload) -> None:
@@ -336,16 +336,15 @@ def optimize(
                 if cand.program is None or cand.program.hash in seen:
                     continue  # the rewrite did not apply here, or gave a program already tried
                 seen.add(cand.program.hash)
-                began = time.perf_counter()  # the screen's compile is the candidate's compile gate: its time too
-                if getattr(proposer, "decides_conditions", False) and (
-                        over := over_shared_memory(workload, cand.program, settings, device, sandbox)):
-                    proposer.refuse_candidate(cand, "shared_memory_fits", over)
-                    phases["refused_compiles_s"] = round(phases.get("refused_compiles_s", 0.0)
-                                                         + time.perf_counter() - began, 3)  # fmt: skip
-                    continue
-                evaluations += 1
+                began = time.perf_counter()
                 report = check(workload, cand.program, settings, device, CANDIDATE_GATES[device == "cuda"], sandbox)
                 checked = time.perf_counter() - began
+                if not report.passed and getattr(proposer, "decides_conditions", False) and (
+                        over := over_shared_memory(report)):
+                    proposer.refuse_candidate(cand, "shared_memory_fits", over)
+                    phases["refused_checks_s"] = round(phases.get("refused_checks_s", 0.0) + checked, 3)
+                    continue
+                evaluations += 1
                 if not report.passed:
                     attempt = Attempt(evaluations, cand, False, "failed_gate", _verdict_rows(report), {},
                                       time.perf_counter() - began, checked)  # fmt: skip
@@ -442,8 +441,8 @@ def seconds_line(t: Trajectory) -> str:
     parts = [f"the start's check {start:.0f} s" if start else "the start's check reused",
              f"{len(t.attempts)} attempt{'s' * (len(t.attempts) != 1)} {attempts:.0f} s"]
     parts += [f"start and result timed side by side {final:.0f} s"] if final else []
-    refused = t.phases.get("refused_compiles_s", 0.0)
-    parts += [f"compiling candidates refused for shared memory {refused:.0f} s"] if refused else []
+    refused = t.phases.get("refused_checks_s", 0.0)
+    parts += [f"checking candidates refused for shared memory {refused:.0f} s"] if refused else []
     parts.append(f"proposing and the rest {max(0.0, t.seconds - start - attempts - final - refused):.0f} s")
     return "Seconds: " + ", ".join(parts) + "."
 

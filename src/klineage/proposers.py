@@ -692,7 +692,7 @@ class SkillProposer(Proposer):
     """KLineage: the library's skills, their conditions decided on the domain, parameters carried over."""
 
     method = "klineage"
-    decides_conditions = True  # optimize decides shared_memory_fits by compiling a candidate before gating it
+    decides_conditions = True  # optimize counts a candidate that cannot load as refused (shared_memory_fits)
 
     def __init__(self, workload, settings, device, skills: list[Skill]):
         super().__init__(workload, settings, device)
