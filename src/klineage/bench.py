@@ -35,7 +35,7 @@ from klineage.optimize import Trajectory, evidence_line, features, optimize, pro
 from klineage.probe import make_probes
 from klineage.program import Program, load_program
 from klineage.sandbox import Job, Sandbox
-from klineage.workload import UserError, Workload, load_workload
+from klineage.workload import UserError, Workload, load_workload, source_hash
 
 EXAMPLES_DIR = Path(__file__).parent / "examples"
 HIDDEN_SEED_BASE = 7_919_000  # never used by the correctness gate during a run
@@ -95,23 +95,27 @@ def expert_instances(settings: Settings) -> list[Instance]:
         key = (lineage.workload, lineage.expert)
         mtime = lineage_json.stat().st_mtime
         if key not in found or found[key][0] < mtime:
-            found[key] = (mtime, Instance(f"{lineage.workload}-{lineage.expert}", _relocated(meta["workload"]),
-                                          simplest, expert))  # fmt: skip
+            where = _relocated(meta["workload"], meta.get("workload_hash", ""))
+            found[key] = (mtime, Instance(f"{lineage.workload}-{lineage.expert}", where, simplest, expert))
     return [inst for _, inst in sorted(found.values(), key=lambda t: t[1].name)]
 
 
-def _relocated(path: str) -> Path:
-    """A workload path recorded on another machine (a data directory carried between device calls): a bundled
-    workload is found again in this installation's package."""
+def _relocated(path: str, workload_hash: str = "") -> Path:
+    """Where to read a lineage's workload, recorded as a path on the machine that mined it. A bundled workload is
+    read from this installation's package whenever its copy here has the recorded content (`workload_hash`), even
+    where the recorded path exists too: on the device machine the recorded /work/main/... is the device call's own
+    tree, which every later call replaces while the bench runs from a copy, and run 23 (H200) read it while it was
+    being replaced (a FileNotFoundError in an escape re-check). Otherwise the recorded path where it is a file, and
+    the package's copy where only that exists."""
     recorded = Path(path)
-    if recorded.is_file() or "klineage/" not in path:
+    if "klineage/" not in path:
         return recorded
-    tail = path.rsplit("klineage/", 1)[1]
-    moved = Path(__file__).parent / tail
-    return moved if moved.is_file() else recorded
-
-
-# --- references and escapes ---------------------------------------------------------------------------------------
+    moved = Path(__file__).parent / path.rsplit("klineage/", 1)[1]
+    if not moved.is_file():
+        return recorded
+    if not recorded.is_file() or (workload_hash and source_hash(moved.read_text()) == workload_hash):
+        return moved
+    return recorded
 
 
 def references_job(payload: tuple[GateRequest, list[Program]]) -> dict:
@@ -142,11 +146,22 @@ def references_job(payload: tuple[GateRequest, list[Program]]) -> dict:
     return {n: {"ms": t.median_ms, "spread": t.spread} for n, t in zip(names, timings)}
 
 
+@dataclass(frozen=True)
+class Recheck:
+    """What re-checking a final program found: `escapes`, failures the start does not have, and `unchecked`, checks
+    that could not run (the harness raised twice, so neither the final nor the start was judged)."""
+
+    escapes: list[dict]
+    unchecked: list[dict]
+
+
 def escapes(workload: Workload, start: Program, final: Program, settings: Settings, device: str,
-            sandbox: Sandbox) -> list[dict]:  # fmt: skip
-    """Failures of `final` on hidden seeds and in-domain probe cases that `start` does not have."""
+            sandbox: Sandbox) -> Recheck:  # fmt: skip
+    """Failures of `final` on hidden seeds and in-domain probe cases that `start` does not have. A check whose job
+    raised instead of judging (status `error`, not `fail`) runs once more; a second error makes it `unchecked`,
+    never an escape: run 23 (H200) counted a FileNotFoundError of the harness as an escape of blind and memory."""
     if final.hash == start.hash:
-        return []
+        return Recheck([], [])
     hidden = settings.replace(seed_base=HIDDEN_SEED_BASE, seeds=HIDDEN_SEEDS, use_cache=False)
     checks: list[tuple[str, dict | None]] = [("hidden seeds", None)]
     for predicate in ESCAPE_PROBES:
@@ -154,15 +169,25 @@ def escapes(workload: Workload, start: Program, final: Program, settings: Settin
         for probe in probes:
             if _in_domain(probe, workload):
                 checks.append((f"{predicate}: {probe['name']}", probe))
-    found = []
+    found, unchecked = [], []
     for label, probe in checks:
-        final_v = _correct(workload, final, hidden, device, sandbox, probe)
+        verdicts = {}
+        for which, program in (("final", final), ("start", start)):
+            verdict = _correct(workload, program, hidden, device, sandbox, probe)
+            if verdict.status == "error":
+                verdict = _correct(workload, program, hidden, device, sandbox, probe)
+            verdicts[which] = verdict
+            if verdict.passed or verdict.status == "error":
+                break
+        final_v = verdicts["final"]
         if final_v.passed:
             continue
-        start_v = _correct(workload, start, hidden, device, sandbox, probe)
-        if start_v.passed:
+        broken = next((v for v in verdicts.values() if v.status == "error"), None)
+        if broken is not None:
+            unchecked.append({"check": label, "code": broken.code, "reason": broken.reason[:300]})
+        elif verdicts["start"].passed:
             found.append({"check": label, "code": final_v.code, "reason": final_v.reason[:300]})
-    return found
+    return Recheck(found, unchecked)
 
 
 def _correct(workload, program, settings, device, sandbox, probe) -> Verdict:
@@ -208,6 +233,7 @@ class Row:
     stop: str
     best_hash: str
     commit: str = ""  # the code that made this row (a report resumed or merged across commits says which)
+    unchecked: list[dict] = field(default_factory=list)  # escape re-checks that could not run (`Recheck`)
 
 
 def _git_commit() -> str:
@@ -309,7 +335,7 @@ def run_bench(
                     on_progress(f"{inst.name}: {method}: re-checking for escapes")
                 if ("escapes", t.best.hash) not in memo:  # methods that ended on the same program: checked once
                     memo[("escapes", t.best.hash)] = escapes(workload, inst.start, t.best, settings, device, sandbox)
-                found = memo[("escapes", t.best.hash)]
+                recheck = memo[("escapes", t.best.hash)]
                 final_ms = ref.get(f"final:{method}", {}).get("ms")
                 start_ms = ref.get("start", {}).get("ms")
                 tried = len(t.attempts)
@@ -322,8 +348,9 @@ def run_bench(
                     else None,
                     evaluations=t.evaluations, evaluations_to_95=t.evaluations_to(0.95),
                     failed_share=sum(a.outcome == "failed_gate" for a in t.attempts) / tried if tried else 0.0,
-                    kept=sum(a.kept for a in t.attempts), refusals=len(t.refusals), escapes=found,
+                    kept=sum(a.kept for a in t.attempts), refusals=len(t.refusals), escapes=recheck.escapes,
                     seconds=t.seconds, stop=t.stop, best_hash=t.best.hash, commit=_git_commit(),
+                    unchecked=recheck.unchecked,
                 ))  # fmt: skip
             costs[inst.name]["escapes_s"] = round(time.perf_counter() - began, 3)
             if on_instance and inst is not instances[-1]:
@@ -411,7 +438,7 @@ def merge(results: list[dict]) -> dict:
         for key in ("methods", "budget", "device"):
             if r["stamp"][key] != first[key]:
                 raise UserError(f"shards differ in {key}: {first[key]} vs {r['stamp'][key]}")
-    rows = [{"commit": r["stamp"]["commit"], **row} for r in results for row in r["rows"]]
+    rows = [_recognized({"commit": r["stamp"]["commit"], **row}) for r in results for row in r["rows"]]
     trajectories = {k: v for r in results for k, v in r["trajectories"].items()}
     commits = sorted({row["commit"] for row in rows} | {r["stamp"]["commit"] for r in results})
     finished = [i for r in results for i in r["stamp"]["instances"]]
@@ -432,6 +459,15 @@ def merge(results: list[dict]) -> dict:
         "skipped": {k: v for r in results for k, v in r.get("skipped", {}).items()},
         "costs": {k: v for r in results for k, v in r.get("costs", {}).items()},
     }
+
+
+def _recognized(row: dict) -> dict:
+    """A row as this code writes it: rows written before `unchecked` existed filed a re-check whose harness raised
+    (code `error`) under escapes."""
+    if "unchecked" in row:
+        return row
+    return {**row, "escapes": [e for e in row["escapes"] if e["code"] != "error"],
+            "unchecked": [e for e in row["escapes"] if e["code"] == "error"]}
 
 
 def geomean(values: list[float]) -> float | None:
@@ -468,6 +504,7 @@ def summarize(rows: list[Row], methods: list[str], trajectories: dict | None = N
             "mean_failed_share": _mean([r.failed_share for r in mine]),
             "fast_1": _mean([1.0 if (r.speedup or 0) > 1.0 else 0.0 for r in mine]),
             "escapes": sum(bool(r.escapes) for r in mine),
+            "unchecked": sum(bool(r.unchecked) for r in mine),
         }
     if "klineage" in methods:
         out["klineage"]["paired_evaluations_to_95"] = {
@@ -567,6 +604,10 @@ def markdown(result: dict) -> str:
     if any(m["escapes"] for m in result["summary"].values()):
         lines += ["", "A final program that escaped counts as its start in these summaries (x1.0, no evaluations to "
                   "95%, no target for the others); the table below shows what was measured, with the escape."]
+    if unchecked := [f"{r['instance']}/{r['method']} {e['check']}: {e['reason'][:120]}"
+                     for r in result["rows"] for e in r.get("unchecked", [])]:  # fmt: skip
+        lines += ["", f"Escape re-checks that could not run ({len(unchecked)}; the harness raised instead of judging, "
+                  "so these final programs were not re-checked and count as measured): " + "; ".join(unchecked) + "."]
     paired = (result["summary"].get("klineage") or {}).get("paired_evaluations_to_95") or {}
     if s["timed"] and any(p["instances"] for p in paired.values()):
         lines += ["", "Evaluations to 95%, paired (instances where both methods improved): " + "; ".join(
@@ -586,6 +627,8 @@ def markdown(result: dict) -> str:
               "refused | escapes | stop |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in result["rows"]:
         esc = "; ".join(e["check"] for e in r["escapes"]) or "0"
+        if r.get("unchecked"):
+            esc += f" ({len(r['unchecked'])} could not run)"
         lines.append(f"| {r['instance']} | {r['method']} | {_f(r['speedup'])} | {_f(r['expert_fraction'])} | "
                      f"{_f(r['roofline_fraction'], '.2f')} | {_f(r['vs_torch_compile'])} | {r['evaluations']} | "
                      f"{r['evaluations_to_95'] or 'n/a'} | {r['kept']} | {r['refusals']} | {esc} | {r['stop']} |")

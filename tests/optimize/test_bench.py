@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from klineage.bench import escapes, markdown, run_bench, suite, write_report
+from klineage.bench import Recheck, escapes, markdown, run_bench, suite, write_report
 from klineage.library import Library
 from klineage.program import Program, load_program
 from klineage.workload import UserError, load_workload
@@ -54,8 +54,47 @@ def test_escape_recheck_catches_a_program_wrong_only_off_the_checked_sizes(setti
     wrong = Program("wrong", start.source.replace("mask=cols < N,", "mask=cols < N - N % 8,"))
     assert wrong.source != start.source
     found = escapes(wl, start, wrong, settings, "cpu", sandbox)
-    assert found and found[0]["check"].startswith("divisible_by_block") and found[0]["code"] == "mismatch"
-    assert escapes(wl, start, start, settings, "cpu", sandbox) == []
+    assert found.escapes and found.unchecked == []
+    assert found.escapes[0]["check"].startswith("divisible_by_block") and found.escapes[0]["code"] == "mismatch"
+    assert escapes(wl, start, start, settings, "cpu", sandbox) == Recheck([], [])
+
+
+class RaisingHarness:
+    """Stands in for the sandbox: the final program's check job raises `raises` times in a row (the harness failed,
+    as a workload file read while the device call replaced its tree did in run 23), then judges it `then`; the start
+    passes. Records which program each job checked."""
+
+    def __init__(self, final_hash: str, raises: int, then: str = "fail"):
+        self.final_hash, self.raises, self.then, self.asked = final_hash, raises, then, []
+
+    def run(self, job):
+        from klineage.gates import Verdict
+        from klineage.sandbox import SandboxResult
+
+        program = job.payload.program.hash
+        self.asked.append("final" if program == self.final_hash else "start")
+        if program != self.final_hash:
+            return SandboxResult(True, value=Verdict("correctness", "pass"))
+        if self.raises:
+            self.raises -= 1
+            return SandboxResult(False, error="FileNotFoundError: [Errno 2] No such file", kind="exception")
+        return SandboxResult(True, value=Verdict("correctness", self.then, "" if self.then == "pass" else "mismatch",
+                                                 "rows wrong"))  # fmt: skip
+
+
+def test_an_escape_recheck_whose_harness_raises_runs_again_and_is_never_an_escape(settings):
+    wl = load_workload(OPT / "rowsum_workload.py")
+    start = load_program(OPT / "rowsum_naive.py")
+    final = Program("final", start.source.replace("BLOCK", "TILE"))
+    once = RaisingHarness(final.hash, raises=1)  # the harness raised once: the second run judges, a real escape
+    found = escapes(wl, start, final, settings, "cpu", once)
+    assert [e["code"] for e in found.escapes] == ["mismatch"] * len(found.escapes) and found.escapes
+    assert found.unchecked == [] and once.asked[:3] == ["final", "final", "start"]
+    twice = RaisingHarness(final.hash, raises=100)  # it keeps raising: every check unchecked, none an escape
+    found = escapes(wl, start, final, settings, "cpu", twice)
+    assert found.escapes == [] and found.unchecked and found.unchecked[0]["check"] == "hidden seeds"
+    assert all(e["code"] == "error" and "FileNotFoundError" in e["reason"] for e in found.unchecked)
+    assert "start" not in twice.asked and twice.asked.count("final") == 2 * len(found.unchecked)
 
 
 def test_shards_split_a_suite_and_merge_back(settings):
@@ -85,12 +124,42 @@ def test_shards_split_a_suite_and_merge_back(settings):
     assert later["stamp"]["commit"] == "abc, def" and [r["commit"] for r in later["rows"]] == ["abc", "def"]
 
 
-def test_a_bundled_workload_recorded_on_another_machine_is_found_here():
+def test_a_report_written_before_unchecked_existed_files_its_harness_errors_there():
+    """Run 23's shards (H200) filed a FileNotFoundError of the harness as escapes of blind and memory: merged again,
+    those rows count no escape, and the report says which re-checks could not run."""
+    from klineage.bench import merge
+
+    stamp = {"methods": ["blind"], "budget": 4, "commit": "f551bab", "device": "d", "instances": ["x"],
+             "seconds": 1.0, "timed": True, "versions": {}, "date": "d"}  # fmt: skip
+    raised = {"check": "hidden seeds", "code": "error", "reason": "FileNotFoundError: [Errno 2] No such file"}
+    row = {"instance": "x", "method": "blind", "speedup": 1.17, "expert_fraction": None, "roofline_fraction": None,
+           "vs_torch_compile": None, "evaluations": 4, "evaluations_to_95": 2, "failed_share": 0.0, "kept": 1,
+           "refusals": 0, "escapes": [raised], "seconds": 1.0, "stop": "s", "best_hash": "h"}  # fmt: skip
+    merged = merge([{"stamp": stamp, "rows": [row], "references": {}, "trajectories": {}}])
+    assert merged["rows"][0]["escapes"] == [] and merged["rows"][0]["unchecked"] == [raised]
+    assert merged["summary"]["blind"]["escapes"] == 0 and merged["summary"]["blind"]["unchecked"] == 1
+    assert merged["summary"]["blind"]["geomean_speedup"] == pytest.approx(1.17)  # not credited as its start
+    text = markdown(merged)
+    assert "Escape re-checks that could not run (1;" in text and "x/blind hidden seeds: FileNotFoundError" in text
+    assert "| x | blind | 1.170 |" in text and "| 0 (1 could not run) |" in text
+    assert "counts as its start" not in text
+
+
+def test_a_bundled_workload_recorded_on_another_machine_is_found_here(tmp_path):
     from klineage.bench import _relocated
+    from klineage.workload import source_hash
 
     here = _relocated("/elsewhere/site-packages/klineage/examples/matmul/workload.py")
     assert here.is_file() and here.parent.name == "matmul"
     assert str(_relocated("/nowhere/w.py")) == "/nowhere/w.py"
+    # the recorded path exists too (the device call's own tree): the same content is read from this installation
+    recorded = tmp_path / "src" / "klineage" / "examples" / "matmul" / "workload.py"
+    recorded.parent.mkdir(parents=True)
+    recorded.write_text(here.read_text())
+    assert _relocated(str(recorded), source_hash(here.read_text())) == here
+    # a workload edited since: the recorded copy is the one the lineage was mined on
+    recorded.write_text(here.read_text() + "\nEXTRA = 1\n")
+    assert _relocated(str(recorded), source_hash(recorded.read_text())) == recorded
 
 
 def test_joined_suites_prefix_each_name_and_a_cut_run_keeps_what_it_finished(settings, tmp_path):
