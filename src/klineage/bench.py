@@ -277,7 +277,8 @@ def run_bench(
     costs: dict[str, dict] = {}  # per instance, the seconds outside the methods' runs (references, escape re-checks)
     done = _finished(earlier, instances, methods, budget, device) if earlier else set()
     for name in done:  # every row, trajectory and reference of an instance is measured within one run: carried whole
-        rows += [Row(**{"commit": earlier["stamp"]["commit"], **r}) for r in earlier["rows"] if r["instance"] == name]
+        rows += [Row(**_recognized({"commit": earlier["stamp"]["commit"], **r})) for r in earlier["rows"]
+                 if r["instance"] == name]
         trajectories.update({k: v for k, v in earlier["trajectories"].items() if k.split("/")[0] == name})
         if name in earlier["references"]:
             references[name] = earlier["references"][name]
