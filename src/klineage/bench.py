@@ -118,6 +118,9 @@ def _relocated(path: str, workload_hash: str = "") -> Path:
     return recorded
 
 
+# --- references and escapes ---------------------------------------------------------------------------------------
+
+
 def references_job(payload: tuple[GateRequest, list[Program]]) -> dict:
     """Time PyTorch eager, torch.compile of the reference and each given program, interleaved, on the bench case."""
     import torch
@@ -149,7 +152,7 @@ def references_job(payload: tuple[GateRequest, list[Program]]) -> dict:
 @dataclass(frozen=True)
 class Recheck:
     """What re-checking a final program found: `escapes`, failures the start does not have, and `unchecked`, checks
-    that could not run (the harness raised twice, so neither the final nor the start was judged)."""
+    that could not run (a job raised twice instead of judging, so no verdict says whether the final escaped)."""
 
     escapes: list[dict]
     unchecked: list[dict]
