@@ -40,6 +40,8 @@ from klineage.workload import UserError, Workload, load_workload, source_hash
 EXAMPLES_DIR = Path(__file__).parent / "examples"
 HIDDEN_SEED_BASE = 7_919_000  # never used by the correctness gate during a run
 HIDDEN_SEEDS = 6
+# issue 4's acceptance line for memory-bound kernels: the bench report counts, per suite, who ends at or above it
+ROOFLINE_TARGET = 0.85
 # Probe predicates re-checked on every final program, when the workload's domain allows the violation.
 ESCAPE_PROBES = ("divisible_by_block", "contiguous", "dtype_fp32", "dtype_fp16", "dtype_bf16")
 
@@ -237,6 +239,7 @@ class Row:
     best_hash: str
     commit: str = ""  # the code that made this row (a report resumed or merged across commits says which)
     unchecked: list[dict] = field(default_factory=list)  # escape re-checks that could not run (`Recheck`)
+    bound: str | None = None  # "memory" or "compute": what sets the bench case's roofline (the profile gate's)
 
 
 def _git_commit() -> str:
@@ -354,7 +357,7 @@ def run_bench(
                     failed_share=sum(a.outcome == "failed_gate" for a in t.attempts) / tried if tried else 0.0,
                     kept=sum(a.kept for a in t.attempts), refusals=len(t.refusals), escapes=recheck.escapes,
                     seconds=t.seconds, stop=t.stop, best_hash=t.best.hash, commit=_git_commit(),
-                    unchecked=recheck.unchecked,
+                    unchecked=recheck.unchecked, bound=t.bound,
                 ))  # fmt: skip
             costs[inst.name]["escapes_s"] = round(time.perf_counter() - began, 3)
             if on_instance and inst is not instances[-1]:
@@ -509,6 +512,7 @@ def summarize(rows: list[Row], methods: list[str], trajectories: dict | None = N
             "fast_1": _mean([1.0 if (r.speedup or 0) > 1.0 else 0.0 for r in mine]),
             "escapes": sum(bool(r.escapes) for r in mine),
             "unchecked": sum(bool(r.unchecked) for r in mine),
+            "memory_bound_at_target": at_roofline_target(mine),
         }
     if "klineage" in methods:
         out["klineage"]["paired_evaluations_to_95"] = {
@@ -516,6 +520,24 @@ def summarize(rows: list[Row], methods: list[str], trajectories: dict | None = N
     if trajectories:
         for method, found in to_instance_best(trajectories, methods, budget, escaped=escaped).items():
             out[method]["evaluations_to_95_of_best"] = found
+    return out
+
+
+def at_roofline_target(rows: list[Row]) -> dict:
+    """Per suite (the instance name's prefix), the memory-bound instances whose final program reached
+    ROOFLINE_TARGET of the roofline, and the fraction of each that did not. Rows without a bound (not timed, or
+    written before rows carried it) are left out."""
+    out: dict[str, dict] = {}
+    for r in rows:
+        if r.bound != "memory":
+            continue
+        group = out.setdefault(r.instance.split(":")[0] if ":" in r.instance else "", {"instances": 0, "reached": 0,
+                                                                                       "under": {}})  # fmt: skip
+        group["instances"] += 1
+        if (r.roofline_fraction or 0.0) >= ROOFLINE_TARGET:
+            group["reached"] += 1
+        else:
+            group["under"][r.instance.split(":")[-1]] = r.roofline_fraction
     return out
 
 
@@ -584,6 +606,27 @@ def untimed_attempts(result: dict) -> list[str]:
     return found
 
 
+def _roofline_target_line(summary: dict) -> str:
+    """One sentence: per suite, how many memory-bound instances each method ended at ROOFLINE_TARGET or better
+    (klineage's misses named with their fractions)."""
+    suites = dict.fromkeys(g for m in summary.values() for g in m.get("memory_bound_at_target", {}))
+    parts = []
+    for suite_name in suites:
+        said = []
+        for method, m in summary.items():
+            group = m.get("memory_bound_at_target", {}).get(suite_name)
+            if not group:
+                continue
+            under = ", ".join(f"{name} {_f(f, '.2f')}" for name, f in group["under"].items())
+            said.append(f"{method} {group['reached']} of {group['instances']}"
+                        + (f" (under: {under})" if method == "klineage" and under else ""))  # fmt: skip
+        parts.append(f"{suite_name or 'all'}: " + ", ".join(said))
+    if not parts:
+        return ""
+    return (f"Memory-bound instances at {ROOFLINE_TARGET:.0%} of the roofline or better (the bench case's bound, "
+            "from the profile gate): " + "; ".join(parts) + ".")  # fmt: skip
+
+
 def markdown(result: dict) -> str:
     s = result["stamp"]
     lines = [f"# KLineage bench: {', '.join(s['methods'])} on {len(s['instances'])} instances", "",
@@ -623,6 +666,8 @@ def markdown(result: dict) -> str:
                   f"the {next(iter(best.values()))['instances']} instances some method improved; a miss counts "
                   f"{s['budget'] + 1}): " + "; ".join(
             f"{m} {_f(b['mean'], '.1f')} ({b['reached']} reached)" for m, b in best.items()) + "."]  # fmt: skip
+    if s["timed"] and (line := _roofline_target_line(result["summary"])):
+        lines += ["", line]
     if s["timed"] and (missed := untimed_attempts(result)):
         lines += ["", f"Timings that failed ({len(missed)}; these candidates passed the gates and were not kept, "
                   "with no time taken, so their method's result may be lower than a measurement would have made "

@@ -96,6 +96,7 @@ class Trajectory:
     # seconds outside the attempts: the start's check ("start_check_s"; 0 where an earlier method of a bench instance
     # checked it) and the final pair and profile ("final_s"); the rest of `seconds` is proposing and writing
     phases: dict | None = None
+    bound: str | None = None  # what sets the bench case's roofline, "memory" or "compute" (the profile gate's)
 
     @property
     def speedup(self) -> float | None:
@@ -122,7 +123,8 @@ class Trajectory:
             "method": self.method, "workload": self.workload, "program": self.program, "device": self.device,
             "budget": self.budget, "evaluations": self.evaluations, "start_hash": self.start.hash,
             "best_hash": self.best.hash, "start_ms": self.start_ms, "best_ms": self.best_ms,
-            "speedup": self.speedup, "roofline_fraction": self.roofline_fraction, "stop": self.stop,
+            "speedup": self.speedup, "roofline_fraction": self.roofline_fraction, "bound": self.bound,
+            "stop": self.stop,
             "timed": self.timed, "evaluations_to_95": self.evaluations_to(0.95), "versions": self.versions,
             "date": self.date, "seconds": self.seconds, "phases": self.phases, "llm": self.llm,
             "evidence": self.evidence,
@@ -285,7 +287,7 @@ def optimize(
     attempts: list[Attempt] = []
     evaluations = 0
     stop = "budget spent"
-    start_ms = best_ms = roofline = None
+    start_ms = best_ms = roofline = bound = None
     phases = {"start_check_s": 0.0, "final_s": 0.0}
     try:
         began = time.perf_counter()
@@ -300,7 +302,7 @@ def optimize(
         profile = base.verdict("profile")
         if profile is not None and profile.passed:
             start_ms = best_ms = profile.metrics.get("median_ms")
-            roofline = profile.metrics.get("roofline_fraction")
+            roofline, bound = profile.metrics.get("roofline_fraction"), profile.metrics.get("bound")
         current = program
         seen = {program.hash}
         # only sites in functions the check ran are worth a candidate (an installed module's backward kernels are
@@ -383,7 +385,7 @@ def optimize(
                                  lambda: check(workload, current, settings, device, ("profile",), sandbox)
                                  ).verdict("profile")  # fmt: skip
             if profiled is not None and profiled.passed:
-                roofline = profiled.metrics.get("roofline_fraction")
+                roofline, bound = profiled.metrics.get("roofline_fraction"), profiled.metrics.get("bound")
                 profiled_ms = profiled.metrics.get("median_ms")
                 # Two medians of the same program: the profile gate's and the final pair's. Interference only ever
                 # slows a program down, so the faster one is the better estimate; in run 15 the profile gate timed
@@ -399,7 +401,7 @@ def optimize(
         method=proposer.method, workload=workload.name, program=program.name, device=device_name(device),
         budget=budget, evaluations=evaluations, attempts=attempts, start=program,
         refusals=[r for r in proposer.refusals if not ran.get(current.hash) or r.function in ran[current.hash]],
-        best=current, start_ms=start_ms, best_ms=best_ms, roofline_fraction=roofline, stop=stop,
+        best=current, start_ms=start_ms, best_ms=best_ms, roofline_fraction=roofline, bound=bound, stop=stop,
         timed=device == "cuda", versions=versions(),
         date=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         seconds=time.perf_counter() - started, llm=proposer.llm_usage(), evidence=proposer.evidence(), phases=phases,

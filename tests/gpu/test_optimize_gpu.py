@@ -49,6 +49,7 @@ def test_bench_references_time_each_distinct_program_once(settings, tmp_path):
     if row["kept"] == 0:  # nothing kept: the final program is the start, one sample, speedup exactly 1
         assert ref["final:autotune"] == ref["start"] and row["speedup"] == 1.0
     assert row["vs_torch_compile"] > 0 and row["escapes"] == [] and row["unchecked"] == []
+    assert row["bound"] == "memory"  # the naive softmax reads and writes; its flops are few
 
 
 def test_methods_of_an_instance_share_a_pair_both_try_on_a_gpu_they_take_turns_on(settings, tmp_path, monkeypatch):

@@ -385,6 +385,41 @@ def test_a_final_that_escaped_counts_as_its_start_and_sets_no_target():
     assert "| a | memory | 1.800 |" in text and "counts as its start in these summaries" in text
 
 
+def test_the_report_counts_memory_bound_instances_at_the_roofline_target_per_suite():
+    """Issue 4's line (85% of the roofline on memory-bound held-out kernels) was counted by hand from bench.json
+    for runs 12-23; the summary counts it per suite from the profile gate's bound, an escaped final at its start's
+    fraction, and the report names KLineage's misses."""
+    from dataclasses import asdict
+
+    from klineage.bench import Row, summarize
+
+    def row(instance, method, roofline, bound, escapes=()):
+        return Row(instance, method, 2.0, None, roofline, None, 4, 2, 0.0, 1, 0, list(escapes), 1.0, "s", "h",
+                   bound=bound)  # fmt: skip
+
+    escape = {"check": "hidden seeds", "code": "mismatch", "reason": "rows wrong"}
+    rows = [row("heldout:kl_div", "klineage", 0.42, "memory"), row("heldout:rope", "klineage", 0.93, "memory"),
+            row("heldout:bmm_fp32", "klineage", 0.30, "compute"), row("naive:softmax", "klineage", 0.97, "memory"),
+            row("heldout:kl_div", "memory", 0.23, "memory"), row("heldout:rope", "memory", 0.90, "memory", [escape]),
+            row("heldout:bmm_fp32", "memory", 0.20, "compute"), row("naive:softmax", "memory", 0.86, None)]
+    summary = summarize(rows, ["klineage", "memory"])
+    assert summary["klineage"]["memory_bound_at_target"] == {
+        "heldout": {"instances": 2, "reached": 1, "under": {"kl_div": 0.42}},
+        "naive": {"instances": 1, "reached": 1, "under": {}}}
+    # memory's RoPE escaped: credited with its start's fraction (0.90 / 2.0), under the line; a row with no bound
+    # (written before rows carried it) is not counted
+    assert summary["memory"]["memory_bound_at_target"] == {
+        "heldout": {"instances": 2, "reached": 0, "under": {"kl_div": 0.23, "rope": 0.45}}}
+    stamp = {"methods": ["klineage", "memory"], "budget": 4, "commit": "c", "device": "d",
+             "instances": ["heldout:kl_div", "heldout:rope", "heldout:bmm_fp32", "naive:softmax"], "seconds": 1.0,
+             "timed": True, "versions": {}, "date": "d"}  # fmt: skip
+    text = markdown({"stamp": stamp, "rows": [asdict(r) for r in rows], "summary": summary})
+    assert ("Memory-bound instances at 85% of the roofline or better (the bench case's bound, from the profile "
+            "gate): heldout: klineage 1 of 2 (under: kl_div 0.42), memory 0 of 2; naive: klineage 1 of 1.") in text
+    untimed = markdown({"stamp": {**stamp, "timed": False}, "rows": [], "summary": summary})
+    assert "Memory-bound instances" not in untimed
+
+
 def test_bench_costs_splits_an_attempt_into_gates_and_its_timing_job():
     """Run 6 left about 10 s of a KLineage attempt's 30.6 s unexplained (gates 10.0 s, GPU wait 9.3 s, hold 1.0 s):
     the timing job's own wall and its child's setup are recorded now, and tabulated; a reused effect has none."""
