@@ -176,23 +176,22 @@ def escapes(workload: Workload, start: Program, final: Program, settings: Settin
                 checks.append((f"{predicate}: {probe['name']}", probe))
     found, unchecked = [], []
     for label, probe in checks:
-        verdicts = {}
-        for which, program in (("final", final), ("start", start)):
-            verdict = _correct(workload, program, hidden, device, sandbox, probe)
-            if verdict.status == "error":
-                verdict = _correct(workload, program, hidden, device, sandbox, probe)
-            verdicts[which] = verdict
-            if verdict.passed or verdict.status == "error":
-                break
-        final_v = verdicts["final"]
+        final_v = _judged(workload, final, hidden, device, sandbox, probe)
         if final_v.passed:
             continue
-        broken = next((v for v in verdicts.values() if v.status == "error"), None)
+        start_v = None if final_v.status == "error" else _judged(workload, start, hidden, device, sandbox, probe)
+        broken = final_v if start_v is None else start_v if start_v.status == "error" else None
         if broken is not None:
             unchecked.append({"check": label, "code": broken.code, "reason": broken.reason[:300]})
-        elif verdicts["start"].passed:
+        elif start_v.passed:
             found.append({"check": label, "code": final_v.code, "reason": final_v.reason[:300]})
     return Recheck(found, unchecked)
+
+
+def _judged(workload, program, settings, device, sandbox, probe) -> Verdict:
+    """The correctness verdict; a job that raised instead of judging (status `error`) runs once more."""
+    verdict = _correct(workload, program, settings, device, sandbox, probe)
+    return _correct(workload, program, settings, device, sandbox, probe) if verdict.status == "error" else verdict
 
 
 def _correct(workload, program, settings, device, sandbox, probe) -> Verdict:
@@ -531,13 +530,13 @@ def at_roofline_target(rows: list[Row]) -> dict:
     for r in rows:
         if r.bound != "memory":
             continue
-        group = out.setdefault(r.instance.split(":")[0] if ":" in r.instance else "", {"instances": 0, "reached": 0,
-                                                                                       "under": {}})  # fmt: skip
+        suite_name, _, name = r.instance.rpartition(":")
+        group = out.setdefault(suite_name, {"instances": 0, "reached": 0, "under": {}})
         group["instances"] += 1
         if (r.roofline_fraction or 0.0) >= ROOFLINE_TARGET:
             group["reached"] += 1
         else:
-            group["under"][r.instance.split(":")[-1]] = r.roofline_fraction
+            group["under"][name] = r.roofline_fraction
     return out
 
 
