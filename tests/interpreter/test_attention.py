@@ -1,13 +1,15 @@
 """The bundled attention example: the naive and the expert forward pass compile (sm_90) and correctness on the CPU,
 the expert compiles to tensor-core and TMA instructions without spills, and mining the expert walks back at least
-four verified steps while its causal split (a mask-free stage and a masked diagonal stage) stays in place."""
+four verified steps while its causal split (a mask-free stage and a masked diagonal stage) stays in place. The
+causal loop bound the walk undoes is redone on the naive kernel, and a bound cut one block short fails."""
 
 import pytest
 
 from klineage.check import check
 from klineage.config import Settings
 from klineage.mine import LineageStore, mine
-from klineage.program import load_program
+from klineage.program import Program, load_program
+from klineage.transforms.causal_bound import CausalBound
 from klineage.workload import load_workload
 from tests.conftest import EXAMPLES
 
@@ -41,9 +43,28 @@ def test_expert_mines_at_least_four_steps_and_keeps_the_causal_split(tmp_path, s
     lineage = mine(workload, expert, settings, "cpu", sandbox)
     accepted = {s.transform for s in lineage.accepted}
     assert len(lineage.accepted) >= 4, [(s.transform, s.verdicts) for s in lineage.steps]
-    assert {"pipelining", "divisibility_fast_path", "alignment_hints"} <= accepted
+    assert {"pipelining", "divisibility_fast_path", "alignment_hints", "causal_bound"} <= accepted
+    # P rounded to V's dtype is what lets the 128 x 128 tile at 3 stages fit: raising V to fp32 instead needs more
+    # shared memory than an sm_90 block has, so the step is refused at compile and kept as a guard
+    (operand,) = [s for s in lineage.steps if s.transform == "dot_operand_dtype"]
+    assert not operand.accepted and "shared memory" in operand.verdicts[0]["reason"]
     simplest = LineageStore(tmp_path / "lineages" / lineage.id).load_program(lineage.simplest, expert.name).source
-    for undone in ("if EVEN:", "tl.range(mid", "tl.multiple_of(start_n", ".to(tl.int64)"):
+    for undone in ("if EVEN:", "tl.range(mid", "tl.multiple_of(start_n", ".to(tl.int64)", "tl.minimum(q_start"):
         assert undone not in simplest
     # no transform undoes the split: the mask-free TMA stage and the masked diagonal stage are both still there
     assert "desc_k.load(" in simplest and 'tl.where(keep, tl.dot(q, tl.trans(k)), float("-inf"))' in simplest
+
+
+@pytest.mark.parametrize("diagonal, passes", [("pid_m * BLOCK_M + BLOCK_M", True), ("pid_m * BLOCK_M", False)])
+def test_naive_attention_with_the_causal_bound(diagonal, passes, settings, sandbox):
+    """The cut at the first row past the query block keeps every key a row may see; one block short drops the
+    diagonal block, and the correctness gate says so."""
+    workload = load_workload(ATTENTION / "workload.py")
+    naive = load_program(ATTENTION / "naive.py")
+    transform = CausalBound()
+    (site,) = transform.optimize_sites(naive.source)
+    source = transform.optimize(naive.source, site, {"order": "end_first", "diagonal": diagonal})
+    assert f"tl.minimum(seq_len, {diagonal}) if CAUSAL else seq_len" in source
+    program = Program(name="naive_cut", source=source, path=None)
+    report = check(workload, program, settings, "cpu", ("compile", "correctness"), sandbox)
+    assert report.verdict("correctness").passed is passes, report.verdict("correctness").reason
