@@ -34,16 +34,26 @@ def _arange_offset(value: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.B
     return None
 
 
+def _under(node: cst.CSTNode, kind: type) -> list:
+    """Every node of `kind` under `node`, in source order."""
+    found: list = []
+
+    class V(cst.CSTVisitor):
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            if isinstance(n, kind):
+                found.append(n)
+            return True
+
+    node.visit(V())
+    return found
+
+
 def _assignments(fn: cst.FunctionDef) -> dict[str, list[cst.Assign]]:
     """Plain `name = value` assignments in a function, by name, in source order (nested blocks included)."""
     found: dict[str, list[cst.Assign]] = {}
-
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
-                found.setdefault(node.targets[0].target.value, []).append(node)
-
-    fn.visit(V())
+    for node in _under(fn, cst.Assign):
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            found.setdefault(node.targets[0].target.value, []).append(node)
     return found
 
 
@@ -96,39 +106,16 @@ def _causal_loops(module: Module, fn: cst.FunctionDef) -> list[_Loop]:
             continue
         bound = positional[1] if len(positional) >= 2 else positional[0]
         index = loop.target.value
-        cols = {t.target.value for a in _assigns_in(loop.body) for t in a.targets
+        cols = {t.target.value for a in _under(loop.body, cst.Assign) for t in a.targets
                 if isinstance(t.target, cst.Name) and isinstance(a.value, cst.BinaryOperation)
                 and isinstance(a.value.operator, cst.Add)
                 and index in (node_code(a.value.left), node_code(a.value.right))}  # fmt: skip
-        for cmp in _comparisons(loop.body):
+        for cmp in _under(loop.body, cst.Comparison):
             rows = _causal_rows(cmp, cols, set(rows_of))
             flag = _causal_flag(module, cmp, loop, flags) if rows else False
             if rows and flag is not False:
                 found.append(_Loop(loop, call, bound, _diagonal(rows_of[rows]), flag))
                 break
-    return found
-
-
-def _assigns_in(node: cst.CSTNode) -> list[cst.Assign]:
-    found: list[cst.Assign] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, n: cst.Assign) -> None:
-            if len(n.targets) == 1:
-                found.append(n)
-
-    node.visit(V())
-    return found
-
-
-def _comparisons(node: cst.CSTNode) -> list[cst.Comparison]:
-    found: list[cst.Comparison] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Comparison(self, n: cst.Comparison) -> None:
-            found.append(n)
-
-    node.visit(V())
     return found
 
 
