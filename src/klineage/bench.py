@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from klineage.conditions import size_in_domain
 from klineage.config import Settings, device_name, versions, write_whole
 from klineage.gates import GateRequest, Verdict, run_gate
 from klineage.mine import LineageStore
@@ -207,13 +208,9 @@ def _in_domain(probe: dict, workload: Workload) -> bool:
     dtypes = workload.domain.get("dtype") or workload.domain.get("dtypes")
     if dtypes and probe["case"].get("dtype") not in dtypes and "dtype" in probe["case"]:
         return False
-    for key, bounds in workload.domain.items():
-        value = probe["case"].get(key)
-        if isinstance(value, int) and isinstance(bounds, list) and len(bounds) == 2 and all(
-                isinstance(b, int) for b in bounds):  # fmt: skip
-            if not bounds[0] <= value <= bounds[1]:
-                return False
-    return True
+    # sizes as conditions.py reads a domain: a [low, high] range or a list of allowed values. Run 24 re-checked the
+    # rotary embedding at D = 33 (its domain lists 16..256 powers of two): the reference itself raised.
+    return all(size_in_domain(workload.domain, key, value) for key, value in probe["case"].items())
 
 
 # --- the run ----------------------------------------------------------------------------------------------------

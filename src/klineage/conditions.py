@@ -75,6 +75,17 @@ def _ranges(domain: dict) -> dict[str, bool]:
     return {k: len(v) == 2 and v[0] < v[1] for k, v in _sizes(domain).items()}
 
 
+def size_in_domain(domain: dict, key: str, value: object) -> bool:
+    """Whether a case's size `value` for `key` is one the domain allows: within a [low, high] range, or one of the
+    listed values (the rotary embedding's head dims 16..256 are five powers of two, not a range). Keys the domain
+    does not size, and values that are not ints, are not judged here."""
+    sizes = _sizes(domain)
+    if key not in sizes or not isinstance(value, int) or isinstance(value, bool):
+        return True
+    allowed = sizes[key]
+    return allowed[0] <= value <= allowed[1] if _ranges(domain)[key] else value in allowed
+
+
 def _dtypes(workload: Workload) -> list[str]:
     domain = workload.domain
     found = domain.get("dtype") or domain.get("dtypes")

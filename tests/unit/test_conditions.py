@@ -54,3 +54,25 @@ def test_guard_keeps_both_kernels_and_dispatches_on_the_tensor_arguments():
     assert "if _klineage_all_contiguous(x, y, N, x.stride(0)):" in out
     assert "scale_kernel_when_contiguous[(triton.cdiv(N, 128),)]" in out
     assert guarded(source, optimized, "scale_kernel", "divisible_by_block") is None  # no run-time check for it
+
+
+def test_a_size_is_in_a_domain_by_its_range_or_its_listed_values():
+    from klineage.conditions import size_in_domain
+
+    domain = {"M": [1, 8192], "D": [16, 32, 64, 128, 256], "P": [64, 64], "dtype": ["bfloat16"]}
+    assert size_in_domain(domain, "M", 4097) and not size_in_domain(domain, "M", 8193)
+    # a list of more than two values is the allowed set, not a range (run 24 re-checked the rotary embedding at 33)
+    assert size_in_domain(domain, "D", 64) and not size_in_domain(domain, "D", 33)
+    assert size_in_domain(domain, "P", 64) and not size_in_domain(domain, "P", 65)  # [64, 64]: one value
+    assert size_in_domain(domain, "dtype", "float16") and size_in_domain(domain, "N", 7)  # not sized here
+
+
+def test_the_escape_recheck_skips_a_probe_outside_a_listed_domain():
+    from klineage.bench import _in_domain
+    from klineage.workload import load_workload
+    from tests.conftest import ROOT
+
+    rope = load_workload(ROOT / "src/klineage/suites/heldout/rope/workload.py")
+    odd = {"name": "even sizes + 1", "case": {"B": 3, "S": 5, "H": 3, "D": 33, "dtype": "bfloat16"}}
+    assert not _in_domain(odd, rope)
+    assert _in_domain({**odd, "case": {**odd["case"], "D": 32}}, rope)
