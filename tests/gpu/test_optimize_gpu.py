@@ -50,6 +50,22 @@ def test_bench_references_time_each_distinct_program_once(settings, tmp_path):
         assert ref["final:autotune"] == ref["start"] and row["speedup"] == 1.0
     assert row["vs_torch_compile"] > 0 and row["escapes"] == [] and row["unchecked"] == []
     assert row["bound"] == "memory"  # the naive softmax reads and writes; its flops are few
+    assert ref["rounds"] in (1, 2)  # a second round only where a program's spread was over REFERENCE_SPREAD
+
+
+def test_a_references_job_over_the_spread_limit_times_every_call_again(settings, monkeypatch):
+    """With the limit below any spread, the job (run here, in this process) times a second round of the same calls
+    and reports the steadier one: every program still timed, eager and torch.compile with them."""
+    from klineage import bench
+    from klineage.gates import GateRequest
+
+    monkeypatch.setattr(bench, "REFERENCE_SPREAD", -1.0)
+    wl_path = EXAMPLES / "softmax" / "workload.py"
+    start, expert = (load_program(EXAMPLES / "softmax" / f"{n}.py") for n in ("naive", "expert"))
+    value = bench.references_job((GateRequest(str(wl_path), start, "cuda", settings), [start, expert]))
+    assert value["rounds"] == 2
+    for name in ("eager", "torch_compile", "program0", "program1"):
+        assert value[name]["ms"] > 0 and value[name]["spread"] >= 0
 
 
 def test_methods_of_an_instance_share_a_pair_both_try_on_a_gpu_they_take_turns_on(settings, tmp_path, monkeypatch):

@@ -30,3 +30,25 @@ def test_failed_timings_are_named_in_a_timed_report_and_measured_ones_are_not():
     assert "Timings that failed (2;" in markdown(result)
     assert "Timings that failed" not in markdown(_result([_attempt(2, "not_faster", {"measured": True})]))
     assert "Timings that failed" not in markdown(_result([_attempt(3, "not_timed", oom)], timed=False))
+
+
+def test_a_noisy_references_round_is_timed_again_and_the_steadier_round_kept():
+    from klineage.bench import REFERENCE_SPREAD, _worst_program_spread, steadier
+    from klineage.timing import Timing
+
+    def timing(median, band):  # spread = band / (2 * median)
+        return Timing(median, median - band / 2, median + band / 2, median - band, median + band, 30, median)
+
+    # eager and torch.compile first: their noise is not ours and never asks for a second round
+    calm = [timing(2.0, 1.0), timing(0.3, 0.2), timing(0.79, 0.01), timing(0.134, 0.004)]
+    noisy = [timing(2.0, 0.0), timing(0.3, 0.0), timing(0.84, 0.06), timing(0.206, 0.069)]
+    assert _worst_program_spread(calm) < REFERENCE_SPREAD < _worst_program_spread(noisy)
+    assert steadier([noisy, calm]) is calm and steadier([calm, noisy]) is calm
+    assert steadier([calm]) is calm
+
+
+def test_the_report_names_references_timed_twice():
+    result = _result([])
+    result["references"] = {"rope": {"rounds": 2}, "softmax": {"rounds": 1}, "old": {}}
+    text = markdown(result)
+    assert "References timed twice (1; a program's spread in the first round was over 0.15" in text and "rope." in text
