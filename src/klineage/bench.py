@@ -158,8 +158,9 @@ def references_job(payload: tuple[GateRequest, list[Program]]) -> dict:
 # A references round whose noisiest program (start, expert or a final; not eager or torch.compile, whose own spread
 # says nothing of ours) spreads wider than this, half its p20-p80 band over its median, is timed once more. Run 24
 # (H200, 12 shards): the rotary embedding's final took 0.206 ms at a spread of 0.17, against 0.134 ms side by side
-# with its start in the run and 0.133 ms in run 23, and its row read x4.07 where run 23's read x5.99. Of run 24's
-# 32 references jobs, 9 had a program over 0.15: the 36 us RMSNorms every time, which a second round will not calm.
+# with its start in the run and 0.133 ms in run 23, and its row read x4.07 where run 23's read x5.99. It was the one
+# job of run 24's 32 over 0.15 (the next, 0.074); in run 23 one was too, Liger's RMSNorm at 0.50: a second round costs
+# a job or two a run.
 REFERENCE_SPREAD = 0.15
 
 
