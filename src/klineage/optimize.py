@@ -344,6 +344,10 @@ def optimize(
                 if not report.passed and getattr(proposer, "decides_conditions", False) and (
                         over := over_shared_memory(report)):
                     proposer.refuse_candidate(cand, "shared_memory_fits", over)
+                    # the same change with a guard's construct that saves shared memory (SkillProposer.after_refusal)
+                    after = getattr(proposer, "after_refusal", None)
+                    if after is not None and (fix := after(cand, "shared_memory_fits")) is not None:
+                        follow.append(fix)
                     phases["refused_checks_s"] = round(phases.get("refused_checks_s", 0.0) + checked, 3)
                     continue
                 evaluations += 1

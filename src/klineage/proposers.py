@@ -568,6 +568,11 @@ class Proposer:
         repair of a failed one)."""
         return None
 
+    def after_refusal(self, candidate: Candidate, predicate: str) -> Candidate | None:
+        """Told a candidate optimize refused after writing it (`predicate`, today shared_memory_fits); may return the
+        same change written so that it passes, to gate next."""
+        return None
+
     def llm_usage(self) -> dict | None:
         """Model calls and tokens spent (None for a proposer that uses no model)."""
         return None
@@ -697,6 +702,8 @@ class SkillProposer(Proposer):
     def __init__(self, workload, settings, device, skills: list[Skill]):
         super().__init__(workload, settings, device)
         self.skills = [s for s in skills if s.kind == "optimization"]
+        # guards whose construct kept their expert within the device's shared memory: `after_refusal`
+        self.shared_memory_guards = [s for s in skills if s.kind == "guard" and _saves_shared_memory(s)]
         self.transforms = _transforms()
         # lineages whose warps and stages travel inside their autotune configs (see _expert_tiles), never alone
         self._with_configs = {s.provenance.get("lineage", s.id) for s in self.skills
@@ -1052,6 +1059,31 @@ class SkillProposer(Proposer):
             out.extend(self.launch_candidates(program, "launch_config", 1.0))
         return out + guesses  # after the neighbourhood: one step from a working config fails less often
 
+    def after_refusal(self, candidate: Candidate, predicate: str) -> Candidate | None:
+        """A candidate refused because its kernel needs more shared memory than the device has, written again with
+        the construct of a guard skill that says it avoids exactly that: removing it from its expert failed to
+        compile for shared memory. The attention expert's `p.to(v.dtype)` before P @ V is one (its fp32 operands
+        need 263184 bytes at the 128x128 tile and 3 stages, 232448 fit): the expert's tile carried onto the naive
+        attention asks for 262144 bytes and is refused; with P and V in half it needs 229376 and compiles. Once
+        per refused candidate (a rewrite refused again is not rewritten again)."""
+        if predicate != "shared_memory_fits" or candidate.origin.startswith(GUARD_PREFIX) or candidate.program is None:
+            return None
+        for guard in self.shared_memory_guards:
+            transform = self.transforms.get(guard.transform["id"])
+            for module, source in _module_sources(candidate.program) if transform is not None else ():
+                sites = transform.optimize_sites(source)
+                if not sites:
+                    continue
+                site = sites[0]
+                params = adapt(guard.transform.get("params") or {}, visible_code(source, site.function),
+                               transform_defaults(transform), transform.label_params)  # fmt: skip
+                label = f"{candidate.label}, with {transform.id} at {site.function}:{site.line} (guard {guard.id})"
+                return Candidate(label, guard.id, transform.id, module, site.function, params, candidate.expected, "",
+                                 (*candidate.decided_by, f"shared_memory_fits: refused, then {guard.id}"),
+                                 _rewrite(candidate.program, module, transform, source, site, params),
+                                 site.before)  # fmt: skip
+        return None
+
     def refuse_candidate(self, candidate: Candidate, predicate: str, reason: str) -> None:
         """A candidate refused after it was written (a condition decided on its program): one line each."""
         self.refusals.append(Refusal(candidate.origin, candidate.transform, candidate.function, predicate,
@@ -1110,6 +1142,14 @@ def screen(skill: Skill, workload: Workload, source: str, kernel: str | None, de
             return Screening(decided_by, (own, f"a robustness skill, not needed here: {need.reason}"))
         decided_by += (f"{need.predicate}: {need.verdict} ({need.reason})",)
     return Screening(decided_by, None, partial[0] if partial else None)
+
+
+GUARD_PREFIX = "guard."  # a guard skill's id (skills.guard_skill)
+
+
+def _saves_shared_memory(skill: Skill) -> bool:
+    """A guard whose construct's removal failed its expert's compile gate for shared memory."""
+    return any(f.get("gate") == "compile" and "shared memory" in f.get("detail", "") for f in skill.failures)
 
 
 def transform_defaults(transform: Transform) -> dict:

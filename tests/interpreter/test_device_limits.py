@@ -125,3 +125,61 @@ def test_a_candidate_that_cannot_load_is_refused_without_spending_an_evaluation(
     assert refused.predicate == "shared_memory_fits" and refused.reason.startswith("variant 0: ")
     assert "262144" in refused.reason and "232448" in refused.reason
     assert t.phases["refused_checks_s"] > 0 and "checking candidates refused for shared memory" in seconds_line(t)
+
+
+def _shared_memory_guard():
+    """The guard the attention walk writes when P's cast for P @ V cannot be undone at the expert's tile."""
+    import dataclasses
+
+    from tests.optimize.skillmaker import make_skill
+
+    base = make_skill("dot_operand_dtype", {"operand": 0, "cast": "other"})
+    detail = ("case bench: OutOfResources: out of resource: shared memory, Required: 263184, Hardware limit: "
+              "232448. Reducing block sizes or `num_stages` may help. (the sm_90 limit)")  # fmt: skip
+    return dataclasses.replace(base, id="guard.dot_operand_dtype.attention.expert.s7", kind="guard", failures=[
+        {"violated": "removal of the construct", "gate": "compile", "code": "compile_error", "detail": detail,
+         "case": "the workload's check cases"}])  # fmt: skip
+
+
+class _GuardedTiles:
+    """KLineage's proposer with one guard skill, listing the given tiled programs as its candidates."""
+
+    def __new__(cls, workload, settings, programs, guards):
+        from klineage.proposers import Candidate, SkillProposer
+
+        class Listing(SkillProposer):
+            def propose(self, program):
+                return [Candidate(p.name, "tiles.test.s0", "autotune_single_config", "program", "forward", {}, 1.0,
+                                  "", (), p) for p in programs if p.hash != program.hash]  # fmt: skip
+
+        return Listing(workload, settings, "cpu", guards)
+
+
+def test_a_tile_refused_for_shared_memory_is_tried_with_a_guard_that_saves_it(settings, sandbox):
+    """The expert's 128x128 tile on the naive attention is refused (262144 bytes, 232448 fit); KLineage then gates
+    the same tile with the construct of a guard whose removal failed for shared memory in its expert (P rounded to
+    V's dtype for P @ V: 229376 bytes), with the evaluation the refusal kept. A guard of another failure, or the
+    rewritten candidate refused again, is not rewritten."""
+    import dataclasses
+
+    from klineage.optimize import optimize
+
+    folder = EXAMPLES / "attention"
+    wl, naive = load_workload(folder / "workload.py"), (folder / "naive.py").read_text()
+    tiled = Program("128x128", naive.replace("BLOCK_M = BLOCK_N = 32", "BLOCK_M, BLOCK_N = 128, 128").replace(
+        "num_warps=4, num_stages=1", "num_warps=8, num_stages=3"))  # fmt: skip
+    guard = _shared_memory_guard()
+    proposer = _GuardedTiles(wl, settings, [tiled], [guard])
+    t = optimize(wl, Program("naive", naive), proposer, settings, "cpu", budget=2, sandbox=sandbox, explore=True)
+    (refused,) = t.refusals
+    assert refused.predicate == "shared_memory_fits" and "262144" in refused.reason
+    (attempt,) = t.attempts
+    assert attempt.candidate.origin == guard.id and attempt.candidate.transform == "dot_operand_dtype"
+    assert attempt.kept and attempt.verdicts[0]["status"] == "pass"  # compile: it fits now
+    assert "tl.dot(p.to(v.dtype), v)" in attempt.candidate.program.source and "128, 128" in t.best.source
+    assert "shared_memory_fits: refused, then " + guard.id in attempt.candidate.decided_by
+    # no second rewrite of the rewritten candidate, no rewrite for another refusal or another guard's failure
+    assert proposer.after_refusal(attempt.candidate, "shared_memory_fits") is None
+    assert proposer.after_refusal(attempt.candidate, "divisible_by_block") is None
+    other = dataclasses.replace(guard, failures=[{**guard.failures[0], "gate": "correctness", "detail": "mismatch"}])
+    assert _GuardedTiles(wl, settings, [tiled], [other]).shared_memory_guards == []
