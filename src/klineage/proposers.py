@@ -1066,7 +1066,8 @@ class SkillProposer(Proposer):
         need 263184 bytes at the 128x128 tile and 3 stages, 232448 fit): the expert's tile carried onto the naive
         attention asks for 262144 bytes and is refused; with P and V in half it needs 229376 and compiles. Once
         per refused candidate (a rewrite refused again is not rewritten again)."""
-        if predicate != "shared_memory_fits" or candidate.origin.startswith(GUARD_PREFIX) or candidate.program is None:
+        rewritten = {g.id for g in self.shared_memory_guards}  # a candidate this method already wrote
+        if predicate != "shared_memory_fits" or candidate.origin in rewritten or candidate.program is None:
             return None
         for guard in self.shared_memory_guards:
             transform = self.transforms.get(guard.transform["id"])
@@ -1142,9 +1143,6 @@ def screen(skill: Skill, workload: Workload, source: str, kernel: str | None, de
             return Screening(decided_by, (own, f"a robustness skill, not needed here: {need.reason}"))
         decided_by += (f"{need.predicate}: {need.verdict} ({need.reason})",)
     return Screening(decided_by, None, partial[0] if partial else None)
-
-
-GUARD_PREFIX = "guard."  # a guard skill's id (skills.guard_skill)
 
 
 def _saves_shared_memory(skill: Skill) -> bool:
