@@ -61,16 +61,23 @@ def is_jit(fn: cst.FunctionDef) -> bool:
     return False
 
 
-def calls(node: cst.CSTNode) -> list[cst.Call]:
-    """Every call under `node`, in source order (an outer call before the calls in its arguments)."""
-    found: list[cst.Call] = []
+def nodes_under(node: cst.CSTNode, kind: type | tuple[type, ...]) -> list:
+    """Every node of `kind` under `node` (itself included), in source order: an outer node before those inside it."""
+    found: list = []
 
     class V(cst.CSTVisitor):
-        def visit_Call(self, call: cst.Call) -> None:
-            found.append(call)
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            if isinstance(n, kind):
+                found.append(n)
+            return True
 
     node.visit(V())
     return found
+
+
+def calls(node: cst.CSTNode) -> list[cst.Call]:
+    """Every call under `node`, in source order (an outer call before the calls in its arguments)."""
+    return nodes_under(node, cst.Call)
 
 
 def launches(node: cst.CSTNode) -> list[cst.Call]:
@@ -370,14 +377,7 @@ def replace_node(root: cst.CSTNode, old: cst.CSTNode, new) -> cst.CSTNode:
 
 
 def blocks(root: cst.CSTNode) -> list[cst.IndentedBlock]:
-    found: list[cst.IndentedBlock] = []
-
-    class V(cst.CSTVisitor):
-        def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-            found.append(node)
-
-    root.visit(V())
-    return found
+    return nodes_under(root, cst.IndentedBlock)
 
 
 def broadcasts(code: str) -> bool:

@@ -32,13 +32,19 @@ def plain_call(node: cst.CSTNode, names: set[str] | tuple[str, ...], nargs: int 
     return nargs is None or (len(node.args) == nargs and all(a.keyword is None for a in node.args))
 
 
-def cast_of(node: cst.CSTNode, dtype: str) -> cst.BaseExpression | None:
-    """The receiver of `receiver.to(<dtype>)` (one positional argument, nothing else); None otherwise."""
+def cast_parts(node: cst.CSTNode) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+    """(receiver, dtype) of `receiver.to(dtype)` with one positional argument and nothing else; None otherwise."""
     if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute) or node.func.attr.value != "to":
         return None
     if len(node.args) != 1 or node.args[0].keyword is not None or node.args[0].star:
         return None
-    return node.func.value if dotted(node.args[0].value) == dtype else None
+    return node.func.value, node.args[0].value
+
+
+def cast_of(node: cst.CSTNode, dtype: str) -> cst.BaseExpression | None:
+    """The receiver of `receiver.to(<dtype>)` (one positional argument, nothing else); None otherwise."""
+    parts = cast_parts(node)
+    return parts[0] if parts is not None and dotted(parts[1]) == dtype else None
 
 
 def is_cast_receiver(module: Module, node: cst.CSTNode) -> bool:

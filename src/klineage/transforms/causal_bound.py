@@ -11,7 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from klineage.transform import dotted, node_code, register
-from klineage.transforms._anchored import AnchoredTransform, Module, constexpr_params, is_jit
+from klineage.transforms._anchored import AnchoredTransform, Module, constexpr_params, is_jit, nodes_under
 from klineage.transforms._kernel_exprs import call_with
 
 MINIMUM = ("tl.minimum", "min")
@@ -34,24 +34,10 @@ def _arange_offset(value: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.B
     return None
 
 
-def _under(node: cst.CSTNode, kind: type) -> list:
-    """Every node of `kind` under `node`, in source order."""
-    found: list = []
-
-    class V(cst.CSTVisitor):
-        def on_visit(self, n: cst.CSTNode) -> bool:
-            if isinstance(n, kind):
-                found.append(n)
-            return True
-
-    node.visit(V())
-    return found
-
-
 def _assignments(fn: cst.FunctionDef) -> dict[str, list[cst.Assign]]:
     """Plain `name = value` assignments in a function, by name, in source order (nested blocks included)."""
     found: dict[str, list[cst.Assign]] = {}
-    for node in _under(fn, cst.Assign):
+    for node in nodes_under(fn, cst.Assign):
         if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
             found.setdefault(node.targets[0].target.value, []).append(node)
     return found
@@ -106,11 +92,11 @@ def _causal_loops(module: Module, fn: cst.FunctionDef) -> list[_Loop]:
             continue
         bound = positional[1] if len(positional) >= 2 else positional[0]
         index = loop.target.value
-        cols = {t.target.value for a in _under(loop.body, cst.Assign) for t in a.targets
+        cols = {t.target.value for a in nodes_under(loop.body, cst.Assign) for t in a.targets
                 if isinstance(t.target, cst.Name) and isinstance(a.value, cst.BinaryOperation)
                 and isinstance(a.value.operator, cst.Add)
                 and index in (node_code(a.value.left), node_code(a.value.right))}  # fmt: skip
-        for cmp in _under(loop.body, cst.Comparison):
+        for cmp in nodes_under(loop.body, cst.Comparison):
             rows = _causal_rows(cmp, cols, set(rows_of))
             flag = _causal_flag(module, cmp, loop, flags) if rows else False
             if rows and flag is not False:

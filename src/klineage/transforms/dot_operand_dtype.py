@@ -12,7 +12,7 @@ import libcst as cst
 
 from klineage.transform import dotted, node_code, register
 from klineage.transforms._anchored import AnchoredTransform, Module
-from klineage.transforms._kernel_exprs import cast_of, kernel_nodes, make_cast, strip_parens
+from klineage.transforms._kernel_exprs import cast_of, cast_parts, kernel_nodes, make_cast, strip_parens
 
 FP32 = "tl.float32"
 # Dtypes an operand may be rounded to for the product (written out, not read off the other operand).
@@ -31,12 +31,9 @@ def _operands(call: cst.Call) -> tuple[cst.Arg, cst.Arg] | None:
 
 
 def _any_cast(node: cst.BaseExpression) -> tuple[cst.BaseExpression, str] | None:
-    """(receiver, dtype code) of `receiver.to(dtype)` with one positional argument; None otherwise."""
-    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "to"):
-        return None
-    if len(node.args) != 1 or node.args[0].keyword is not None or node.args[0].star:
-        return None
-    return node.func.value, node_code(node.args[0].value)
+    """(receiver, dtype code) of `receiver.to(dtype)`; None otherwise."""
+    parts = cast_parts(node)
+    return (parts[0], node_code(parts[1])) if parts is not None else None
 
 
 def _rounded(call: cst.Call) -> dict | None:
