@@ -1,0 +1,145 @@
+"""What is left between the naive attention, once KLineage has cut its causal loop and halved its P @ V operands,
+and the expert: each remaining expert construct added alone to that program, then all together, timed side by
+side with the expert on the attention bench case.
+
+    PYTHONPATH=/tmp/site:src:. python3 benchmarks/attention_gap.py
+
+The start is written by the transforms themselves (`causal_bound`, then `dot_operand_dtype`, at the expert's
+128x128 tile, 8 warps, 3 stages: what `SkillProposer.after_refusal` makes of the refused tile). The constructs are
+the expert's (src/klineage/examples/attention/expert.py), written into the naive program by text edits here,
+because no transform writes them yet; this measures which one would be worth a transform:
+
+- `dot_acc`: P @ V accumulated by the MMA itself, `tl.dot(p, v, acc * alpha)`, instead of `acc * alpha + dot`;
+- `exp2`: sm_scale * log2(e) folded on the host, `tl.exp2` in the kernel (catalog family 18 across host and kernel);
+- `heavy_first`: query blocks launched heaviest first (`pid_m` reversed when causal; family 13's tail balance);
+- `split`: the key blocks every row sees in full swept first without any mask, the diagonal block (or the partial
+  last block) after, with masks (family 5; the sequence must be a multiple of the key block, as here).
+
+Every variant is checked against torch's SDPA on the bench inputs before it is timed. GPU only; needs libcst."""
+
+from __future__ import annotations
+
+import datetime
+import importlib.util
+import platform
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+import triton
+
+from klineage.program import Program, install
+from klineage.timing import time_calls
+from klineage.transform import load_families
+
+ROOT = Path(__file__).resolve().parent.parent
+ATTENTION = ROOT / "src" / "klineage" / "examples" / "attention"
+
+
+def _edit(source: str, old: str, new: str) -> str:
+    if source.count(old) != 1:
+        raise SystemExit(f"attention_gap: the edit's anchor occurs {source.count(old)} times: {old!r}")
+    return source.replace(old, new)
+
+
+def start() -> str:
+    families = load_families()
+    naive = (ATTENTION / "naive.py").read_text()
+    cut = families["causal_bound"]()
+    naive = cut.optimize(naive, cut.optimize_sites(naive)[0], {"order": "diagonal_first"})
+    half = families["dot_operand_dtype"]()
+    naive = half.optimize(naive, half.optimize_sites(naive)[0], {"cast": "other"})
+    naive = _edit(naive, "BLOCK_M = BLOCK_N = 32", "BLOCK_M, BLOCK_N = 128, 128")
+    return _edit(naive, "num_warps=4, num_stages=1", "num_warps=8, num_stages=3")
+
+
+def dot_acc(source: str) -> str:
+    return _edit(source, "acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)",
+                 "acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])")  # fmt: skip
+
+
+def exp2(source: str) -> str:
+    source = _edit(source, "p = tl.exp(s - m_new[:, None])", "p = tl.exp2(s - m_new[:, None])")
+    source = _edit(source, "alpha = tl.exp(m_i - m_new)", "alpha = tl.exp2(m_i - m_new)")
+    return _edit(source, "1.0 / D**0.5, S,", "1.4426950408889634 / D**0.5, S,")
+
+
+def heavy_first(source: str) -> str:
+    return _edit(source, "pid_m = tl.program_id(0)\n",
+                 "pid_m = tl.program_id(0)\n    if CAUSAL:\n        pid_m = tl.num_programs(0) - 1 - pid_m\n")  # fmt: skip
+
+
+def split(source: str) -> str:
+    head = "    for start_n in range(0, tl.minimum(pid_m * BLOCK_M + BLOCK_M, seq_len) if CAUSAL else seq_len, BLOCK_N):\n"
+    tail = "    out = acc"
+    i, j = source.index(head), source.index(tail)
+    body = source[i + len(head):j]
+    free = body
+    for old, new in (
+        ("        col_ok = offs_n < seq_len\n", ""),
+        (", mask=col_ok[None, :], other=0.0)", ")"),
+        (", mask=col_ok[:, None], other=0.0)", ")"),
+        ("        keep = col_ok[None, :]\n        if CAUSAL:\n            keep = keep & (offs_n[None, :] <= offs_m[:, None])\n"
+         "        s = tl.where(keep, s, float(\"-inf\"))\n", ""),
+    ):  # fmt: skip
+        free = _edit(free, old, new)
+    loops = (
+        "    mid = pid_m * BLOCK_M if CAUSAL else (seq_len // BLOCK_N) * BLOCK_N\n"
+        "    for start_n in range(0, mid, BLOCK_N):\n" + free
+        + "    for start_n in range(mid, tl.minimum(pid_m * BLOCK_M + BLOCK_M, seq_len) if CAUSAL else seq_len, BLOCK_N):\n"
+        + body
+    )  # fmt: skip
+    return source[:i] + loops + source[j:]
+
+
+def variants() -> dict[str, str]:
+    base = start()
+    return {
+        "start: cut + half P@V, 128x128 w8 s3": base,
+        "+ dot_acc": dot_acc(base),
+        "+ exp2": exp2(base),
+        "+ heavy_first": heavy_first(base),
+        "+ split": split(base),
+        "+ all four": split(heavy_first(exp2(dot_acc(base)))),
+        "expert": (ATTENTION / "expert.py").read_text(),
+    }
+
+
+def main() -> int:
+    if not torch.cuda.is_available():
+        print("no GPU: nothing timed")
+        return 1
+    spec = importlib.util.spec_from_file_location("attention_workload", ATTENTION / "workload.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    case = module.CASES["bench"]
+    q, k, v = (x.cuda() for x in module.make_inputs(case, seed=0))
+    want = F.scaled_dot_product_attention(q, k, v, is_causal=case["causal"])
+    calls, names = [], []
+    for name, source in variants().items():
+        model = install(Program(name="variant", source=source)).ModelNew(case["causal"]).cuda()
+        got = model(q, k, v)
+        err = ((got.float() - want.float()).norm() / want.float().norm()).item()
+        print(f"{name}: relative error norm against SDPA {err:.2e}")
+        if not err < 1e-2:
+            print(f"{name}: wrong, not timed")
+            continue
+        calls.append(lambda m=model: m(q, k, v))
+        names.append(name)
+    timings = time_calls(calls, 25.0, 400.0, 30)
+    print()
+    print("command: PYTHONPATH=/tmp/site:src:. python3 benchmarks/attention_gap.py")
+    print(f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}, Triton {triton.__version__}, "
+          f"Python {platform.python_version()}; {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC")
+    print(f"case: {case}")
+    print("| variant | median ms | spread | x start |")
+    print("| --- | --- | --- | --- |")
+    base = timings[0].median_ms
+    for name, t in zip(names, timings):
+        print(f"| {name} | {t.median_ms:.3f} | {t.spread:.3f} | x{base / t.median_ms:.3f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
