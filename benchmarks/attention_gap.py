@@ -66,12 +66,20 @@ def exp2(source: str) -> str:
 
 
 def heavy_first(source: str) -> str:
-    return _edit(source, "pid_m = tl.program_id(0)\n",
-                 "pid_m = tl.program_id(0)\n    if CAUSAL:\n        pid_m = tl.num_programs(0) - 1 - pid_m\n")  # fmt: skip
+    reverse = "    if CAUSAL:\n        pid_m = tl.num_programs(0) - 1 - pid_m\n"
+    return _edit(source, "pid_m = tl.program_id(0)\n", "pid_m = tl.program_id(0)\n" + reverse)
+
+
+HI = "tl.minimum(pid_m * BLOCK_M + BLOCK_M, seq_len) if CAUSAL else seq_len"
+MASK = (
+    "        keep = col_ok[None, :]\n        if CAUSAL:\n"
+    "            keep = keep & (offs_n[None, :] <= offs_m[:, None])\n"
+    '        s = tl.where(keep, s, float("-inf"))\n'
+)
 
 
 def split(source: str) -> str:
-    head = "    for start_n in range(0, tl.minimum(pid_m * BLOCK_M + BLOCK_M, seq_len) if CAUSAL else seq_len, BLOCK_N):\n"
+    head = f"    for start_n in range(0, {HI}, BLOCK_N):\n"
     tail = "    out = acc"
     i, j = source.index(head), source.index(tail)
     body = source[i + len(head):j]
@@ -80,14 +88,13 @@ def split(source: str) -> str:
         ("        col_ok = offs_n < seq_len\n", ""),
         (", mask=col_ok[None, :], other=0.0)", ")"),
         (", mask=col_ok[:, None], other=0.0)", ")"),
-        ("        keep = col_ok[None, :]\n        if CAUSAL:\n            keep = keep & (offs_n[None, :] <= offs_m[:, None])\n"
-         "        s = tl.where(keep, s, float(\"-inf\"))\n", ""),
+        (MASK, ""),
     ):  # fmt: skip
         free = _edit(free, old, new)
     loops = (
         "    mid = pid_m * BLOCK_M if CAUSAL else (seq_len // BLOCK_N) * BLOCK_N\n"
         "    for start_n in range(0, mid, BLOCK_N):\n" + free
-        + "    for start_n in range(mid, tl.minimum(pid_m * BLOCK_M + BLOCK_M, seq_len) if CAUSAL else seq_len, BLOCK_N):\n"
+        + f"    for start_n in range(mid, {HI}, BLOCK_N):\n"
         + body
     )  # fmt: skip
     return source[:i] + loops + source[j:]
