@@ -1,7 +1,8 @@
 """The bundled attention example: the naive and the expert forward pass compile (sm_90) and correctness on the CPU,
 the expert compiles to tensor-core and TMA instructions without spills, and mining the expert walks back at least
 four verified steps while its causal split (a mask-free stage and a masked diagonal stage) stays in place. The
-causal loop bound the walk undoes is redone on the naive kernel, and a bound cut one block short fails."""
+causal loop bound the walk undoes is redone on the naive kernel, and a bound cut one block short fails; so is the
+host-folded base-2 scale, which keeps the naive kernel correct."""
 
 import pytest
 
@@ -10,6 +11,7 @@ from klineage.config import Settings
 from klineage.mine import LineageStore, mine
 from klineage.program import Program, load_program
 from klineage.transforms.causal_bound import CausalBound
+from klineage.transforms.exp2_folded_scale import Exp2FoldedScale
 from klineage.workload import load_workload
 from tests.conftest import EXAMPLES
 
@@ -43,13 +45,15 @@ def test_expert_mines_at_least_four_steps_and_keeps_the_causal_split(tmp_path, s
     lineage = mine(workload, expert, settings, "cpu", sandbox)
     accepted = {s.transform for s in lineage.accepted}
     assert len(lineage.accepted) >= 4, [(s.transform, s.verdicts) for s in lineage.steps]
-    assert {"pipelining", "divisibility_fast_path", "alignment_hints", "causal_bound"} <= accepted
+    assert {"pipelining", "divisibility_fast_path", "alignment_hints", "causal_bound", "exp2_folded_scale"} <= accepted
     # P rounded to V's dtype is what lets the 128 x 128 tile at 3 stages fit: raising V to fp32 instead needs more
     # shared memory than an sm_90 block has, so the step is refused at compile and kept as a guard
     (operand,) = [s for s in lineage.steps if s.transform == "dot_operand_dtype"]
     assert not operand.accepted and "shared memory" in operand.verdicts[0]["reason"]
     simplest = LineageStore(tmp_path / "lineages" / lineage.id).load_program(lineage.simplest, expert.name).source
-    for undone in ("if EVEN:", "tl.range(mid", "tl.multiple_of(start_n", ".to(tl.int64)", "tl.minimum(q_start"):
+    undone_forms = ("if EVEN:", "tl.range(mid", "tl.multiple_of(start_n", ".to(tl.int64)", "tl.minimum(q_start",
+                    "tl.exp2(", "LOG2E / math.sqrt(D)")
+    for undone in undone_forms:
         assert undone not in simplest
     # no transform undoes the split: the mask-free TMA stage and the masked diagonal stage are both still there
     assert "desc_k.load(" in simplest and 'tl.where(keep, tl.dot(q, tl.trans(k)), float("-inf"))' in simplest
@@ -68,3 +72,17 @@ def test_naive_attention_with_the_causal_bound(diagonal, passes, settings, sandb
     program = Program(name="naive_cut", source=source, path=None)
     report = check(workload, program, settings, "cpu", ("compile", "correctness"), sandbox)
     assert report.verdict("correctness").passed is passes, report.verdict("correctness").reason
+
+
+def test_naive_attention_with_the_folded_base2_scale(settings, sandbox):
+    """log2(e) folded into the host's scale and tl.exp2 in the kernel: every value the scale reaches is in log2
+    units, the softmax is the same, and the correctness gate passes it (causal and non-causal tiny cases)."""
+    workload = load_workload(ATTENTION / "workload.py")
+    naive = load_program(ATTENTION / "naive.py")
+    transform = Exp2FoldedScale()
+    (site,) = transform.optimize_sites(naive.source)
+    source = transform.optimize(naive.source, site, {"form": "div", "constant": "LOG2E"})
+    assert "1.4426950408889634 / D**0.5" in source and "tl.exp(" not in source
+    report = check(workload, Program(name="naive_exp2", source=source, path=None), settings, "cpu",
+                   ("compile", "correctness"), sandbox)  # fmt: skip
+    assert report.verdict("correctness").passed, report.verdict("correctness").reason

@@ -1,6 +1,6 @@
 """Expression helpers shared by the hint, cast and math families (cache_hints, alignment_hints, assume_hints,
-int64_offsets, static_range, fast_math, scalar_dtype_pin, fp32_upcast, dot_precision). Not a family: registers
-nothing. All of them match inside @triton.jit functions only, so host code is never rewritten."""
+int64_offsets, static_range, fast_math, exp2_folded_scale, scalar_dtype_pin, fp32_upcast, dot_precision). Not a
+family: registers nothing. The matchers here look inside @triton.jit functions only."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from klineage.transforms._anchored import Module, is_jit
 # Operators that bind looser than attribute access and calls: such an expression needs parentheses before `.to(`.
 _LOOSE = (cst.BinaryOperation, cst.UnaryOperation, cst.BooleanOperation, cst.Comparison, cst.IfExp, cst.Lambda)
 INT_OPS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
+LOG2E = 1.4426950408889634
 
 
 def kernel_nodes(module: Module, node_type: type) -> list:
@@ -23,6 +24,28 @@ def kernel_nodes(module: Module, node_type: type) -> list:
             if fn is not None and is_jit(fn):
                 found.append(node)
     return found
+
+
+def is_log2e_value(node: cst.CSTNode) -> bool:
+    if isinstance(node, cst.Call) and dotted(node.func) == "tl.constexpr" and len(node.args) == 1:
+        node = node.args[0].value
+    return isinstance(node, cst.Float) and abs(float(node.value) - LOG2E) < 1e-7
+
+
+def log2e_names(module: Module) -> set[str]:
+    """Module-level constants equal to log2(e): `LOG2E = 1.44269...` or `LOG2_E = tl.constexpr(1.44269...)`."""
+    names = set()
+    for stmt in module.tree.body:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                target, value = small.targets[0].target, small.value
+            elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                target, value = small.target, small.value
+            else:
+                continue
+            if isinstance(target, cst.Name) and is_log2e_value(value):
+                names.add(target.value)
+    return names
 
 
 def plain_call(node: cst.CSTNode, names: set[str] | tuple[str, ...], nargs: int | None = None) -> bool:

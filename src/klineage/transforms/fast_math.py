@@ -6,35 +6,12 @@ import libcst as cst
 
 from klineage.transform import dotted, node_code, register
 from klineage.transforms._anchored import AnchoredTransform, Module
-from klineage.transforms._kernel_exprs import call_with, kernel_nodes, strip_parens
+from klineage.transforms._kernel_exprs import LOG2E, call_with, is_log2e_value, kernel_nodes, log2e_names, strip_parens
 
-LOG2E = 1.4426950408889634
 EXP2 = {"tl.exp2": "tl.exp", "tl.math.exp2": "tl.math.exp"}
 RSQRT = ("tl.rsqrt", "tl.math.rsqrt", "libdevice.rsqrt", "rsqrt")
 # Where a call is an operand, `1.0 / sqrt(x)` needs parentheses to keep the same grouping.
 _OPERAND_OF = (cst.BinaryOperation, cst.UnaryOperation, cst.Attribute, cst.Subscript)
-
-
-def _is_log2e_value(node: cst.CSTNode) -> bool:
-    if isinstance(node, cst.Call) and dotted(node.func) == "tl.constexpr" and len(node.args) == 1:
-        node = node.args[0].value
-    return isinstance(node, cst.Float) and abs(float(node.value) - LOG2E) < 1e-7
-
-
-def _log2e_names(module: Module) -> set[str]:
-    """Module-level constants equal to log2(e): `LOG2E = 1.44269...` or `LOG2_E = tl.constexpr(1.44269...)`."""
-    names = set()
-    for stmt in module.tree.body:
-        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
-            if isinstance(small, cst.Assign) and len(small.targets) == 1:
-                target, value = small.targets[0].target, small.value
-            elif isinstance(small, cst.AnnAssign) and small.value is not None:
-                target, value = small.target, small.value
-            else:
-                continue
-            if isinstance(target, cst.Name) and _is_log2e_value(value):
-                names.add(target.value)
-    return names
 
 
 def _tl_alias(module: Module) -> str | None:
@@ -86,11 +63,11 @@ class FastMath(AnchoredTransform):
     label_params = ("kind", "order", "parens")
 
     def expert_anchors(self, module: Module):
-        names, tl = _log2e_names(module), _tl_alias(module)
+        names, tl = log2e_names(module), _tl_alias(module)
         rsqrt = set(RSQRT) - ({"rsqrt"} if not _rsqrt_imported(module) else set())
 
         def is_log2e(node):
-            return (isinstance(node, cst.Name) and node.value in names) or _is_log2e_value(node)
+            return (isinstance(node, cst.Name) and node.value in names) or is_log2e_value(node)
 
         found = []
         for call in kernel_nodes(module, cst.Call):
