@@ -1,6 +1,6 @@
 """The bundled attention example: the naive and the expert forward pass compile (sm_90) and correctness on the CPU,
 the expert compiles to tensor-core and TMA instructions without spills, and mining the expert walks back at least
-four verified steps while its causal split (a mask-free stage and a masked diagonal stage) stays in place. The
+four verified steps, down to one masked loop over every key block (its mask-free TMA stage undone). The
 causal loop bound the walk undoes is redone on the naive kernel, and a bound cut one block short fails; so is the
 host-folded base-2 scale, which keeps the naive kernel correct."""
 
@@ -12,6 +12,7 @@ from klineage.mine import LineageStore, mine
 from klineage.program import Program, load_program
 from klineage.transforms.causal_bound import CausalBound
 from klineage.transforms.exp2_folded_scale import Exp2FoldedScale
+from klineage.transforms.masked_stage_split import MaskedStageSplit
 from klineage.workload import load_workload
 from tests.conftest import EXAMPLES
 
@@ -38,14 +39,15 @@ def test_attention_programs_pass_compile_and_correctness(program, settings, sand
         assert compile_v.metrics["max_shared_bytes"] <= 227 * 1024  # what one sm_90 block may use
 
 
-def test_expert_mines_at_least_four_steps_and_keeps_the_causal_split(tmp_path, sandbox):
+def test_expert_mines_at_least_four_steps_down_to_one_masked_loop(tmp_path, sandbox):
     workload = load_workload(ATTENTION / "workload.py")
     expert = load_program(ATTENTION / "expert.py")
     settings = Settings(data_dir=tmp_path, seeds=3)
     lineage = mine(workload, expert, settings, "cpu", sandbox)
     accepted = {s.transform for s in lineage.accepted}
     assert len(lineage.accepted) >= 4, [(s.transform, s.verdicts) for s in lineage.steps]
-    assert {"pipelining", "divisibility_fast_path", "alignment_hints", "causal_bound", "exp2_folded_scale"} <= accepted
+    assert {"pipelining", "divisibility_fast_path", "alignment_hints", "causal_bound", "exp2_folded_scale",
+            "masked_stage_split"} <= accepted
     # P rounded to V's dtype is what lets the 128 x 128 tile at 3 stages fit: raising V to fp32 instead needs more
     # shared memory than an sm_90 block has, so the step is refused at compile and kept as a guard
     (operand,) = [s for s in lineage.steps if s.transform == "dot_operand_dtype"]
@@ -55,8 +57,9 @@ def test_expert_mines_at_least_four_steps_and_keeps_the_causal_split(tmp_path, s
                     "tl.exp2(", "LOG2E / math.sqrt(D)")
     for undone in undone_forms:
         assert undone not in simplest
-    # no transform undoes the split: the mask-free TMA stage and the masked diagonal stage are both still there
-    assert "desc_k.load(" in simplest and 'tl.where(keep, tl.dot(q, tl.trans(k)), float("-inf"))' in simplest
+    # the mask-free TMA stage is gone; the masked stage, from the first key block, does all of the work
+    assert "desc_k.load(" not in simplest and "for start_n in range(0, hi, BLOCK_N):" in simplest
+    assert 'tl.where(keep, tl.dot(q, tl.trans(k)), float("-inf"))' in simplest
 
 
 @pytest.mark.parametrize("diagonal, passes", [("pid_m * BLOCK_M + BLOCK_M", True), ("pid_m * BLOCK_M", False)])
@@ -86,3 +89,23 @@ def test_naive_attention_with_the_folded_base2_scale(settings, sandbox):
     report = check(workload, Program(name="naive_exp2", source=source, path=None), settings, "cpu",
                    ("compile", "correctness"), sandbox)  # fmt: skip
     assert report.verdict("correctness").passed, report.verdict("correctness").reason
+
+
+@pytest.mark.parametrize("past", [False, True])
+def test_naive_attention_with_the_mask_free_stage(past, settings, sandbox):
+    """The causal cut, then the mask-free stage over the key blocks left of the diagonal block: correct. The split
+    point moved one block past the diagonal leaves that block's causal mask out, and the correctness gate fails it."""
+    workload = load_workload(ATTENTION / "workload.py")
+    source = load_program(ATTENTION / "naive.py").source
+    cut = CausalBound()
+    source = cut.optimize(source, cut.optimize_sites(source)[0], {"order": "diagonal_first"})
+    split = MaskedStageSplit()
+    (site,) = split.optimize_sites(source)
+    source = split.optimize(source, site, {})
+    causal = "(pid_m * BLOCK_M) // BLOCK_N * BLOCK_N"
+    assert causal in source
+    if past:
+        source = source.replace(causal, f"{causal} + BLOCK_N", 1)
+    report = check(workload, Program(name="naive_split", source=source, path=None), settings, "cpu",
+                   ("compile", "correctness"), sandbox)  # fmt: skip
+    assert report.verdict("correctness").passed is not past, report.verdict("correctness").reason

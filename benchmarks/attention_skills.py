@@ -1,12 +1,14 @@
-"""`exp2_folded_scale` on the H200, both ways: the skill's effect on the expert (the attention walk's step 9, its
-parent against its child, read from a lineage), and what the transform buys on run 25's final for the naive
-attention (the causal cut, P @ V on bf16 operands, 128x64 tiles, 8 warps, 3 stages), all timed side by side.
+"""The attention expert's two newest skills on the H200, both ways: `exp2_folded_scale` (family 18 across host and
+kernel) and `masked_stage_split` (family 5). For each, the effect on the expert (the attention walk's step that
+undid it: its parent against its child, read from a lineage), and what the transform buys on run 25's final for
+the naive attention (the causal cut, P @ V on bf16 operands, 128x64 tiles, 8 warps, 3 stages), alone and together.
+All timed side by side, interleaved, with the L2 flushed.
 
-    PYTHONPATH=/tmp/site:src:. python3 benchmarks/attention_fold.py [LINEAGE_DIR]
+    PYTHONPATH=/tmp/site:src:. python3 benchmarks/attention_skills.py [LINEAGE_DIR]
 
-LINEAGE_DIR is an attention lineage walked with the transform (default: the one under .state/run26prior, made on
-the CPU at ddeb280 with `benchmarks/mine_all.py --device cpu`); without one only the naive pair is timed. Every
-program is checked against torch's SDPA on the bench inputs first. GPU only; needs libcst."""
+LINEAGE_DIR is an attention lineage walked with both transforms (default: the one under .state/run26prior, made on
+the CPU with `benchmarks/mine_all.py --device cpu`); without one only the naive programs are timed. Every program
+is checked against torch's SDPA on the bench inputs first. GPU only; needs libcst."""
 
 from __future__ import annotations
 
@@ -47,19 +49,26 @@ def run25_final() -> str:
     return source
 
 
-def folded(source: str) -> str:
-    fold = load_families()["exp2_folded_scale"]()
-    (site,) = fold.optimize_sites(source)
-    return fold.optimize(source, site, {"form": "div", "constant": "LOG2E"})
+def applied(source: str, family: str) -> str:
+    """`family`'s transform at its one site in the program."""
+    transform = load_families()[family]()
+    (site,) = transform.optimize_sites(source)
+    return transform.optimize(source, site, {"form": "div", "constant": "LOG2E"} if family == FOLD else {})
 
 
-def step9(lineage: Path) -> dict[str, str]:
-    """The expert's step that undid the fold: its parent (the fold in place) and its child (without it)."""
+FOLD, SPLIT = "exp2_folded_scale", "masked_stage_split"
+
+
+def walk_steps(lineage: Path) -> dict[str, str]:
+    """For each new family, the expert's step that undid it: its parent (with it) and its child (without)."""
     steps = [json.loads(line) for line in (lineage / "steps.jsonl").read_text().splitlines()]
-    (step,) = [s for s in steps if s["transform"] == "exp2_folded_scale" and s["accepted"]]
     read = lambda h: (lineage / "sources" / h / "program.py").read_text()  # noqa: E731
-    return {f"expert step {step['index']} parent (folded, exp2)": read(step["parent"]),
-            f"expert step {step['index']} child (1/sqrt(D), exp)": read(step["child"])}  # fmt: skip
+    out = {}
+    for step in steps:
+        if step["transform"] in (FOLD, SPLIT) and step["accepted"]:
+            out[f"expert step {step['index']} parent (with {step['transform']})"] = read(step["parent"])
+            out[f"expert step {step['index']} child (without)"] = read(step["child"])
+    return out
 
 
 def main() -> int:
@@ -74,9 +83,10 @@ def main() -> int:
     q, k, v = (x.cuda() for x in module.make_inputs(case, seed=0))
     want = F.scaled_dot_product_attention(q, k, v, is_causal=case["causal"])
     base = run25_final()
-    programs = {"naive, run 25's final": base, "naive, run 25's final + exp2_folded_scale": folded(base)}
+    programs = {"naive, run 25's final": base, f"naive + {FOLD}": applied(base, FOLD),
+                f"naive + {SPLIT}": applied(base, SPLIT), "naive + both": applied(applied(base, FOLD), SPLIT)}
     if lineage is not None and (lineage / "steps.jsonl").is_file():
-        programs.update(step9(lineage))
+        programs.update(walk_steps(lineage))
     calls, names = [], []
     for name, source in programs.items():
         model = install(Program(name="variant", source=source)).ModelNew(case["causal"]).cuda()
@@ -90,7 +100,7 @@ def main() -> int:
         names.append(name)
     timings = time_calls(calls, 25.0, 400.0, 30)
     print()
-    print("command: PYTHONPATH=/tmp/site:src:. python3 benchmarks/attention_fold.py")
+    print("command: PYTHONPATH=/tmp/site:src:. python3 benchmarks/attention_skills.py")
     print(f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}, Triton {triton.__version__}, "
           f"Python {platform.python_version()}; {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC")
     print(f"case: {case}; lineage: {lineage}")
@@ -100,8 +110,9 @@ def main() -> int:
         print(f"| {name} | {t.median_ms:.3f} | {t.spread:.3f} |")
     ms = dict(zip(names, (t.median_ms for t in timings)))
     keys = list(programs)
-    # (with the fold, without it): the naive pair, then the expert's step (its parent has the fold)
-    for fast, slow in ((keys[1], keys[0]), *(((keys[2], keys[3]),) if len(keys) == 4 else ())):
+    # (with the skill, without it): the naive program's three, then each walk step (its parent has the skill)
+    pairs = [(k, keys[0]) for k in keys[1:4]] + [(keys[i], keys[i + 1]) for i in range(4, len(keys) - 1, 2)]
+    for fast, slow in pairs:
         if fast in ms and slow in ms:
             print(f"{fast} against {slow}: x{ms[slow] / ms[fast]:.3f}")
     return 0
