@@ -244,6 +244,31 @@ def test_an_experts_launch_configuration_travels_whole_and_its_evidence_is_spent
     assert [c.params.get("BLOCK_N") for c in after] == [64] and after[0].expected == 1.0
 
 
+def test_a_compute_bound_lineages_configuration_comes_before_the_steps_timed_at_it(settings):
+    """Every step of the attention lineage was timed at the expert's tile. On the naive attention's 32x32 tile the
+    exp2 fold ran at x1.013 (x1.39 at the expert's tile; H200, session 20), so the lineage's tile is ranked as its
+    best step and comes first (before the equally expected causal cut: a launch configuration ranks first among
+    equals); once the program runs that tile, the steps keep their own evidence and the tile expects nothing."""
+    configs = "[triton.Config({'BLOCK_M': 128, 'BLOCK_N': 128}, num_warps=8, num_stages=3)]"
+    autotune = make_skill("autotune_single_config", {"config_list": configs, "key": "['N_CTX']"}, (), 1.0)
+    fold = make_skill("exp2_folded_scale", {"form": "div", "constant": "LOG2E"}, (), 1.39)
+    cut = make_skill("causal_bound", {"order": "diagonal_first", "fn": "tl.minimum"}, (), 2.12)
+    wl = load_workload(EXAMPLES / "attention" / "workload.py")
+    prog = load_program(EXAMPLES / "attention" / "naive.py")
+    proposer = SkillProposer(wl, settings, "cpu", [autotune, fold, cut])
+    ranked = proposer.propose(prog)
+    assert ranked[0].label.startswith("expert tile") and ranked[0].params["BLOCK_M"] == 128
+    assert ranked[0].expected == pytest.approx(proposer.expected(cut))
+    assert proposer.expected(cut) > proposer.expected(fold) > 1
+    assert [c.transform for c in ranked[1:3]] == ["causal_bound", "exp2_folded_scale"]
+    tiled = ranked[0].program
+    after = proposer.propose(tiled)
+    assert [c.transform for c in after[:2]] == ["causal_bound", "exp2_folded_scale"]
+    assert all(c.expected == 1.0 for c in after if c.label.startswith("expert tile"))
+    # a memory-bound program's tile is not what the steps' effects hinge on: no such ranking there
+    assert proposer._measured_at_configuration("test", []) == 1.0
+
+
 def test_an_effect_measured_in_the_other_roofline_regime_is_not_expected_to_transfer(settings):
     from dataclasses import replace
 
