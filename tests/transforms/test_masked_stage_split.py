@@ -144,3 +144,15 @@ def test_simplify_bundled_attention_expert():
     out = T.simplify(expert, site)
     assert "desc_k.load(" not in out and "for start_n in tl.range(0, hi, BLOCK_N, num_stages=2):" in out
     ast.parse(out)
+
+
+def test_optimize_reads_through_a_hint_on_the_loop_index():
+    # `start = tl.multiple_of(start, BLOCK)` (or `start = start`, what an undone hint leaves) is the same index
+    for hint in ("tl.multiple_of(start, BLOCK)", "start"):
+        line = "        cols = start + tl.arange(0, BLOCK)\n"
+        source = SIMPLE.replace(line, f"        start = {hint}\n" + line)
+        assert source != SIMPLE
+        (site,) = T.optimize_sites(source)
+        out = T.optimize(source, site, {})
+        free = out.split("for start in range(0, mid2, BLOCK):")[1].split("for start in range(mid2, n, BLOCK):")[0]
+        assert "mask=" not in free and "acc += tl.load(x_ptr + cols)" in free

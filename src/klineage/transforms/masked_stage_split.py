@@ -216,7 +216,7 @@ class _Masks:
     def _statement(self, small: cst.BaseSmallStatement, flag: str | None) -> None:
         rebound = bound_in(small) & (self.cols | {self.var})
         if rebound and not (isinstance(small, cst.Assign) and _hint_of(small.value, self.var)):
-            self.ok = False  # the block's indices rebound (other than by a hint on the loop index): not read
+            self.ok = False  # the block's indices rebound (other than to themselves, or with a hint): not read
             return
         if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
             name, value = small.targets[0].target.value, small.value
@@ -259,7 +259,10 @@ class _Masks:
 
 
 def _hint_of(value: cst.BaseExpression, var: str) -> bool:
-    """`tl.multiple_of(var, ...)` or `tl.max_contiguous(var, ...)`: the same value, with a hint."""
+    """`var`, `tl.multiple_of(var, ...)` or `tl.max_contiguous(var, ...)`: the same value (with a hint, or as an
+    undone hint leaves it)."""
+    if isinstance(value, cst.Name):
+        return value.value == var
     return (isinstance(value, cst.Call) and dotted(value.func) in ("tl.multiple_of", "tl.max_contiguous")
             and bool(value.args) and isinstance(value.args[0].value, cst.Name) and value.args[0].value.value == var)
 
