@@ -152,17 +152,15 @@ class _Masks:
     broadcasting), with the limit each puts on the mask-free stage. `ok` is False at the first mask it cannot
     read (a comparison of something else, a mask built another way): no site then."""
 
-    def __init__(self, fn: cst.FunctionDef, loop: cst.For, step: str, module: Module):
+    def __init__(self, fn: cst.FunctionDef, loop: cst.For, step: str):
         self.var = loop.target.value
         self.step = step
-        self.module = module
         once = _bound_once(fn)
         self.aranges = {n: w for n, v in once.items() if (w := _arange_of(v, {})) is not None}
         self.rows = {n: o for n, v in once.items() if (o := _offsets(v, self.aranges)) is not None}
         self.cols: set[str] = set()
         self.names: set[str] = set()
         self.limits: list[_Limit] = []
-        self.inline: list[cst.Comparison] = []
         self.ok = True
         self._read(loop.body, None, constexpr_params(fn))
 
@@ -278,14 +276,15 @@ def _loops(module: Module) -> list[tuple[cst.FunctionDef, cst.For, _Masks]]:
             _, (lo, _, step) = parts
             if node_code(lo.value) != "0" or not _masked(loop.body):
                 continue
-            masks = _Masks(fn, loop, node_code(step.value), module)
+            masks = _Masks(fn, loop, node_code(step.value))
             if masks.ok and masks.limits:
                 found.append((fn, loop, masks))
     return found
 
 
-def _split_point(masks: _Masks) -> str:
-    """`bound // STEP * STEP` for each mask, the smallest of them (`tl.minimum`), flags as conditional forms."""
+def _split_point(masks: _Masks) -> str | None:
+    """`bound // STEP * STEP` for each mask, the smallest of them (`tl.minimum`), a flag's as a conditional form;
+    None (no site) with masks under two flags, or only under a flag."""
     step = masks.step
 
     def whole(bound: str) -> str:
@@ -295,7 +294,7 @@ def _split_point(masks: _Masks) -> str:
     always = [whole(lim.bound) for lim in limits if lim.flag is None]
     flags = sorted({lim.flag for lim in limits if lim.flag is not None})
     if len(flags) > 1:
-        raise ValueError("masked_stage_split: masks under more than one flag")
+        return None
 
     def least(parts: list[str]) -> str:
         out = parts[0]
