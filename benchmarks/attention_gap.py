@@ -19,22 +19,12 @@ Every variant is checked against torch's SDPA on the bench inputs before it is t
 
 from __future__ import annotations
 
-import datetime
-import importlib.util
-import platform
 import sys
-from pathlib import Path
 
 import torch
-import torch.nn.functional as F
-import triton
+from attention_bench import ATTENTION, time_variants
 
-from klineage.program import Program, install
-from klineage.timing import time_calls
 from klineage.transform import load_families
-
-ROOT = Path(__file__).resolve().parent.parent
-ATTENTION = ROOT / "src" / "klineage" / "examples" / "attention"
 
 
 def _edit(source: str, old: str, new: str) -> str:
@@ -117,34 +107,7 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("no GPU: nothing timed")
         return 1
-    spec = importlib.util.spec_from_file_location("attention_workload", ATTENTION / "workload.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    case = module.CASES["bench"]
-    q, k, v = (x.cuda() for x in module.make_inputs(case, seed=0))
-    want = F.scaled_dot_product_attention(q, k, v, is_causal=case["causal"])
-    calls, names = [], []
-    for name, source in variants().items():
-        model = install(Program(name="variant", source=source)).ModelNew(case["causal"]).cuda()
-        got = model(q, k, v)
-        err = ((got.float() - want.float()).norm() / want.float().norm()).item()
-        print(f"{name}: relative error norm against SDPA {err:.2e}")
-        if not err < 1e-2:
-            print(f"{name}: wrong, not timed")
-            continue
-        calls.append(lambda m=model: m(q, k, v))
-        names.append(name)
-    timings = time_calls(calls, 25.0, 400.0, 30)
-    print()
-    print("command: PYTHONPATH=/tmp/site:src:. python3 benchmarks/attention_gap.py")
-    print(f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}, Triton {triton.__version__}, "
-          f"Python {platform.python_version()}; {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC")
-    print(f"case: {case}")
-    print("| variant | median ms | spread | x start |")
-    print("| --- | --- | --- | --- |")
-    base = timings[0].median_ms
-    for name, t in zip(names, timings):
-        print(f"| {name} | {t.median_ms:.3f} | {t.spread:.3f} | x{base / t.median_ms:.3f} |")
+    time_variants(variants(), "PYTHONPATH=/tmp/site:src:. python3 benchmarks/attention_gap.py")
     return 0
 
 

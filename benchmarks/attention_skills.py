@@ -12,23 +12,16 @@ is checked against torch's SDPA on the bench inputs first. GPU only; needs libcs
 
 from __future__ import annotations
 
-import datetime
-import importlib.util
 import json
-import platform
 import sys
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
-import triton
+from attention_bench import ATTENTION, time_variants
 
-from klineage.program import Program, install
-from klineage.timing import time_calls
 from klineage.transform import load_families
 
 ROOT = Path(__file__).resolve().parent.parent
-ATTENTION = ROOT / "src" / "klineage" / "examples" / "attention"
 DEFAULT_LINEAGE = next(iter(sorted((ROOT / ".state/run26prior/home-attention/lineages").glob("attention-expert-*"))),
                        None)  # fmt: skip
 
@@ -76,39 +69,13 @@ def main() -> int:
         print("no GPU: nothing timed")
         return 1
     lineage = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_LINEAGE
-    spec = importlib.util.spec_from_file_location("attention_workload", ATTENTION / "workload.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    case = module.CASES["bench"]
-    q, k, v = (x.cuda() for x in module.make_inputs(case, seed=0))
-    want = F.scaled_dot_product_attention(q, k, v, is_causal=case["causal"])
     base = run25_final()
     programs = {"naive, run 25's final": base, f"naive + {FOLD}": applied(base, FOLD),
                 f"naive + {SPLIT}": applied(base, SPLIT), "naive + both": applied(applied(base, FOLD), SPLIT)}
     if lineage is not None and (lineage / "steps.jsonl").is_file():
         programs.update(walk_steps(lineage))
-    calls, names = [], []
-    for name, source in programs.items():
-        model = install(Program(name="variant", source=source)).ModelNew(case["causal"]).cuda()
-        got = model(q, k, v)
-        err = ((got.float() - want.float()).norm() / want.float().norm()).item()
-        print(f"{name}: relative error norm against SDPA {err:.2e}")
-        if not err < 1e-2:
-            print(f"{name}: wrong, not timed")
-            continue
-        calls.append(lambda m=model: m(q, k, v))
-        names.append(name)
-    timings = time_calls(calls, 25.0, 400.0, 30)
-    print()
-    print("command: PYTHONPATH=/tmp/site:src:. python3 benchmarks/attention_skills.py")
-    print(f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}, Triton {triton.__version__}, "
-          f"Python {platform.python_version()}; {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC")
-    print(f"case: {case}; lineage: {lineage}")
-    print("| program | median ms | spread |")
-    print("| --- | --- | --- |")
-    for name, t in zip(names, timings):
-        print(f"| {name} | {t.median_ms:.3f} | {t.spread:.3f} |")
-    ms = dict(zip(names, (t.median_ms for t in timings)))
+    ms = time_variants(programs, "PYTHONPATH=/tmp/site:src:. python3 benchmarks/attention_skills.py")
+    print(f"lineage: {lineage}")
     keys = list(programs)
     # (with the skill, without it): the naive program's three, then each walk step (its parent has the skill)
     pairs = [(k, keys[0]) for k in keys[1:4]] + [(keys[i], keys[i + 1]) for i in range(4, len(keys) - 1, 2)]
