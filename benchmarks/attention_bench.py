@@ -16,6 +16,7 @@ import triton
 
 from klineage.program import Program, install
 from klineage.timing import time_calls
+from klineage.transform import load_families
 
 ATTENTION = Path(__file__).resolve().parent.parent / "src" / "klineage" / "examples" / "attention"
 WRONG = 1e-2  # a relative error norm against SDPA above this is a wrong program, not timed
@@ -49,3 +50,25 @@ def time_variants(programs: dict[str, str], command: str) -> dict[str, float]:
     for name, t in zip(names, timings):
         print(f"| {name} | {t.median_ms:.3f} | {t.spread:.3f} | x{timings[0].median_ms / t.median_ms:.3f} |")
     return {name: t.median_ms for name, t in zip(names, timings)}
+
+
+def edit(source: str, old: str, new: str) -> str:
+    """`source` with its one `old` replaced; stops the script where `old` is not there exactly once."""
+    if source.count(old) != 1:
+        raise SystemExit(f"attention benchmarks: the edit's anchor occurs {source.count(old)} times: {old!r}")
+    return source.replace(old, new)
+
+
+def naive_as_klineage_leaves_it(tile: tuple[int, int, int, int], half: bool = True) -> str:
+    """The bundled naive attention with the causal cut (`causal_bound`) and, with `half`, P @ V on bf16 operands
+    (`dot_operand_dtype`), both written by the transforms, at `tile` = (BLOCK_M, BLOCK_N, warps, stages)."""
+    families = load_families()
+    source = (ATTENTION / "naive.py").read_text()
+    cut = families["causal_bound"]()
+    source = cut.optimize(source, cut.optimize_sites(source)[0], {"order": "diagonal_first"})
+    if half:
+        operand = families["dot_operand_dtype"]()
+        source = operand.optimize(source, operand.optimize_sites(source)[0], {"cast": "other"})
+    m, n, warps, stages = tile
+    source = edit(source, "BLOCK_M = BLOCK_N = 32", f"BLOCK_M, BLOCK_N = {m}, {n}")
+    return edit(source, "num_warps=4, num_stages=1", f"num_warps={warps}, num_stages={stages}")

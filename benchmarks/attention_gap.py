@@ -22,42 +22,27 @@ from __future__ import annotations
 import sys
 
 import torch
-from attention_bench import ATTENTION, time_variants
-
-from klineage.transform import load_families
-
-
-def _edit(source: str, old: str, new: str) -> str:
-    if source.count(old) != 1:
-        raise SystemExit(f"attention_gap: the edit's anchor occurs {source.count(old)} times: {old!r}")
-    return source.replace(old, new)
+from attention_bench import ATTENTION, edit, naive_as_klineage_leaves_it, time_variants
 
 
 def start() -> str:
-    families = load_families()
-    naive = (ATTENTION / "naive.py").read_text()
-    cut = families["causal_bound"]()
-    naive = cut.optimize(naive, cut.optimize_sites(naive)[0], {"order": "diagonal_first"})
-    half = families["dot_operand_dtype"]()
-    naive = half.optimize(naive, half.optimize_sites(naive)[0], {"cast": "other"})
-    naive = _edit(naive, "BLOCK_M = BLOCK_N = 32", "BLOCK_M, BLOCK_N = 128, 128")
-    return _edit(naive, "num_warps=4, num_stages=1", "num_warps=8, num_stages=3")
+    return naive_as_klineage_leaves_it((128, 128, 8, 3))
 
 
 def dot_acc(source: str) -> str:
-    return _edit(source, "acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)",
+    return edit(source, "acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)",
                  "acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])")  # fmt: skip
 
 
 def exp2(source: str) -> str:
-    source = _edit(source, "p = tl.exp(s - m_new[:, None])", "p = tl.exp2(s - m_new[:, None])")
-    source = _edit(source, "alpha = tl.exp(m_i - m_new)", "alpha = tl.exp2(m_i - m_new)")
-    return _edit(source, "1.0 / D**0.5, S,", "1.4426950408889634 / D**0.5, S,")
+    source = edit(source, "p = tl.exp(s - m_new[:, None])", "p = tl.exp2(s - m_new[:, None])")
+    source = edit(source, "alpha = tl.exp(m_i - m_new)", "alpha = tl.exp2(m_i - m_new)")
+    return edit(source, "1.0 / D**0.5, S,", "1.4426950408889634 / D**0.5, S,")
 
 
 def heavy_first(source: str) -> str:
     reverse = "    if CAUSAL:\n        pid_m = tl.num_programs(0) - 1 - pid_m\n"
-    return _edit(source, "pid_m = tl.program_id(0)\n", "pid_m = tl.program_id(0)\n" + reverse)
+    return edit(source, "pid_m = tl.program_id(0)\n", "pid_m = tl.program_id(0)\n" + reverse)
 
 
 HI = "tl.minimum(pid_m * BLOCK_M + BLOCK_M, seq_len) if CAUSAL else seq_len"
@@ -80,7 +65,7 @@ def split(source: str) -> str:
         (", mask=col_ok[:, None], other=0.0)", ")"),
         (MASK, ""),
     ):  # fmt: skip
-        free = _edit(free, old, new)
+        free = edit(free, old, new)
     loops = (
         "    mid = pid_m * BLOCK_M if CAUSAL else (seq_len // BLOCK_N) * BLOCK_N\n"
         "    for start_n in range(0, mid, BLOCK_N):\n" + free

@@ -15,28 +15,15 @@ from __future__ import annotations
 import sys
 
 import torch
-from attention_bench import ATTENTION, time_variants
-
-from klineage.transform import load_families
+from attention_bench import naive_as_klineage_leaves_it, time_variants
 
 
 def variants() -> dict[str, str]:
-    families = load_families()
-    naive = (ATTENTION / "naive.py").read_text()
-    cut = families["causal_bound"]()
-    naive = cut.optimize(naive, cut.optimize_sites(naive)[0], {"order": "diagonal_first"})
-    half = families["dot_operand_dtype"]()
-
-    def tile(source: str, m: int, n: int, warps: int, stages: int) -> str:
-        return source.replace("BLOCK_M = BLOCK_N = 32", f"BLOCK_M, BLOCK_N = {m}, {n}").replace(
-            "num_warps=4, num_stages=1", f"num_warps={warps}, num_stages={stages}")
-
-    halved = half.optimize(naive, half.optimize_sites(naive)[0], {"cast": "other"})
     return {
-        "cut, 128x64 w8 s3, fp32 P@V (run 24's final's form)": tile(naive, 128, 64, 8, 3),
-        "cut, 128x64 w8 s3, half P@V": tile(halved, 128, 64, 8, 3),
-        "cut, 128x128 w8 s3, half P@V": tile(halved, 128, 128, 8, 3),
-        "cut, 128x128 w8 s2, half P@V": tile(halved, 128, 128, 8, 2),
+        "cut, 128x64 w8 s3, fp32 P@V (run 24's final's form)": naive_as_klineage_leaves_it((128, 64, 8, 3), half=False),
+        "cut, 128x64 w8 s3, half P@V": naive_as_klineage_leaves_it((128, 64, 8, 3)),
+        "cut, 128x128 w8 s3, half P@V": naive_as_klineage_leaves_it((128, 128, 8, 3)),
+        "cut, 128x128 w8 s2, half P@V": naive_as_klineage_leaves_it((128, 128, 8, 2)),
     }
 
 
