@@ -187,3 +187,11 @@ def test_heldout_scaled_masked_softmax_has_no_site():
     # its additive mask is not scaled: folding log2(e) into the scale alone would change the softmax
     naive = (ROOT / "src/klineage/suites/heldout/softmax_scale_mask/naive.py").read_text()
     assert T.optimize_sites(naive) == []
+
+
+def test_no_expert_site_where_an_exponential_is_not_the_scales():
+    # a second exp2 of a value the scale does not reach (fast_math's local form) would be undone into the wrong base
+    local = EXPERT.replace("    e = tl.exp2(z - tl.max(z, 0))\n",
+                           "    e = tl.exp2(z - tl.max(z, 0)) + tl.exp2(tl.load(x_ptr) * LOG2E)\n")  # fmt: skip
+    assert local != EXPERT
+    assert [s.function for s in T.sites(local)] == ["attn"]

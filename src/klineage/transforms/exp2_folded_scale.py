@@ -231,12 +231,14 @@ def _plans(source: str, plain: bool) -> tuple[Module | None, list[_Plan]]:
             hosts = _hosts(module, kernel, param)
             if hosts is None:
                 continue
+            # both ways: the scale reaches every exponential (one it does not reach would change base), and no
+            # address, trip count or unscaled addend (the fold would change those)
+            reached = _tainted(region, kernel, param)
+            if _reaches_addresses(region, reached) or _mixes_units(region, reached):
+                continue
+            if any(not {(module.function_of(c), n) for n in names_in(c.args[0].value)} & reached for c in exps):
+                continue
             if plain:
-                reached = _tainted(region, kernel, param)
-                if _reaches_addresses(region, reached) or _mixes_units(region, reached):
-                    continue
-                if any(not {(module.function_of(c), n) for n in names_in(c.args[0].value)} & reached for c in exps):
-                    continue  # an exponential the scale does not reach would change its value
                 if any(_factor(h, log2e) is not None for h in hosts):
                     continue
                 params = {}
