@@ -338,7 +338,11 @@ case "${1:-}" in
 start)
     minutes="$2" budget="$3" poll_s="$4"
     rm -rf "$RUN" "$R" && mkdir -p "$R" && cp -r . "$RUN"
-    (cd "$RUN" && setsid nohup bash benchmarks/h200_eval.sh pipeline "$minutes" "$budget" >"$R/pipeline.log" 2>&1 &)
+    # every process of the background list writes to the log, the subshell around it included: with only the
+    # pipeline redirected, that subshell held the call's stdout open until the pipeline ended, so `start ... | tail`
+    # waited for the whole run (session 20: a device call ran to its 600 s limit)
+    (cd "$RUN" && setsid nohup bash benchmarks/h200_eval.sh pipeline "$minutes" "$budget") >"$R/pipeline.log" 2>&1 \
+        </dev/null &
     sleep 5
     poll "$poll_s"
     ;;
