@@ -568,18 +568,6 @@ class Proposer:
         repair of a failed one)."""
         return None
 
-    def _measured_at_configuration(self, lineage: str, tiles: list[dict]) -> float:
-        """What a compute-bound lineage's steps are expected to bring where the program does not run the lineage's
-        configuration yet: every step was timed at that configuration, and only there is its effect evidence. So the
-        configuration is ranked as the best of them and comes first. On the H200 (session 20) the attention
-        expert's exp2 fold, x1.39 at its 128x128 tile, ran at x1.013 on the naive attention's 32x32 tile and x1.31
-        at 128x64; ranked above the tile it spent the budget's evaluations before the tile was tried. 1.0 for a
-        memory-bound program (a tile there is not what the steps' effects hinge on) or a lineage with no tiles."""
-        if not self.context.get("compute_bound") or not tiles:
-            return 1.0
-        steps = [self.expected(s) for s in self.skills if s.provenance.get("lineage", s.id) == lineage]
-        return max(steps, default=1.0)
-
     def after_refusal(self, candidate: Candidate, predicate: str) -> Candidate | None:
         """Told a candidate optimize refused after writing it (`predicate`, today shared_memory_fits); may return the
         same change written so that it passes, to gate next."""
@@ -1074,6 +1062,18 @@ class SkillProposer(Proposer):
         if self.device == "cuda":  # the neighbourhood is only worth searching where speed is measured
             out.extend(self.launch_candidates(program, "launch_config", 1.0))
         return out + guesses  # after the neighbourhood: one step from a working config fails less often
+
+    def _measured_at_configuration(self, lineage: str, tiles: list[dict]) -> float:
+        """What a compute-bound lineage's steps are expected to bring where the program does not run the lineage's
+        configuration yet: every step was timed at that configuration, and only there is its effect evidence. So the
+        configuration is ranked as the best of them and comes first. On the H200 (session 20) the attention
+        expert's exp2 fold, x1.39 at its 128x128 tile, ran at x1.013 on the naive attention's 32x32 tile and x1.31
+        at 128x64; ranked above the tile it spent the budget's evaluations before the tile was tried. 1.0 for a
+        memory-bound program (a tile there is not what the steps' effects hinge on) or a lineage with no tiles."""
+        if not self.context.get("compute_bound") or not tiles:
+            return 1.0
+        steps = [self.expected(s) for s in self.skills if s.provenance.get("lineage", s.id) == lineage]
+        return max(steps, default=1.0)
 
     def after_refusal(self, candidate: Candidate, predicate: str) -> Candidate | None:
         """A candidate refused because its kernel needs more shared memory than the device has, written again with

@@ -9,6 +9,7 @@ function enclosing the anchor (a function anchor names itself). Not a family: re
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
@@ -208,6 +209,28 @@ def kernel_param_for(kernel: cst.FunctionDef, call: cst.Call, arg: cst.Arg) -> s
         return None
     i = positional.index(arg)
     return params[i] if i < len(params) else None
+
+
+def bound_once(fn: cst.FunctionDef) -> dict[str, cst.BaseExpression]:
+    """Names a function binds exactly once in its body, with a plain `name = value`, by name: the value. A name
+    also bound any other way (another assignment, an augmented or annotated one, a loop or walrus target) is left
+    out; parameters are not looked at."""
+    counts: dict[str, int] = {}
+    values: dict[str, cst.BaseExpression] = {}
+    for node in nodes_under(fn.body, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)):
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        for target in targets:
+            for name in names_in(target):
+                counts[name] = counts.get(name, 0) + 1
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            values[node.targets[0].target.value] = node.value
+    return {n: v for n, v in values.items() if counts.get(n) == 1}
+
+
+def fresh_name(fn: cst.FunctionDef, names: Iterable[str]) -> str:
+    """The first of `names` (an endless sequence of candidates) that the function does not use."""
+    taken = names_in(fn)
+    return next(n for n in names if n not in taken)
 
 
 def imported_modules(module: Module) -> set[str]:

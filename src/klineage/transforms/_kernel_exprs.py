@@ -13,6 +13,10 @@ from klineage.transforms._anchored import Module, is_jit
 _LOOSE = (cst.BinaryOperation, cst.UnaryOperation, cst.BooleanOperation, cst.Comparison, cst.IfExp, cst.Lambda)
 INT_OPS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
 LOG2E = 1.4426950408889634
+EXP2 = {"tl.exp2": "tl.exp", "tl.math.exp2": "tl.math.exp"}  # base-2 exponentials and their natural-base twins
+LOOP_RANGES = ("range", "tl.range")  # loops over a range a transform may read the bounds of
+# Names in a kernel expression that are never one of the kernel's values: modules, literals' helpers, constants.
+NOT_VALUES = frozenset({"tl", "triton", "None", "True", "False", "float", "int"})
 
 
 def kernel_nodes(module: Module, node_type: type) -> list:

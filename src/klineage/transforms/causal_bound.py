@@ -12,10 +12,9 @@ import libcst as cst
 
 from klineage.transform import dotted, node_code, register
 from klineage.transforms._anchored import AnchoredTransform, Module, constexpr_params, is_jit, nodes_under
-from klineage.transforms._kernel_exprs import call_with
+from klineage.transforms._kernel_exprs import LOOP_RANGES, call_with
 
 MINIMUM = ("tl.minimum", "min")
-RANGES = ("range", "tl.range")
 _ROW, _COL = "[:,None]", "[None,:]"
 
 
@@ -85,7 +84,7 @@ def _causal_loops(module: Module, fn: cst.FunctionDef) -> list[_Loop]:
     found = []
     for loop in [n for n in module.positions if isinstance(n, cst.For) and module.enclosing(n) is fn]:
         call = loop.iter
-        if not (isinstance(call, cst.Call) and dotted(call.func) in RANGES and isinstance(loop.target, cst.Name)):
+        if not (isinstance(call, cst.Call) and dotted(call.func) in LOOP_RANGES and isinstance(loop.target, cst.Name)):
             continue
         positional = [a for a in call.args if a.keyword is None]
         if any(a.star for a in call.args) or not 1 <= len(positional) <= 3:

@@ -15,10 +15,17 @@ from dataclasses import dataclass
 import libcst as cst
 
 from klineage.transform import Site, Transform, dotted, node_code, register
-from klineage.transforms._anchored import Module, constexpr_params, launches, names_in, nodes_under
-from klineage.transforms._kernel_exprs import LOG2E, is_log2e_value, log2e_names, parenthesized
+from klineage.transforms._anchored import Module, bound_once, constexpr_params, launches, names_in, nodes_under
+from klineage.transforms._kernel_exprs import (
+    EXP2,
+    LOG2E,
+    NOT_VALUES,
+    is_log2e_value,
+    log2e_names,
+    parenthesized,
+    plain_call,
+)
 
-EXP2 = {"tl.exp2": "tl.exp", "tl.math.exp2": "tl.math.exp"}
 EXP = {v: k for k, v in EXP2.items()}
 # Logarithms in the kernel would read statistics in whichever units the exponentials use: no site where any is.
 LOGS = ("tl.log", "tl.log2", "tl.math.log", "tl.math.log2", "tl.log1p", "tl.math.log1p")
@@ -56,25 +63,6 @@ def _calls(fns: list[cst.FunctionDef], names: dict | tuple) -> list[cst.Call]:
     return [c for fn in fns for c in nodes_under(fn.body, cst.Call) if dotted(c.func) in names]
 
 
-def _one_arg(call: cst.Call) -> bool:
-    return len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star
-
-
-def _assigned_once(fn: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
-    """The value of the one plain `name = value` in a host function, if the name is bound nowhere else there."""
-    values, others = [], 0
-    for node in nodes_under(fn.body, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)):
-        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
-            if node.targets[0].target.value == name:
-                values.append(node.value)
-        elif isinstance(node, cst.Assign):
-            others += any(name in names_in(t.target) for t in node.targets)
-        else:
-            others += name in names_in(node.target)
-    params = {p.name.value for p in fn.params.params}
-    return values[0] if len(values) == 1 and not others and name not in params else None
-
-
 def _hosts(module: Module, kernel: cst.FunctionDef, param: str) -> list[cst.BaseExpression] | None:
     """The host expressions bound to `param` at every launch of `kernel`; None where a launch does not bind it by
     a plain argument (a star argument, a default)."""
@@ -93,8 +81,9 @@ def _hosts(module: Module, kernel: cst.FunctionDef, param: str) -> list[cst.Base
             if arg is None:
                 return None
             value = arg.value
-            if isinstance(value, cst.Name):
-                value = _assigned_once(fn, value.value) or value
+            if isinstance(value, cst.Name) and value.value not in {p.name.value for p in fn.params.params}:
+                # a name the launching function assigns once: its value is the expression to rescale
+                value = bound_once(fn).get(value.value, value)
             if all(value is not seen for seen in found):
                 found.append(value)
     return found or None
@@ -176,10 +165,6 @@ def _reaches_addresses(fns: list[cst.FunctionDef], reached: set[tuple[str, str]]
     return False
 
 
-# Names that are never values of the kernel's data (modules, constants, builtins used in `float("-inf")`).
-NOT_VALUES = frozenset({"tl", "triton", "None", "True", "False", "float", "int"})
-
-
 def _mixes_units(fns: list[cst.FunctionDef], reached: set[tuple[str, str]]) -> bool:
     """A sum or difference of a value the scale reaches and a value it does not (`x * scale + bias`): after the
     fold only one side would be in log2 units."""
@@ -220,7 +205,7 @@ def _plans(source: str, plain: bool) -> tuple[Module | None, list[_Plan]]:
         if _calls(region, LOGS):
             continue
         present, absent = (EXP, EXP2) if plain else (EXP2, EXP)
-        exps = [c for c in _calls(region, present) if _one_arg(c)]
+        exps = [c for c in _calls(region, present) if plain_call(c, present, 1)]
         if not exps or _calls(region, absent):
             continue
         constexpr = constexpr_params(kernel)

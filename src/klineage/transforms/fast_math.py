@@ -6,9 +6,16 @@ import libcst as cst
 
 from klineage.transform import dotted, node_code, register
 from klineage.transforms._anchored import AnchoredTransform, Module
-from klineage.transforms._kernel_exprs import LOG2E, call_with, is_log2e_value, kernel_nodes, log2e_names, strip_parens
+from klineage.transforms._kernel_exprs import (
+    EXP2,
+    LOG2E,
+    call_with,
+    is_log2e_value,
+    kernel_nodes,
+    log2e_names,
+    strip_parens,
+)
 
-EXP2 = {"tl.exp2": "tl.exp", "tl.math.exp2": "tl.math.exp"}
 RSQRT = ("tl.rsqrt", "tl.math.rsqrt", "libdevice.rsqrt", "rsqrt")
 # Where a call is an operand, `1.0 / sqrt(x)` needs parentheses to keep the same grouping.
 _OPERAND_OF = (cst.BinaryOperation, cst.UnaryOperation, cst.Attribute, cst.Subscript)

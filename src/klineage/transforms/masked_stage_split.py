@@ -13,24 +13,22 @@ BLOCK that satisfies every mask (a mask under `if FLAG:` only when FLAG holds), 
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import libcst as cst
 
 from klineage.transform import Site, Transform, dotted, node_code, register
-from klineage.transforms._anchored import Module, bound_in, constexpr_params, nodes_under
-from klineage.transforms._kernel_exprs import strip_parens
+from klineage.transforms._anchored import Module, bound_in, bound_once, constexpr_params, fresh_name, nodes_under
+from klineage.transforms._kernel_exprs import LOOP_RANGES, NOT_VALUES, strip_parens
 
-RANGES = ("range", "tl.range")
 MEMORY = ("tl.load", "tl.store")
-# Names that are never a mask's value: modules, literals' helpers.
-NOT_VALUES = frozenset({"tl", "triton", "None", "True", "False", "float", "int"})
 
 
 def _range_parts(loop: cst.For) -> tuple[cst.Call, list[cst.Arg]] | None:
     """The loop's `range(lo, hi, step, ...)` call and its three positional arguments; None for any other loop."""
     it = loop.iter
-    if not isinstance(it, cst.Call) or dotted(it.func) not in RANGES or not isinstance(loop.target, cst.Name):
+    if not isinstance(it, cst.Call) or dotted(it.func) not in LOOP_RANGES or not isinstance(loop.target, cst.Name):
         return None
     positional = [a for a in it.args if a.keyword is None and not a.star]
     if len(positional) != 3 or any(a.star for a in it.args) or positional != list(it.args[:3]):
@@ -118,20 +116,6 @@ def _offsets(node: cst.BaseExpression, aranges: dict[str, str]) -> tuple[str, st
     return None
 
 
-def _bound_once(fn: cst.FunctionDef) -> dict[str, cst.BaseExpression]:
-    """Names the kernel binds exactly once with a plain `name = value` (and nowhere else)."""
-    counts: dict[str, int] = {}
-    values: dict[str, cst.BaseExpression] = {}
-    for node in nodes_under(fn.body, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For)):
-        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-        for target in targets:
-            for name in nodes_under(target, cst.Name):
-                counts[name.value] = counts.get(name.value, 0) + 1
-        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
-            values[node.targets[0].target.value] = node.value
-    return {n: v for n, v in values.items() if counts.get(n) == 1}
-
-
 def _index(node: cst.BaseExpression) -> cst.BaseExpression:
     """`x[None, :]` or `x[:, None]` (a broadcast of a vector) as `x`; anything else as it is."""
     if isinstance(node, cst.Subscript) and not node.lpar:
@@ -155,7 +139,7 @@ class _Masks:
     def __init__(self, fn: cst.FunctionDef, loop: cst.For, step: str):
         self.var = loop.target.value
         self.step = step
-        once = _bound_once(fn)
+        once = bound_once(fn)
         self.aranges = {n: w for n, v in once.items() if (w := _arange_of(v, {})) is not None}
         self.rows = {n: o for n, v in once.items() if (o := _offsets(v, self.aranges)) is not None}
         self.cols: set[str] = set()
@@ -435,7 +419,7 @@ class MaskedStageSplit(Transform):
         mid = _split_point(masks)
         if mid is None:
             raise ValueError(f"{self.id}: no split point for this loop")
-        name = _fresh("mid", fn)
+        name = fresh_name(fn, itertools.chain(["mid"], (f"mid{k}" for k in itertools.count(2))))
         block = module.parents[loop]
         free = _with_bounds(loop, None, cst.Name(name)).with_changes(body=loop.body.visit(_Unmask(masks)))
         masked = _with_bounds(loop, cst.Name(name), None).with_changes(leading_lines=())
@@ -455,12 +439,3 @@ def _module(source: str) -> Module | None:
 
 def _header(loop: cst.For) -> str:
     return f"for {node_code(loop.target)} in {node_code(loop.iter)}:"
-
-
-def _fresh(base: str, fn: cst.FunctionDef) -> str:
-    used = {n.value for n in nodes_under(fn, cst.Name)}
-    name, k = base, 1
-    while name in used:
-        k += 1
-        name = f"{base}{k}"
-    return name

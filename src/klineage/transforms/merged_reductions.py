@@ -18,12 +18,22 @@ with the lower index when tie_break_left). For inputs without NaN the two give t
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import libcst as cst
 
 from klineage.transform import Site, Transform, dotted, node_code, register, with_kwargs, without_kwargs
-from klineage.transforms._anchored import Module, blocks, bound_in, calls, is_jit, names_in, statement_code
+from klineage.transforms._anchored import (
+    Module,
+    blocks,
+    bound_in,
+    calls,
+    fresh_name,
+    is_jit,
+    names_in,
+    statement_code,
+)
 
 # Parameters in Triton 3.6's order: a positional argument binds to the name at its position.
 MAX_PARAMS = ("input", "axis", "return_indices", "return_indices_tie_break_left", "keep_dims")
@@ -172,11 +182,7 @@ def _partner(block: cst.IndentedBlock, j: int) -> int | None:
 
 
 def _fresh(fn: cst.FunctionDef, base: str) -> str:
-    taken = names_in(fn)
-    name, n = f"{base}_at", 1
-    while name in taken:
-        name, n = f"{base}_at_{n}", n + 1
-    return name
+    return fresh_name(fn, itertools.chain([f"{base}_at"], (f"{base}_at_{n}" for n in itertools.count(1))))
 
 
 def _pair_tuple(v: str, i: str) -> cst.Tuple:
