@@ -15,7 +15,15 @@ from dataclasses import dataclass
 import libcst as cst
 
 from klineage.transform import Site, Transform, dotted, node_code, register
-from klineage.transforms._anchored import Module, bound_once, constexpr_params, launches, names_in, nodes_under
+from klineage.transforms._anchored import (
+    Module,
+    bound_once,
+    constexpr_params,
+    kernel_param_for,
+    launches,
+    names_in,
+    nodes_under,
+)
 from klineage.transforms._kernel_exprs import (
     EXP2,
     LOG2E,
@@ -66,18 +74,14 @@ def _calls(fns: list[cst.FunctionDef], names: dict | tuple) -> list[cst.Call]:
 def _hosts(module: Module, kernel: cst.FunctionDef, param: str) -> list[cst.BaseExpression] | None:
     """The host expressions bound to `param` at every launch of `kernel`; None where a launch does not bind it by
     a plain argument (a star argument, a default)."""
-    names = [p.name.value for p in kernel.params.params]
     found: list[cst.BaseExpression] = []
     for fn in module.host_functions():
         for call in launches(fn):
             if call.func.value.value != kernel.name.value:
                 continue
-            positional = [a for a in call.args if a.keyword is None]
             if any(a.star for a in call.args):
                 return None
-            arg = next((a for a in call.args if a.keyword is not None and a.keyword.value == param), None)
-            if arg is None and names.index(param) < len(positional):
-                arg = positional[names.index(param)]
+            arg = next((a for a in call.args if kernel_param_for(kernel, call, a) == param), None)
             if arg is None:
                 return None
             value = arg.value
