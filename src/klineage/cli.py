@@ -637,6 +637,63 @@ def skills_export(out, library_dir, fmt) -> None:
     console.print(f"{len(written)} SKILL.md folders written to {out}")
 
 
+@main.group()
+def effects() -> None:
+    """Carry GPU-measured step effects between data directories (walk on a laptop, time once on a GPU box)."""
+
+
+def _home(home: Path | None) -> Path:
+    return home or Settings.from_env().data_dir
+
+
+_home_option = click.option("--home", type=click.Path(path_type=Path), default=None,
+                            help="Data directory (default: $KLINEAGE_HOME).")  # fmt: skip
+
+
+@effects.command("export")
+@click.argument("out", type=click.Path(path_type=Path))
+@_home_option
+def effects_export(out, home) -> None:
+    """Write every GPU-timed step of the data directory's lineages to OUT (hashes and effects, no source)."""
+    from klineage.config import write_whole
+    from klineage.effects import export_effects
+
+    export = export_effects(_home(home))
+    if not export["lineages"]:
+        raise UserError(f"no GPU-timed step in {_home(home) / 'lineages'}: nothing to export")
+    write_whole(out, json.dumps(export, indent=1))
+    steps = sum(len(r["steps"]) for r in export["lineages"])
+    console.print(f"{steps} timed steps of {len(export['lineages'])} lineages written to {out}")
+
+
+@effects.command("import")
+@click.argument("file", type=click.Path(path_type=Path))
+@_home_option
+@click.option("--json", "as_json", is_flag=True)
+def effects_import(file, home, as_json) -> None:
+    """Give the data directory's untimed steps the effects FILE measured for the very same programs."""
+    from dataclasses import asdict
+
+    from klineage.effects import import_effects, read_export
+
+    export = read_export(file)
+    root = _home(home)
+    if not any((root / "lineages").glob("*/lineage.json")):
+        raise UserError(f"no lineages in {root / 'lineages'}: walk the experts first (`klineage mine`)")
+    results = import_effects(root, export, Path(file).name)
+    if as_json:
+        click.echo(json.dumps([asdict(r) for r in results], indent=2))
+        return
+    table = Table(title=f"effects from {file} (exported {export.get('exported', '?')})", title_justify="left")
+    for column in ("lineage", "imported", "timed here already", "still untimed (steps)", "probes taken"):
+        table.add_column(column, overflow="fold")
+    for r in results:
+        untimed = ", ".join(map(str, r.unmatched)) or "none"
+        table.add_row(r.lineage, str(r.matched), str(r.kept), f"{untimed}{f' ({r.why})' if r.why else ''}",
+                      str(r.probes))  # fmt: skip
+    console.print(table)
+
+
 @main.command("mcp")
 @click.option("--library", "library_dir", type=click.Path(path_type=Path), default=None,
               help="Skill library directory (default: $KLINEAGE_HOME/library).")  # fmt: skip

@@ -1,0 +1,162 @@
+"""Measured effects carried from one data directory to another: a walk made on a machine without a GPU takes the
+effects, and the GPU's condition probes, that a GPU measured for the very same steps elsewhere.
+
+A step is matched by its transform and the content hashes of its parent and child programs, so an effect is only
+ever carried to the programs it was measured on; a step the exporting walk did not make (another commit's
+transforms, another expert version) stays untimed and says so. An export holds no program source: lineage ids,
+hashes, effects (times, spreads, the device and versions that took them) and probe verdicts.
+
+Why: timing a library's steps took 9 of a 26-minute H200 pipeline in run 26 (six experts, 50 steps), and the
+walks themselves are deterministic on a CPU. A team walks once per commit wherever it likes and times once per
+device; a CI machine or a laptop then has the GPU's evidence for ranking without a GPU."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from klineage.config import write_whole
+from klineage.library import Library
+from klineage.mine import Lineage, LineageStore, Step, timed_on
+from klineage.probe import probes_path, read_probes
+from klineage.skills import skills_from_lineage
+from klineage.workload import UserError
+
+FORMAT = "klineage-effects/1"
+
+
+@dataclass(frozen=True)
+class Imported:
+    """What one local lineage took from an export: steps given an effect, steps already timed on that device,
+    steps with no measured match (they still need a GPU), and probes taken."""
+
+    lineage: str
+    matched: int
+    kept: int
+    unmatched: tuple[int, ...]
+    probes: int
+    why: str = ""  # set where the lineage took nothing: no record of it, or no finished walk
+
+
+def _lineages(data_dir: Path) -> list[tuple[LineageStore, Lineage]]:
+    root = data_dir / "lineages"
+    found = []
+    for meta in sorted(root.glob("*/meta.json")) if root.is_dir() else []:
+        store = LineageStore(meta.parent)
+        lineage = store.lineage()
+        if lineage is not None:
+            found.append((store, lineage))
+    return found
+
+
+def _key(step: Step | dict) -> tuple[str, str, str]:
+    get = step.get if isinstance(step, dict) else lambda k: getattr(step, k)
+    return get("transform"), get("parent"), get("child")
+
+
+def export_effects(data_dir: Path) -> dict:
+    """Every accepted step a GPU timed, per lineage, with the lineage's GPU probes (the files beside it other than
+    the walk device's own)."""
+    lineages = []
+    for store, lineage in _lineages(data_dir):
+        steps = [{"index": s.index, "transform": s.transform, "parent": s.parent, "child": s.child,
+                  "effect": {k: v for k, v in s.effect.items() if k != "earlier"}}
+                 for s in lineage.accepted if s.effect.get("measured") and s.effect.get("device")]  # fmt: skip
+        probes = {}
+        for path in sorted(store.root.glob("probes-*.json")):
+            found = read_probes(path)
+            if found:
+                probes[path.stem.removeprefix("probes-")] = {str(k): v for k, v in found.items()}
+        if steps or probes:
+            lineages.append({"id": lineage.id, "workload_hash": lineage.workload_hash,
+                             "expert_hash": lineage.expert_hash, "walk_device": lineage.device, "steps": steps,
+                             "probes": probes})  # fmt: skip
+    return {"format": FORMAT, "exported": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "lineages": lineages}  # fmt: skip
+
+
+def read_export(path: Path) -> dict:
+    """An export file, or a UserError saying what is wrong with it."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise UserError(f"no effects file at {path}") from None
+    except (OSError, ValueError) as e:
+        raise UserError(f"{path} is not an effects export: {e}") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("lineages"), list):
+        raise UserError(f"{path} is not an effects export (format {FORMAT!r} expected)")
+    return data
+
+
+def import_effects(data_dir: Path, export: dict, source: str = "") -> list[Imported]:
+    """Give each local lineage's untimed accepted steps the effects `export` measured for the same programs, take
+    its GPU probes for those steps where none are kept here, and save the lineage's skills again (into
+    `data_dir/library`). A step already timed on the export's device keeps its own effect."""
+    records = {(r["id"], r["expert_hash"], r["workload_hash"]): r for r in export["lineages"]}
+    out = []
+    for store, lineage in _lineages(data_dir):
+        record = records.get((lineage.id, lineage.expert_hash, lineage.workload_hash))
+        if record is None:
+            out.append(Imported(lineage.id, 0, 0, tuple(s.index for s in lineage.accepted), 0,
+                                "no record of this lineage (another expert or workload version)"))  # fmt: skip
+            continue
+        measured = {_key(s): s for s in record["steps"]}
+        steps, matched, kept, unmatched, index_of = list(lineage.steps), 0, 0, [], {}
+        for i, step in enumerate(lineage.steps):
+            if not step.accepted:
+                continue
+            theirs = measured.get(_key(step))
+            if theirs is None:
+                unmatched.append(step.index)
+                continue
+            index_of[theirs["index"]] = step.index
+            if timed_on(step, theirs["effect"]["device"]):
+                kept += 1
+                continue
+            earlier = {k: v for k, v in step.effect.items() if k != "earlier"}
+            effect = {**theirs["effect"], "static_delta": step.effect.get("static_delta", {}), "earlier": earlier,
+                      "imported": {"from": source, "exported": export.get("exported", "")}}  # fmt: skip
+            steps[i] = replace(step, effect=effect)
+            matched += 1
+        lineage = replace(lineage, steps=steps)
+        if matched:
+            store.rewrite_steps(steps)
+            store.write_lineage(lineage)
+        taken = _take_probes(store, lineage, record.get("probes", {}), index_of)
+        if matched or taken:
+            _save_skills(data_dir, store, lineage)
+        out.append(Imported(lineage.id, matched, kept, tuple(unmatched), taken))
+    return out
+
+
+def _take_probes(store: LineageStore, lineage: Lineage, probes: dict, index_of: dict[int, int]) -> int:
+    """The export's probes on each device, for matched steps only, where this lineage has none kept."""
+    taken = 0
+    for device, by_index in probes.items():
+        path = probes_path(store.root, lineage, device)
+        if path.name == "probes.json":
+            continue  # the walk device's own probes were made here
+        mine = read_probes(path)
+        for theirs, results in by_index.items():
+            local = index_of.get(int(theirs))
+            if local is not None and local not in mine:
+                mine[local] = results
+                taken += 1
+        if taken:
+            write_whole(path, json.dumps({str(k): v for k, v in sorted(mine.items())}, indent=1))
+    return taken
+
+
+def _save_skills(data_dir: Path, store: LineageStore, lineage: Lineage) -> None:
+    """The lineage's skills written again from its records, with the probes kept beside it (a GPU's over the walk
+    device's, as `probe.stored_probes` reads them) and the expert's features the earlier skills recorded."""
+    probes = {}
+    for path in [store.root / "probes.json", *sorted(store.root.glob("probes-*.json"))]:
+        probes.update(read_probes(path))
+    with Library(data_dir / "library") as library:
+        earlier = [s.provenance.get("features") for s in library.list() if s.provenance.get("lineage") == lineage.id]
+        context = next((f for f in earlier if f), None)
+        for skill in skills_from_lineage(lineage, probes or None, context):
+            library.save(skill)
