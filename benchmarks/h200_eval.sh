@@ -4,8 +4,10 @@
 # call brings back what has finished so far.
 #
 #   bash benchmarks/h200_eval.sh start MINUTES BUDGET POLL_S   # copy the tree to $RUN, launch the pipeline, poll
-#   bash benchmarks/h200_eval.sh poll POLL_S                   # wait up to POLL_S (or until done), pack into $OUT
+#   bash benchmarks/h200_eval.sh poll POLL_S                   # wait up to POLL_S (at most 540), pack into $OUT
 #   bash benchmarks/h200_eval.sh walks DIR [JOBS]              # here, without a GPU: the experts' walks for PRIOR=DIR
+#   EFFECTS=FILE bash benchmarks/h200_eval.sh walks DIR         # the same, then FILE's effects (`klineage effects
+#                                                              # export`) imported: PRIOR=DIR MINE= needs no GPU mining
 #
 # The pipeline, all of it stopped at MINUTES after the start (what finished is kept):
 #   A. each expert in $MINE mined and probed on cuda in its own process and data directory (matmul, RMSNorm, SwiGLU
@@ -93,7 +95,11 @@ walks() {  # walks DIR [JOBS]: the six experts walked and probed on this machine
         read -r gpu pair <<<"$(expert_pair "$name")"
         (python3 benchmarks/mine_all.py --device cpu --home "$dir/home-$name" --json "$dir/mine-$name.json" \
             --pair "$pair" >"$dir/mine-$name.log" 2>&1
-            echo "$(date -u +%H:%M:%S) walked $name: rc $?" | tee -a "$dir/stages.txt") &
+            echo "$(date -u +%H:%M:%S) walked $name: rc $?" | tee -a "$dir/stages.txt"
+            if [ -n "${EFFECTS:-}" ]; then  # a GPU's effects for the same steps: the bench needs no mining stage
+                python3 -m klineage effects import "$EFFECTS" --home "$dir/home-$name" >>"$dir/mine-$name.log" 2>&1
+                echo "$(date -u +%H:%M:%S) effects from $EFFECTS into $name: rc $?" | tee -a "$dir/stages.txt"
+            fi) &
     done
     wait
 }
@@ -320,13 +326,21 @@ status_line() {
 }
 
 poll() {
-    local end=$(($(date +%s) + $1))
+    # the wait is capped so that the last status line, the packing and the call's own start fit in the device
+    # tool's 600 s: `poll 590` (session 21) slept past its end in 20 s steps, packed, and the call was cut at 600 s
+    # with nothing brought back
+    local wait_s=$1 cap="${POLL_CAP_S:-540}"
+    if [ "$wait_s" -gt "$cap" ]; then
+        echo "poll: waiting ${cap} s, not ${wait_s} (POLL_CAP_S; packing and the call's start need the rest of 600 s)"
+        wait_s=$cap
+    fi
+    local end=$(($(date +%s) + wait_s))
     if [ ! -f "$R/stages.txt" ]; then
         echo "no pipeline on this machine: it was given back, and its results with it"
         exit 3
     fi
     while [ "$(date +%s)" -lt "$end" ] && [ ! -f "$R/DONE" ]; do
-        sleep 20
+        sleep "$(left_s "$end" | awk '{print ($1 < 20 ? $1 : 20)}')"
         status_line
     done
     pack
