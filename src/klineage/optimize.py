@@ -431,6 +431,8 @@ def evidence_line(evidence: dict, timed: bool) -> str:
     skills = f"{e['skills']} optimization skill{'' if e['skills'] == 1 else 's'}"
     here = f", {e['measured_here']} on this one ({e['device']})" if timed else ""
     line = f"Library: {skills}, {e['measured']} with an effect timed on a GPU{here}."
+    if e.get("imported"):
+        line += f" {e['imported']} of those effects were imported from another data directory (`klineage effects`)."
     if timed and e["skills"] and not e["measured"]:
         line += (" None was timed, so no skill expects a speedup and the order is the families' cost, as the blind "
                  "catalog's is. Time the library on this GPU: `klineage mine WORKLOAD EXPERT --walk-device cpu "

@@ -742,8 +742,10 @@ class SkillProposer(Proposer):
         a library walked on the CPU and never timed ended level with blind on six instances)."""
         here = device_name(self.device)
         timed = [s.timed_devices() for s in self.skills]
+        # effects another data directory measured (`klineage effects import`): a report says they were carried
+        imported = sum(any(s.effect[d].get("imported") for d in devices) for s, devices in zip(self.skills, timed))
         return {"skills": len(self.skills), "measured": sum(map(bool, timed)), "device": here,
-                "measured_here": sum(here in devices for devices in timed)}  # fmt: skip
+                "measured_here": sum(here in devices for devices in timed), "imported": imported}  # fmt: skip
 
     def expected(self, skill: Skill) -> float:
         """The skill's measured speedup on this device (any device if none here), discounted by how unlike the

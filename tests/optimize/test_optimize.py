@@ -1111,6 +1111,15 @@ def test_the_report_says_when_a_gpu_run_had_no_timed_skill_to_order_by(settings)
     assert evidence_line(here, timed=True) == ("Library: 3 optimization skills, 2 with an effect timed on a GPU, 2 on "
                                                "this one (NVIDIA H200).")  # fmt: skip
     assert evidence_line(here, timed=False) == "Library: 3 optimization skills, 2 with an effect timed on a GPU."
+    # effects carried from another data directory (`klineage effects import`) are counted and said
+    from dataclasses import replace
+
+    (device, effect), = timed[0].effect.items()
+    carried = replace(timed[0], effect={device: {**effect, "imported": {"from": "h200.json", "exported": "today"}}})
+    evidence = SkillProposer(wl, settings, "cpu", [*untimed, carried]).evidence()
+    assert evidence["imported"] == 1
+    assert "1 of those effects were imported" in evidence_line(evidence, timed=True)
+    assert "imported" not in evidence_line(here, timed=True)
 
 
 @pytest.mark.parametrize("instance, first, plain", [
