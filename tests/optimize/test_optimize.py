@@ -93,7 +93,7 @@ def test_skills_are_kept_on_cpu_without_inventing_a_time(settings, sandbox):
     text = report(trajectory)
     assert "No GPU: no time was taken" in text and " ms" not in text
     assert trajectory.as_dict()["evidence"] == {"skills": 2, "measured": 0, "measured_here": 0,
-                                                "device": trajectory.device}  # fmt: skip
+                                                "device": trajectory.device, "imported": 0}  # fmt: skip
     phases = trajectory.as_dict()["phases"]  # no final pair without a GPU; the start's check took real time
     assert phases["start_check_s"] > 0 and phases["final_s"] == 0 and sum(phases.values()) < trajectory.seconds
     assert f"Seconds: the start's check {phases['start_check_s']:.0f} s, {len(trajectory.attempts)} attempt" in text
