@@ -334,13 +334,14 @@ poll() {
         echo "poll: waiting ${cap} s, not ${wait_s} (POLL_CAP_S; packing and the call's start need the rest of 600 s)"
         wait_s=$cap
     fi
-    local end=$(($(date +%s) + wait_s))
+    local end=$(($(date +%s) + wait_s)) left
     if [ ! -f "$R/stages.txt" ]; then
         echo "no pipeline on this machine: it was given back, and its results with it"
         exit 3
     fi
     while [ "$(date +%s)" -lt "$end" ] && [ ! -f "$R/DONE" ]; do
-        sleep "$(left_s "$end" | awk '{print ($1 < 20 ? $1 : 20)}')"
+        left=$(left_s "$end")
+        sleep $((left < 20 ? left : 20))
         status_line
     done
     pack

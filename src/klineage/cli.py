@@ -678,9 +678,9 @@ def effects_import(file, home, as_json) -> None:
 
     export = read_export(file)
     root = _home(home)
-    if not any((root / "lineages").glob("*/lineage.json")):
-        raise UserError(f"no lineages in {root / 'lineages'}: walk the experts first (`klineage mine`)")
     results = import_effects(root, export, Path(file).name)
+    if not results:
+        raise UserError(f"no lineages in {root / 'lineages'}: walk the experts first (`klineage mine`)")
     if as_json:
         click.echo(json.dumps([asdict(r) for r in results], indent=2))
         return

@@ -17,10 +17,10 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from klineage.config import write_whole
+from klineage.config import Settings, device_kind, write_whole
 from klineage.library import Library
-from klineage.mine import Lineage, LineageStore, Step, timed_on
-from klineage.probe import probes_path, read_probes
+from klineage.mine import Lineage, LineageStore, timed_on
+from klineage.probe import probes_path, read_probes, stored_probes
 from klineage.skills import skills_from_lineage
 from klineage.workload import UserError
 
@@ -49,11 +49,6 @@ def _lineages(data_dir: Path) -> list[tuple[LineageStore, Lineage]]:
         if lineage is not None:
             found.append((store, lineage))
     return found
-
-
-def _key(step: Step | dict) -> tuple[str, str, str]:
-    get = step.get if isinstance(step, dict) else lambda k: getattr(step, k)
-    return get("transform"), get("parent"), get("child")
 
 
 def export_effects(data_dir: Path) -> dict:
@@ -102,12 +97,12 @@ def import_effects(data_dir: Path, export: dict, source: str = "") -> list[Impor
             out.append(Imported(lineage.id, 0, 0, tuple(s.index for s in lineage.accepted), 0,
                                 "no record of this lineage (another expert or workload version)"))  # fmt: skip
             continue
-        measured = {_key(s): s for s in record["steps"]}
+        measured = {(s["transform"], s["parent"], s["child"]): s for s in record["steps"]}
         steps, matched, kept, unmatched, index_of = list(lineage.steps), 0, 0, [], {}
         for i, step in enumerate(lineage.steps):
             if not step.accepted:
                 continue
-            theirs = measured.get(_key(step))
+            theirs = measured.get((step.transform, step.parent, step.child))
             if theirs is None:
                 unmatched.append(step.index)
                 continue
@@ -126,7 +121,7 @@ def import_effects(data_dir: Path, export: dict, source: str = "") -> list[Impor
             store.write_lineage(lineage)
         taken = _take_probes(store, lineage, record.get("probes", {}), index_of)
         if matched or taken:
-            _save_skills(data_dir, store, lineage)
+            _save_skills(data_dir, lineage, {s["effect"]["device"] for s in record["steps"]})
         out.append(Imported(lineage.id, matched, kept, tuple(unmatched), taken))
     return out
 
@@ -139,22 +134,21 @@ def _take_probes(store: LineageStore, lineage: Lineage, probes: dict, index_of: 
         if path.name == "probes.json":
             continue  # the walk device's own probes were made here
         mine = read_probes(path)
-        for theirs, results in by_index.items():
-            local = index_of.get(int(theirs))
-            if local is not None and local not in mine:
-                mine[local] = results
-                taken += 1
-        if taken:
-            write_whole(path, json.dumps({str(k): v for k, v in sorted(mine.items())}, indent=1))
+        local = {index_of[int(k)]: v for k, v in by_index.items() if int(k) in index_of}
+        new = {i: v for i, v in local.items() if i not in mine}
+        if new:
+            write_whole(path, json.dumps({str(k): v for k, v in sorted({**mine, **new}.items())}, indent=1))
+            taken += len(new)
     return taken
 
 
-def _save_skills(data_dir: Path, store: LineageStore, lineage: Lineage) -> None:
-    """The lineage's skills written again from its records, with the probes kept beside it (a GPU's over the walk
-    device's, as `probe.stored_probes` reads them) and the expert's features the earlier skills recorded."""
+def _save_skills(data_dir: Path, lineage: Lineage, devices: set[str]) -> None:
+    """The lineage's skills written again from its records, with the probes kept beside it (the GPU's that timed
+    the export over the walk device's: `probe.stored_probes`) and the expert's features the earlier skills recorded."""
+    settings = Settings(data_dir=data_dir)
     probes = {}
-    for path in [store.root / "probes.json", *sorted(store.root.glob("probes-*.json"))]:
-        probes.update(read_probes(path))
+    for device in sorted(devices):
+        probes.update(stored_probes(lineage, settings, device_kind(device)))
     with Library(data_dir / "library") as library:
         earlier = [s.provenance.get("features") for s in library.list() if s.provenance.get("lineage") == lineage.id]
         context = next((f for f in earlier if f), None)
