@@ -44,6 +44,24 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+_CONFIG = None  # the session's config: under xdist the controller gets the reports and writes them
+
+
+def pytest_configure(config):
+    global _CONFIG
+    _CONFIG = config
+
+
+def pytest_runtest_logreport(report):
+    """A GPU test's failure is written out when it happens, not only in the summary at the session's end: a device
+    call cut by its time limit loses that summary (session 22 lost why a contiguity probe test failed that way)."""
+    if not (report.failed and "gpu" in report.keywords and _CONFIG is not None):
+        return
+    terminal = _CONFIG.pluginmanager.get_plugin("terminalreporter")
+    if terminal is not None:
+        terminal.write_line(f"\n--- {report.nodeid} failed in {report.when}:\n{report.longreprtext}\n---")
+
+
 @pytest.fixture(scope="session")
 def gpu_home(tmp_path_factory):
     """GPU tests share one data directory so the device's ceilings are measured once per session."""
