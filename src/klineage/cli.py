@@ -658,9 +658,10 @@ def effects_export(out, home) -> None:
     from klineage.config import write_whole
     from klineage.effects import export_effects
 
-    export = export_effects(_home(home))
+    root = _home(home)
+    export = export_effects(root)
     if not export["lineages"]:
-        raise UserError(f"no GPU-timed step in {_home(home) / 'lineages'}: nothing to export")
+        raise UserError(f"no GPU-timed step in {root / 'lineages'}: nothing to export")
     write_whole(out, json.dumps(export, indent=1))
     steps = sum(len(r["steps"]) for r in export["lineages"])
     console.print(f"{steps} timed steps of {len(export['lineages'])} lineages written to {out}")
@@ -678,7 +679,7 @@ def effects_import(file, home, as_json) -> None:
 
     export = read_export(file)
     root = _home(home)
-    results = import_effects(root, export, Path(file).name)
+    results = import_effects(root, export, file.name)
     if not results:
         raise UserError(f"no lineages in {root / 'lineages'}: walk the experts first (`klineage mine`)")
     if as_json:

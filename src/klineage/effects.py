@@ -17,10 +17,10 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from klineage.config import Settings, device_kind, write_whole
+from klineage.config import Settings, device_kind
 from klineage.library import Library
 from klineage.mine import Lineage, LineageStore, timed_on
-from klineage.probe import probes_path, read_probes, stored_probes
+from klineage.probe import probes_path, read_probes, stored_probes, write_probes
 from klineage.skills import skills_from_lineage
 from klineage.workload import UserError
 
@@ -137,7 +137,7 @@ def _take_probes(store: LineageStore, lineage: Lineage, probes: dict, index_of: 
         local = {index_of[int(k)]: v for k, v in by_index.items() if int(k) in index_of}
         new = {i: v for i, v in local.items() if i not in mine}
         if new:
-            write_whole(path, json.dumps({str(k): v for k, v in sorted({**mine, **new}.items())}, indent=1))
+            write_probes(path, {**mine, **new})
             taken += len(new)
     return taken
 

@@ -477,7 +477,8 @@ def read_probes(path: Path) -> dict[int, list[dict]]:
         return {}
 
 
-def _write_probes(path: Path, probes: dict[int, list[dict]]) -> None:
+def write_probes(path: Path, probes: dict[int, list[dict]]) -> None:
+    """A probes file by step index, written whole (a kill never leaves half of one)."""
     import json
 
     write_whole(path, json.dumps({str(k): v for k, v in sorted(probes.items())}, indent=2))
@@ -543,7 +544,7 @@ def probe_lineage(lineage: Lineage, workload: Workload, settings: Settings, devi
                   for name, c in answered.items()}  # fmt: skip
         with lock:
             done[step.index] = [probed.get(name) or reused[name] for name in conditions]
-            _write_probes(path, done)
+            write_probes(path, done)
 
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:

@@ -266,12 +266,12 @@ def test_probes_on_another_kind_of_device_are_kept_apart(tmp_path):
 
 
 def test_a_probes_file_is_written_whole_and_a_cut_one_reads_as_unprobed(tmp_path):
-    from klineage.probe import _write_probes, read_probes
+    from klineage.probe import read_probes, write_probes
 
     path = tmp_path / "probes.json"
     assert read_probes(path) == {}
     probes = {10: [{"predicate": "idempotent_launch", "status": "counterexample"}], 2: []}
-    _write_probes(path, probes)
+    write_probes(path, probes)
     assert read_probes(path) == probes and list(tmp_path.iterdir()) == [path]
     assert list(json.loads(path.read_text())) == ["2", "10"]  # in step order, keys as the file always had them
     path.write_text('{"2": [], "10": [{"predicate": "idem')  # what a kill in the middle of a plain write left
