@@ -42,8 +42,10 @@ def time_variants(programs: dict[str, str], command: str) -> dict[str, float]:
     timings = time_calls(calls, 25.0, 400.0, 30)
     print()
     print(f"command: {command}")
-    print(f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}, Triton {triton.__version__}, "
-          f"Python {platform.python_version()}; {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC")
+    print(
+        f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}, Triton {triton.__version__}, "
+        f"Python {platform.python_version()}; {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC"
+    )
     print(f"case: {case}")
     print(f"| program | median ms | spread | x {names[0]} |")
     print("| --- | --- | --- | --- |")

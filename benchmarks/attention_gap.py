@@ -30,8 +30,11 @@ def start() -> str:
 
 
 def dot_acc(source: str) -> str:
-    return edit(source, "acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)",
-                 "acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])")  # fmt: skip
+    return edit(
+        source,
+        "acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)",
+        "acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])",
+    )
 
 
 def exp2(source: str) -> str:
@@ -57,21 +60,22 @@ def split(source: str) -> str:
     head = f"    for start_n in range(0, {HI}, BLOCK_N):\n"
     tail = "    out = acc"
     i, j = source.index(head), source.index(tail)
-    body = source[i + len(head):j]
+    body = source[i + len(head) : j]
     free = body
     for old, new in (
         ("        col_ok = offs_n < seq_len\n", ""),
         (", mask=col_ok[None, :], other=0.0)", ")"),
         (", mask=col_ok[:, None], other=0.0)", ")"),
         (MASK, ""),
-    ):  # fmt: skip
+    ):
         free = edit(free, old, new)
     loops = (
         "    mid = pid_m * BLOCK_M if CAUSAL else (seq_len // BLOCK_N) * BLOCK_N\n"
-        "    for start_n in range(0, mid, BLOCK_N):\n" + free
+        "    for start_n in range(0, mid, BLOCK_N):\n"
+        + free
         + f"    for start_n in range(mid, {HI}, BLOCK_N):\n"
         + body
-    )  # fmt: skip
+    )
     return source[:i] + loops + source[j:]
 
 

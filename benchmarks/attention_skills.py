@@ -22,8 +22,9 @@ from attention_bench import naive_as_klineage_leaves_it, time_variants
 from klineage.transform import load_families
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_LINEAGE = next(iter(sorted((ROOT / ".state/run26prior/home-attention/lineages").glob("attention-expert-*"))),
-                       None)  # fmt: skip
+DEFAULT_LINEAGE = next(
+    iter(sorted((ROOT / ".state/run26prior/home-attention/lineages").glob("attention-expert-*"))), None
+)
 
 
 def run25_final() -> str:
@@ -59,8 +60,12 @@ def main() -> int:
         return 1
     lineage = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_LINEAGE
     base = run25_final()
-    programs = {"naive, run 25's final": base, f"naive + {FOLD}": applied(base, FOLD),
-                f"naive + {SPLIT}": applied(base, SPLIT), "naive + both": applied(applied(base, FOLD), SPLIT)}
+    programs = {
+        "naive, run 25's final": base,
+        f"naive + {FOLD}": applied(base, FOLD),
+        f"naive + {SPLIT}": applied(base, SPLIT),
+        "naive + both": applied(applied(base, FOLD), SPLIT),
+    }
     if lineage is not None and (lineage / "steps.jsonl").is_file():
         programs.update(walk_steps(lineage))
     ms = time_variants(programs, "PYTHONPATH=/tmp/site:src:. python3 benchmarks/attention_skills.py")

@@ -77,8 +77,13 @@ def time_interleaved(fns: dict, rounds: int, every: dict | None = None, warmup: 
 
 def summary(ms: list[float]) -> dict:
     med = quantile(ms, 0.5)
-    return {"median": med, "p20": quantile(ms, 0.2), "p80": quantile(ms, 0.8), "n": len(ms),
-            "spread": (quantile(ms, 0.8) - quantile(ms, 0.2)) / (2 * med)}  # fmt: skip
+    return {
+        "median": med,
+        "p20": quantile(ms, 0.2),
+        "p80": quantile(ms, 0.8),
+        "n": len(ms),
+        "spread": (quantile(ms, 0.8) - quantile(ms, 0.2)) / (2 * med),
+    }
 
 
 def reference64(q, k, v, causal: bool, heads: int = 2) -> torch.Tensor:
@@ -116,8 +121,10 @@ def main() -> None:
     flops = workload.flops(case)
 
     print(f"command: `python3 {' '.join(sys.argv)}`")
-    print(f"device: {torch.cuda.get_device_name(0)}; torch {torch.__version__}, Triton {triton.__version__}, "
-          f"Python {platform.python_version()}")  # fmt: skip
+    print(
+        f"device: {torch.cuda.get_device_name(0)}; torch {torch.__version__}, Triton {triton.__version__}, "
+        f"Python {platform.python_version()}"
+    )
     print(f"date: {datetime.datetime.now(datetime.UTC).strftime('%Y-%m-%d %H:%M UTC')}")
     print(f"case {args.case}: {case}, {flops / 1e12:.3f} TFLOP (causal counts half)\n")
 
@@ -158,8 +165,10 @@ def main() -> None:
         if args.sweep:
             kernel = expert._attn_fwd
             tuned = kernel.configs
-            extra = [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=st, pre_hook=expert._kv_box)
-                     for bm, bn, w, st in EXTRA_CONFIGS]  # fmt: skip
+            extra = [
+                triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=st, pre_hook=expert._kv_box)
+                for bm, bn, w, st in EXTRA_CONFIGS
+            ]
             for config in [*tuned, *extra]:
                 name = f"BM={config.kwargs['BLOCK_M']} BN={config.kwargs['BLOCK_N']} w={config.num_warps} "
                 name += f"s={config.num_stages}"
@@ -180,13 +189,17 @@ def main() -> None:
 
     stats = {name: summary(ms) for name, ms in times.items()}
     base = stats["sdpa"]["median"]
-    print(f"\nmedian device ms over {args.rounds} interleaved rounds (L2 flushed before each call, launch overhead "
-          "hidden behind a GPU sleep), spread = (p80 - p20) / 2 / median\n")  # fmt: skip
+    print(
+        f"\nmedian device ms over {args.rounds} interleaved rounds (L2 flushed before each call, launch overhead "
+        "hidden behind a GPU sleep), spread = (p80 - p20) / 2 / median\n"
+    )
     print("| program | median ms | p20-p80 ms | spread | n | TFLOP/s | x SDPA time |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, st in stats.items():
-        print(f"| {name} | {st['median']:.3f} | {st['p20']:.3f}-{st['p80']:.3f} | {st['spread']:.1%} | {st['n']} | "
-              f"{flops / st['median'] / 1e9:.0f} | {st['median'] / base:.3f} |")  # fmt: skip
+        print(
+            f"| {name} | {st['median']:.3f} | {st['p20']:.3f}-{st['p80']:.3f} | {st['spread']:.1%} | {st['n']} | "
+            f"{flops / st['median'] / 1e9:.0f} | {st['median'] / base:.3f} |"
+        )
     ratio = stats["expert"]["median"] / base
     print(f"\nexpert / sdpa = {ratio:.3f} (target <= 1.25): {'met' if ratio <= 1.25 else 'NOT met'}")
     if sweep:
@@ -195,8 +208,10 @@ def main() -> None:
         print("\n| config (launched directly) | median ms | spread | TFLOP/s | x SDPA time |")
         print("| --- | --- | --- | --- | --- |")
         for name, st in sweep_stats.items():
-            print(f"| {name} | {st['median']:.3f} | {st['spread']:.1%} | {flops / st['median'] / 1e9:.0f} | "
-                  f"{st['median'] / sbase:.3f} |")  # fmt: skip
+            print(
+                f"| {name} | {st['median']:.3f} | {st['spread']:.1%} | {flops / st['median'] / 1e9:.0f} | "
+                f"{st['median'] / sbase:.3f} |"
+            )
 
 
 if __name__ == "__main__":

@@ -22,9 +22,22 @@ def costs(results: list[dict]) -> dict[str, dict]:
     out: dict[str, dict] = {}
     for result in results:
         for key, t in result["trajectories"].items():
-            m = out.setdefault(key.rsplit("/", 1)[1], {"runs": 0, "seconds": 0.0, "attempts": [], "reused": 0,
-                                                         "check": [], "wait": [], "held": [], "job": [],
-                                                         "setup": [], "first": [], "phases": []})  # fmt: skip
+            m = out.setdefault(
+                key.rsplit("/", 1)[1],
+                {
+                    "runs": 0,
+                    "seconds": 0.0,
+                    "attempts": [],
+                    "reused": 0,
+                    "check": [],
+                    "wait": [],
+                    "held": [],
+                    "job": [],
+                    "setup": [],
+                    "first": [],
+                    "phases": [],
+                },
+            )
             m["runs"] += 1
             m["seconds"] += t.get("seconds") or 0.0
             if t.get("phases"):  # reports from before 2026-12-01's session 13 have none
@@ -39,8 +52,13 @@ def costs(results: list[dict]) -> dict[str, dict]:
                 m["reused"] += bool(a["effect"].get("reused"))
                 if a["effect"].get("reused"):
                     continue
-                for name, key in (("wait", "gpu_wait_s"), ("held", "gpu_held_s"), ("job", "job_s"),
-                                  ("setup", "setup_s"), ("first", "first_calls_s")):  # fmt: skip
+                for name, key in (
+                    ("wait", "gpu_wait_s"),
+                    ("held", "gpu_held_s"),
+                    ("job", "job_s"),
+                    ("setup", "setup_s"),
+                    ("first", "first_calls_s"),
+                ):
                     if key in a["effect"]:
                         m[name].append(a["effect"][key])
     return out
@@ -60,9 +78,11 @@ def main() -> None:
     if not paths:
         raise SystemExit(__doc__)
     results = [json.loads(p.read_text()) for p in paths]
-    print("| method | runs | run seconds (total) | attempts with seconds | s per attempt, median | p80 | "
-          "reused effects | gates s, median | timing job s, median | its setup s | first calls s | "
-          "GPU wait s, median | GPU held s, median | GPU held s, total |")
+    print(
+        "| method | runs | run seconds (total) | attempts with seconds | s per attempt, median | p80 | "
+        "reused effects | gates s, median | timing job s, median | its setup s | first calls s | "
+        "GPU wait s, median | GPU held s, median | GPU held s, total |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 
     def median(values: list[float]) -> str:  # reports from before a figure was recorded: n/a
@@ -71,30 +91,39 @@ def main() -> None:
     for method, m in costs(results).items():
         a = m["attempts"]
         p80 = f"{_quantile(a, 0.8):.1f}" if a else "n/a"
-        print(f"| {method} | {m['runs']} | {m['seconds']:.0f} | {len(a)} | {median(a)} | {p80} | {m['reused']} | "
-              f"{median(m['check'])} | {median(m['job'])} | {median(m['setup'])} | {median(m['first'])} | "
-              f"{median(m['wait'])} | {median(m['held'])} | {sum(m['held']):.0f} |")
+        print(
+            f"| {method} | {m['runs']} | {m['seconds']:.0f} | {len(a)} | {median(a)} | {p80} | {m['reused']} | "
+            f"{median(m['check'])} | {median(m['job'])} | {median(m['setup'])} | {median(m['first'])} | "
+            f"{median(m['wait'])} | {median(m['held'])} | {sum(m['held']):.0f} |"
+        )
     phased = {method: m["phases"] for method, m in costs(results).items() if m["phases"]}
     if phased:
         print()
-        print("| method | runs | attempts s, median | start check s, median | final pair and profile s, median | "
-              "rest s, median | rest s, total |")
+        print(
+            "| method | runs | attempts s, median | start check s, median | final pair and profile s, median | "
+            "rest s, median | rest s, total |"
+        )
         print("| --- | --- | --- | --- | --- | --- | --- |")
         for method, runs in phased.items():
             column = {k: [r[k] for r in runs] for k in ("attempts_s", "start_check_s", "final_s", "rest_s")}
-            print(f"| {method} | {len(runs)} | {median(column['attempts_s'])} | {median(column['start_check_s'])} | "
-                  f"{median(column['final_s'])} | {median(column['rest_s'])} | {sum(column['rest_s']):.0f} |")
+            print(
+                f"| {method} | {len(runs)} | {median(column['attempts_s'])} | {median(column['start_check_s'])} | "
+                f"{median(column['final_s'])} | {median(column['rest_s'])} | {sum(column['rest_s']):.0f} |"
+            )
     outside = [c for r in results for c in r.get("costs", {}).values()]  # reports from before costs: none
     if outside:
         print()
         print("| per instance, outside the runs | instances | seconds, median | p80 | total |")
         print("| --- | --- | --- | --- | --- |")
-        for key, what in (("references_s", "references job (eager, torch.compile, start, expert, finals)"),
-                          ("escapes_s", "escape re-checks of the finals")):
+        for key, what in (
+            ("references_s", "references job (eager, torch.compile, start, expert, finals)"),
+            ("escapes_s", "escape re-checks of the finals"),
+        ):
             values = [c[key] for c in outside if key in c]
             if values:
-                print(f"| {what} | {len(values)} | {median(values)} | {_quantile(values, 0.8):.1f} | "
-                      f"{sum(values):.0f} |")
+                print(
+                    f"| {what} | {len(values)} | {median(values)} | {_quantile(values, 0.8):.1f} | {sum(values):.0f} |"
+                )
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ def rows(home: Path) -> list[str]:
     for steps_file in sorted(home.glob("lineages/*/steps.jsonl")):
         lineage = steps_file.parent.name
         finished = (steps_file.parent / "lineage.json").is_file() and json.loads(
-            (steps_file.parent / "lineage.json").read_text()).get("finished")  # fmt: skip
+            (steps_file.parent / "lineage.json").read_text()
+        ).get("finished")
         for line in steps_file.read_text().splitlines():
             try:
                 step = json.loads(line)
@@ -31,12 +32,15 @@ def rows(home: Path) -> list[str]:
                 out.append(f"| {lineage} | {step['index']} | {where} | rejected: {bad.get('code', '?')} | | | | |")
                 continue
             if not e.get("measured"):
-                out.append(f"| {lineage} | {step['index']} | {where} | accepted | not timed: {e.get('why', '')} "
-                           "| | | |")  # fmt: skip
+                out.append(
+                    f"| {lineage} | {step['index']} | {where} | accepted | not timed: {e.get('why', '')} | | | |"
+                )
                 continue
-            out.append(f"| {lineage}{'' if finished else ' (unfinished)'} | {step['index']} | {where} | accepted | "
-                       f"{e['parent_ms']:.4f} ms ±{e['parent_spread']:.1%} | {e['child_ms']:.4f} ms "
-                       f"±{e['child_spread']:.1%} | x{e['speedup']:.3f} | {'yes' if e.get('significant') else 'no'} |")
+            out.append(
+                f"| {lineage}{'' if finished else ' (unfinished)'} | {step['index']} | {where} | accepted | "
+                f"{e['parent_ms']:.4f} ms ±{e['parent_spread']:.1%} | {e['child_ms']:.4f} ms "
+                f"±{e['child_spread']:.1%} | x{e['speedup']:.3f} | {'yes' if e.get('significant') else 'no'} |"
+            )
     return out
 
 
@@ -44,8 +48,10 @@ def main() -> None:
     homes = [Path(p) for p in sys.argv[1:]]
     if not homes:
         raise SystemExit(__doc__)
-    print("| lineage | step | optimization @ function | verdict | with it (expert side) | without it | speedup | "
-          "beyond noise |")
+    print(
+        "| lineage | step | optimization @ function | verdict | with it (expert side) | without it | speedup | "
+        "beyond noise |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for home in homes:
         for row in rows(home):

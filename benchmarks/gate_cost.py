@@ -93,15 +93,19 @@ def main() -> None:
         "versions": versions(),
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
     }
-    print(f"command: `{stamp['command']}`  \ndevice: {stamp['device']}  \nversions: {stamp['versions']}  \n"
-          f"date: {stamp['date']}\n")  # fmt: skip
+    print(
+        f"command: `{stamp['command']}`  \ndevice: {stamp['device']}  \nversions: {stamp['versions']}  \n"
+        f"date: {stamp['date']}\n"
+    )
     print("| device | worker | gate | median s/candidate | min | max | evaluations |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
         for gate, s in r["per_gate"].items():
             worker = "warm" if r["warm"] else "cold"
-            print(f"| {r['device']} | {worker} | {gate} | {s['median_s']:.2f} | {s['min_s']:.2f} | {s['max_s']:.2f} | "
-                  f"{s['n']} |")  # fmt: skip
+            print(
+                f"| {r['device']} | {worker} | {gate} | {s['median_s']:.2f} | {s['min_s']:.2f} | {s['max_s']:.2f} | "
+                f"{s['n']} |"
+            )
     for r in results:
         if r["warm"]:
             print(f"\nwarm worker start-up (first candidate, all gates, {r['device']}): {r['first_call_s']:.1f} s")

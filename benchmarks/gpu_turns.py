@@ -75,8 +75,7 @@ def simulate_arm(turns: str, shards: int, seconds: float) -> dict:
     path = str(Path(tempfile.mkdtemp()) / "gpu0.lock")
     out = multiprocessing.Queue()
     deadline = time.time() + seconds
-    procs = [multiprocessing.Process(target=_simulated_shard, args=(path, turns, deadline, out))
-             for _ in range(shards)]  # fmt: skip
+    procs = [multiprocessing.Process(target=_simulated_shard, args=(path, turns, deadline, out)) for _ in range(shards)]
     for p in procs:
         p.start()
     for p in procs:
@@ -103,14 +102,27 @@ def run_arm(turns: str, request, program, shards: int, seconds: float) -> dict:
                 began = time.perf_counter()
                 verdict = run_gate("correctness", request, sb)
                 checked = time.perf_counter()
-                result = sb.run(Job("klineage.gates:profile_pair_job", (request, program),
-                                    env={"KLINEAGE_DEVICE": "cuda"}, timeout_s=300))  # fmt: skip
+                result = sb.run(
+                    Job(
+                        "klineage.gates:profile_pair_job",
+                        (request, program),
+                        env={"KLINEAGE_DEVICE": "cuda"},
+                        timeout_s=300,
+                    )
+                )
                 if verdict.status != "pass" or not result.ok:
                     failures.append(f"{verdict.code} {verdict.reason[:100]} / {result.error[:100]}")
                     continue
                 if time.monotonic() < deadline:
-                    done.append((checked - began, time.perf_counter() - checked, result.value["gpu_wait_s"],
-                                 result.value["gpu_held_s"], time.perf_counter() - began))  # fmt: skip
+                    done.append(
+                        (
+                            checked - began,
+                            time.perf_counter() - checked,
+                            result.value["gpu_wait_s"],
+                            result.value["gpu_held_s"],
+                            time.perf_counter() - began,
+                        )
+                    )
 
     threads = [threading.Thread(target=shard) for _ in range(shards)]
     for t in threads:
@@ -140,14 +152,18 @@ def _arm(turns: str, done: list[tuple], failures: list[str]) -> dict:
 
 
 def _report(arms: list[dict], json_path: Path | None) -> None:
-    print("| turns | attempts done | attempt s, median | check s, median | timing job s, median | "
-          "timer wait s, median | p80 | held s, median |")
+    print(
+        "| turns | attempts done | attempt s, median | check s, median | timing job s, median | "
+        "timer wait s, median | p80 | held s, median |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    keys = ("attempt_median_s", "check_median_s", "timing_job_median_s", "wait_median_s", "wait_p80_s",
-            "held_median_s")  # fmt: skip
+    keys = ("attempt_median_s", "check_median_s", "timing_job_median_s", "wait_median_s", "wait_p80_s", "held_median_s")
     for a in arms:
-        print(f"| {a['turns']} | {a['attempts']} | " + " | ".join("n/a" if a[k] is None else f"{a[k]:.2f}"
-                                                                for k in keys) + " |")  # fmt: skip
+        print(
+            f"| {a['turns']} | {a['attempts']} | "
+            + " | ".join("n/a" if a[k] is None else f"{a[k]:.2f}" for k in keys)
+            + " |"
+        )
     for a in arms:
         for failure in a["failures"]:
             print(f"{a['turns']}: {failure}")
@@ -184,9 +200,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.simulate:
         print(f"command: `python benchmarks/{Path(__file__).name} {' '.join(sys.argv[1:])}`")
-        print(f"simulated on {os.cpu_count()} host cores, {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC: "
-              f"{args.shards} shards, each attempt a check of {TRIALS} x {TRIAL_S:g} s and a timing of {SETUP_S:g} s "
-              f"setup and {HOLD_S:g} s alone; {args.seconds:g} s per arm; no GPU")
+        print(
+            f"simulated on {os.cpu_count()} host cores, {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC: "
+            f"{args.shards} shards, each attempt a check of {TRIALS} x {TRIAL_S:g} s and a timing of {SETUP_S:g} s "
+            f"setup and {HOLD_S:g} s alone; {args.seconds:g} s per arm; no GPU"
+        )
         _report([simulate_arm(t, args.shards, args.seconds) for t in ("job", "yield")], args.json)
         return
     import torch
@@ -198,9 +216,11 @@ def main() -> None:
     shard_env()
     request, program = held_out_request(args.instance)
     print(f"command: `python benchmarks/{Path(__file__).name} {' '.join(sys.argv[1:])}`")
-    print(f"device: {torch.cuda.get_device_name()}, {os.cpu_count()} host cores; torch {torch.__version__}, "
-          f"triton {triton.__version__}; {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; "
-          f"{args.instance}, {args.shards} shards, {args.seconds:g} s per arm")
+    print(
+        f"device: {torch.cuda.get_device_name()}, {os.cpu_count()} host cores; torch {torch.__version__}, "
+        f"triton {triton.__version__}; {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; "
+        f"{args.instance}, {args.shards} shards, {args.seconds:g} s per arm"
+    )
     _report([run_arm(t, request, program, args.shards, args.seconds) for t in ("job", "yield")], args.json)
 
 

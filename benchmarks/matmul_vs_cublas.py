@@ -41,16 +41,24 @@ def load(name: str, path: Path | None = None):
 
 def git_commit() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              timeout=10).stdout.strip() or "unknown"  # fmt: skip
+        return (
+            subprocess.run(
+                ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10
+            ).stdout.strip()
+            or "unknown"
+        )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
 
 def driver_version() -> str:
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20).stdout.strip()  # fmt: skip
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        ).stdout.strip()
         return out.splitlines()[0] if out else "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
@@ -110,8 +118,14 @@ def interleaved(methods: dict, a, b, reps: int, warmup: int) -> dict[str, list[f
 def summarize(samples: list[float]) -> dict:
     q = statistics.quantiles(samples, n=10)  # deciles: q[1] is p20, q[7] is p80
     median = statistics.median(samples)
-    return {"median_ms": median, "p20_ms": q[1], "p80_ms": q[7], "spread": (q[7] - q[1]) / (2 * median),
-            "min_ms": min(samples), "reps": len(samples)}  # fmt: skip
+    return {
+        "median_ms": median,
+        "p20_ms": q[1],
+        "p80_ms": q[7],
+        "spread": (q[7] - q[1]) / (2 * median),
+        "min_ms": min(samples),
+        "reps": len(samples),
+    }
 
 
 def tuning_table(kernels: dict, flops: float) -> list[dict]:
@@ -119,8 +133,15 @@ def tuning_table(kernels: dict, flops: float) -> list[dict]:
     rows = []
     for label, kernel in kernels.items():
         for config, (p50, _p20, _p80) in getattr(kernel, "configs_timings", {}).items():
-            rows.append({"kernel": label, "config": str(config), "ms": p50, "tflops": flops / p50 / 1e9,
-                         "picked": config is kernel.best_config})  # fmt: skip
+            rows.append(
+                {
+                    "kernel": label,
+                    "config": str(config),
+                    "ms": p50,
+                    "tflops": flops / p50 / 1e9,
+                    "picked": config is kernel.best_config,
+                }
+            )
     return rows
 
 
@@ -130,8 +151,9 @@ def main() -> None:
     parser.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16"])
     parser.add_argument("--reps", type=int, default=60)
     parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--extra", type=Path, action="append", default=[],
-                        help="another program file (a ModelNew) to time alongside")  # fmt: skip
+    parser.add_argument(
+        "--extra", type=Path, action="append", default=[], help="another program file (a ModelNew) to time alongside"
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -152,21 +174,32 @@ def main() -> None:
     stamp = {
         "command": "python " + " ".join(sys.argv),
         "device": f"{torch.cuda.get_device_name(0)} (sm_{''.join(map(str, torch.cuda.get_device_capability(0)))}, "
-                  f"driver {driver_version()})",
-        "versions": {"torch": torch.__version__, "triton": triton.__version__, "cuda": torch.version.cuda,
-                     "python": platform.python_version(), "commit": git_commit()},
+        f"driver {driver_version()})",
+        "versions": {
+            "torch": torch.__version__,
+            "triton": triton.__version__,
+            "cuda": torch.version.cuda,
+            "python": platform.python_version(),
+            "commit": git_commit(),
+        },
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-    }  # fmt: skip
-    print(f"command: `{stamp['command']}`\ndevice: {stamp['device']}\nversions: {stamp['versions']}\n"
-          f"date: {stamp['date']}\n", flush=True)  # fmt: skip
+    }
+    print(
+        f"command: `{stamp['command']}`\ndevice: {stamp['device']}\nversions: {stamp['versions']}\n"
+        f"date: {stamp['date']}\n",
+        flush=True,
+    )
 
     with torch.no_grad():
         checks = check_shapes({n: f for n, f in methods.items() if n.startswith("expert")}, dtype)
         bad = [r for r in checks if not r["ok"]]
         worst = max(checks, key=lambda r: r["rel_error"])
         shapes = len({r["shape"] for r in checks})
-        print(f"expert on {shapes} extra shapes: {len(checks) - len(bad)}/{len(checks)} ok; worst {worst['method']} "
-              f"{worst['shape']} rel err {worst['rel_error']:.2e}", flush=True)  # fmt: skip
+        print(
+            f"expert on {shapes} extra shapes: {len(checks) - len(bad)}/{len(checks)} ok; worst {worst['method']} "
+            f"{worst['shape']} rel err {worst['rel_error']:.2e}",
+            flush=True,
+        )
         for r in bad:
             print(f"  FAILED {r['method']} {r['shape']}: rel err {r['rel_error']:.3e}")
 
@@ -178,12 +211,17 @@ def main() -> None:
         errors = {name: rel_error(fn(a, b), ref) for name, fn in methods.items()}  # also autotunes every program
         torch.cuda.synchronize()
         del ref
-        picked = {"pointer": str(expert.matmul_kernel.best_config),
-                  "tma": str(expert.matmul_tma_kernel.best_config)}  # fmt: skip
+        picked = {"pointer": str(expert.matmul_kernel.best_config), "tma": str(expert.matmul_tma_kernel.best_config)}
         print(f"autotune picked: {picked}", flush=True)
 
-        per_config = tuning_table({"tuned": tuned.matmul_kernel, "expert pointer": expert.matmul_kernel,
-                                   "expert tma": expert.matmul_tma_kernel}, 2.0 * S**3)  # fmt: skip
+        per_config = tuning_table(
+            {
+                "tuned": tuned.matmul_kernel,
+                "expert pointer": expert.matmul_kernel,
+                "expert tma": expert.matmul_tma_kernel,
+            },
+            2.0 * S**3,
+        )
         print("\n| kernel | config | autotuner's ms | TFLOP/s | picked |\n| --- | --- | --- | --- | --- |")
         for r in per_config:
             print(f"| {r['kernel']} | {r['config']} | {r['ms']:.3f} | {r['tflops']:.0f} | {r['picked']} |")
@@ -193,8 +231,9 @@ def main() -> None:
         db = {}
         for name, fn in methods.items():
             if name != "naive":
-                p50, p20, p80 = triton.testing.do_bench(lambda fn=fn: fn(a, b), warmup=100, rep=1000,
-                                                        quantiles=(0.5, 0.2, 0.8))  # fmt: skip
+                p50, p20, p80 = triton.testing.do_bench(
+                    lambda fn=fn: fn(a, b), warmup=100, rep=1000, quantiles=(0.5, 0.2, 0.8)
+                )
                 db[name] = {"median_ms": p50, "spread": (p80 - p20) / (2 * p50)}
 
     flops = 2.0 * S**3
@@ -207,19 +246,40 @@ def main() -> None:
     for name, s in stats.items():
         d = db.get(name)
         dcell = f"{d['median_ms']:.3f} (±{d['spread']:.1%})" if d else "-"
-        row = {"program": name, **s, "tflops": flops / s["median_ms"] / 1e9, "vs_mm": s["median_ms"] / mm,
-               "do_bench": d, "rel_error": errors[name]}  # fmt: skip
+        row = {
+            "program": name,
+            **s,
+            "tflops": flops / s["median_ms"] / 1e9,
+            "vs_mm": s["median_ms"] / mm,
+            "do_bench": d,
+            "rel_error": errors[name],
+        }
         rows.append(row)
-        print(f"| {name} | {s['median_ms']:.3f} (±{s['spread']:.1%}) | {row['tflops']:.0f} | {row['vs_mm']:.3f} | "
-              f"{dcell} | {errors[name]:.1e} |")  # fmt: skip
+        print(
+            f"| {name} | {s['median_ms']:.3f} (±{s['spread']:.1%}) | {row['tflops']:.0f} | {row['vs_mm']:.3f} | "
+            f"{dcell} | {errors[name]:.1e} |"
+        )
     verdicts = {name: stats[name]["median_ms"] <= 1.10 * mm for name in ("expert_pointer", "expert_tma", "expert_auto")}
     print(f"\nwithin 10% of torch.mm (median <= 1.10 x {mm:.3f} ms): {verdicts}")
     ok = not bad and all(errors[n] <= NORM_TOL[dtype] for n in methods)
     print(f"all outputs correct: {ok}")
     if args.json:
-        args.json.write_text(json.dumps({**stamp, "dtype": args.dtype, "size": S, "rows": rows, "checks": checks,
-                                         "autotune": picked, "configs": per_config, "within_10pct": verdicts,
-                                         "correct": ok}, indent=2))  # fmt: skip
+        args.json.write_text(
+            json.dumps(
+                {
+                    **stamp,
+                    "dtype": args.dtype,
+                    "size": S,
+                    "rows": rows,
+                    "checks": checks,
+                    "autotune": picked,
+                    "configs": per_config,
+                    "within_10pct": verdicts,
+                    "correct": ok,
+                },
+                indent=2,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -24,8 +24,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
-LIGER_MODULES = {"rmsnorm": "liger_kernel.ops.rms_norm", "cross_entropy": "liger_kernel.ops.cross_entropy",
-                 "swiglu": "liger_kernel.ops.swiglu"}  # fmt: skip
+LIGER_MODULES = {
+    "rmsnorm": "liger_kernel.ops.rms_norm",
+    "cross_entropy": "liger_kernel.ops.cross_entropy",
+    "swiglu": "liger_kernel.ops.swiglu",
+}
 
 
 def default_pairs(which: str) -> list[tuple[Path, Path, list[str]]]:
@@ -59,9 +62,18 @@ def parse_pair(text: str) -> tuple[Path, Path, list[str]]:
     return Path(parts[0]), Path(parts[1]), modules
 
 
-def mine_one(workload_path: Path, expert_path: Path, modules: list[str], settings, device: str, sandbox, library,
-             max_steps: int | None, retime: bool = False,
-             walk_device: str | None = None) -> tuple[dict, list]:  # fmt: skip
+def mine_one(
+    workload_path: Path,
+    expert_path: Path,
+    modules: list[str],
+    settings,
+    device: str,
+    sandbox,
+    library,
+    max_steps: int | None,
+    retime: bool = False,
+    walk_device: str | None = None,
+) -> tuple[dict, list]:
     """One lineage into `library` (klineage.library.mine_into: the walk on `walk_device`, default `device`, retime,
     skills, probes, skills again). (row, skills); a failure is a row with `error`."""
     from klineage.library import mine_into
@@ -80,15 +92,35 @@ def mine_one(workload_path: Path, expert_path: Path, modules: list[str], setting
             if text.startswith("probing"):
                 mined_at.append(time.perf_counter() - started)
 
-        lineage, _, skills = mine_into(library, workload, expert, settings, device, walk_device, retime=retime,
-                                       sandbox=sandbox, max_steps=max_steps, on_phase=on_phase)  # fmt: skip
+        lineage, _, skills = mine_into(
+            library,
+            workload,
+            expert,
+            settings,
+            device,
+            walk_device,
+            retime=retime,
+            sandbox=sandbox,
+            max_steps=max_steps,
+            on_phase=on_phase,
+        )
     except Exception as e:  # a report: one broken pair must not hide the others
         row.update(error=f"{type(e).__name__}: {str(e)[:300]}", wall_s=time.perf_counter() - started)
         return row, []
     mined_s = mined_at[0] if mined_at else time.perf_counter() - started
-    backed = [{"skill": s.id, "transform": s.transform["id"], "predicate": f["violated"], "breaks": f["breaks"],
-               "code": f["code"], "case": f["case"]}
-              for s in skills if s.kind == "optimization" for f in s.failures]  # fmt: skip
+    backed = [
+        {
+            "skill": s.id,
+            "transform": s.transform["id"],
+            "predicate": f["violated"],
+            "breaks": f["breaks"],
+            "code": f["code"],
+            "case": f["case"],
+        }
+        for s in skills
+        if s.kind == "optimization"
+        for f in s.failures
+    ]
     statuses: dict[str, int] = {}
     for s in skills:
         for c in s.conditions:
@@ -108,24 +140,36 @@ def mine_one(workload_path: Path, expert_path: Path, modules: list[str], setting
 
 
 def report(rows: list[dict], stamp: dict) -> str:
-    lines = [f"command: `{stamp['command']}`  ", f"device: {stamp['device']}  ", f"versions: {stamp['versions']}  ",
-             f"date: {stamp['date']}", "",
-             "| lineage | accepted | rejected | counterexample-backed conditions | guard skills | wall s |",
-             "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    lines = [
+        f"command: `{stamp['command']}`  ",
+        f"device: {stamp['device']}  ",
+        f"versions: {stamp['versions']}  ",
+        f"date: {stamp['date']}",
+        "",
+        "| lineage | accepted | rejected | counterexample-backed conditions | guard skills | wall s |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['lineage']} | error: {r['error']} | | | | {r['wall_s']:.0f} |")
             continue
         kind = {"optimized": "condition", "simple": "required"}
-        backed = ", ".join(f"{b['transform']}:{b['predicate']} ({kind[b['breaks']]}, {b['code']})"
-                           for b in r["backed"]) or "none"  # fmt: skip
-        lines.append(f"| {r['lineage']} | {r['accepted']} | {r['rejected']} | {backed} | {len(r['guards'])} | "
-                     f"{r['wall_s']:.0f} |")  # fmt: skip
+        backed = (
+            ", ".join(f"{b['transform']}:{b['predicate']} ({kind[b['breaks']]}, {b['code']})" for b in r["backed"])
+            or "none"
+        )
+        lines.append(
+            f"| {r['lineage']} | {r['accepted']} | {r['rejected']} | {backed} | {len(r['guards'])} | "
+            f"{r['wall_s']:.0f} |"
+        )
     ok = [r for r in rows if "error" not in r]
     skills_backed = {b["skill"] for r in ok for b in r["backed"]}
-    lines += ["", f"counterexample-backed conditions: {sum(len(r['backed']) for r in ok)} on {len(skills_backed)} "
-              f"skills; guard skills: {sum(len(r['guards']) for r in ok)}; lineages: {len(ok)} mined, "
-              f"{len(rows) - len(ok)} failed"]  # fmt: skip
+    lines += [
+        "",
+        f"counterexample-backed conditions: {sum(len(r['backed']) for r in ok)} on {len(skills_backed)} "
+        f"skills; guard skills: {sum(len(r['guards']) for r in ok)}; lineages: {len(ok)} mined, "
+        f"{len(rows) - len(ok)} failed",
+    ]
     predicates = sorted({b["predicate"] for r in ok for b in r["backed"]})
     lines.append(f"predicates with a counterexample: {', '.join(predicates) or 'none'}")
     return "\n".join(lines)
@@ -140,9 +184,13 @@ def main() -> None:
     parser.add_argument("--home", type=Path, help="data directory (default $KLINEAGE_HOME)")
     parser.add_argument("--max-steps", type=int, default=None)
     parser.add_argument("--retime", action="store_true", help="time the recorded steps' effects again (GPU)")
-    parser.add_argument("--walk-device", choices=["cpu", "cuda"], default=None,
-                        help="where the walk's gates ran (default --device): cpu with --device cuda takes the "
-                        "finished walks made without a GPU, times their steps and probes on the GPU")  # fmt: skip
+    parser.add_argument(
+        "--walk-device",
+        choices=["cpu", "cuda"],
+        default=None,
+        help="where the walk's gates ran (default --device): cpu with --device cuda takes the "
+        "finished walks made without a GPU, times their steps and probes on the GPU",
+    )
     parser.add_argument("--json", type=Path, help="also write the rows and the stamp as JSON")
     args = parser.parse_args()
 
@@ -164,8 +212,18 @@ def main() -> None:
     with Sandbox(warm=settings.warm) as sandbox, Library(args.library or settings.data_dir / "library") as library:
         for workload, expert, modules in pairs:
             print(f"mining {workload.parent.name}/{expert.stem} on {device} ...", file=sys.stderr, flush=True)
-            row, _ = mine_one(workload, expert, modules, settings, device, sandbox, library, args.max_steps,
-                              args.retime, args.walk_device)  # fmt: skip
+            row, _ = mine_one(
+                workload,
+                expert,
+                modules,
+                settings,
+                device,
+                sandbox,
+                library,
+                args.max_steps,
+                args.retime,
+                args.walk_device,
+            )
             rows.append(row)
             done = row.get("error") or f"{row['accepted']} accepted, {len(row['backed'])} backed conditions"
             print(f"  {done} ({row['wall_s']:.0f} s)", file=sys.stderr, flush=True)

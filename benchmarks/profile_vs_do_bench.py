@@ -35,8 +35,7 @@ def do_bench_ms(workload_path: Path, program_path: Path) -> tuple[float, float, 
     inputs = [x.cuda() for x in make_case_inputs(module, case, 0)]
     model = install(load_program(program_path)).ModelNew()
     with torch.no_grad(), gpu_turn(exclusive=True):  # alone on the GPU, as the gate's timing job is
-        p50, p20, p80 = triton.testing.do_bench(lambda: model(*inputs), warmup=100, rep=1000,
-                                                quantiles=(0.5, 0.2, 0.8))  # fmt: skip
+        p50, p20, p80 = triton.testing.do_bench(lambda: model(*inputs), warmup=100, rep=1000, quantiles=(0.5, 0.2, 0.8))
     return p50, p20, p80
 
 
@@ -63,26 +62,47 @@ def main() -> None:
             db_spread = (p80 - p20) / (2 * p50)
             allowed = max(gate["spread"], db_spread) + 0.02
             diff = abs(gate["median_ms"] - p50) / p50
-            rows.append({"program": f"{folder}/{name}", "gate_ms": gate["median_ms"], "gate_spread": gate["spread"],
-                         "do_bench_ms": p50, "do_bench_spread": db_spread, "rel_diff": diff,
-                         "agree": diff <= allowed, "tflops": gate.get("achieved_tflops"),
-                         "tbps": gate.get("achieved_tbps"),
-                         "roofline_fraction": gate.get("roofline_fraction"),
-                         "eager_ms": gate["eager_median_ms"]})  # fmt: skip
-    stamp = {"command": "python " + " ".join(sys.argv), "device": device_name("cuda"), "versions": versions(),
-             "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")}  # fmt: skip
-    print(f"command: `{stamp['command']}`  \ndevice: {stamp['device']}  \nversions: {stamp['versions']}  \n"
-          f"date: {stamp['date']}\n")  # fmt: skip
-    print("ceilings measured by the gate: " + ", ".join(
-        f"{k}={v / 1e12:.3g}T" for k, v in ceilings.items() if isinstance(v, float)))  # fmt: skip
-    print("\n| program (bench case) | profile gate ms (spread) | do_bench ms (spread) | diff | agree | TFLOP/s | "
-          "TB/s | roofline | eager ms |")  # fmt: skip
+            rows.append(
+                {
+                    "program": f"{folder}/{name}",
+                    "gate_ms": gate["median_ms"],
+                    "gate_spread": gate["spread"],
+                    "do_bench_ms": p50,
+                    "do_bench_spread": db_spread,
+                    "rel_diff": diff,
+                    "agree": diff <= allowed,
+                    "tflops": gate.get("achieved_tflops"),
+                    "tbps": gate.get("achieved_tbps"),
+                    "roofline_fraction": gate.get("roofline_fraction"),
+                    "eager_ms": gate["eager_median_ms"],
+                }
+            )
+    stamp = {
+        "command": "python " + " ".join(sys.argv),
+        "device": device_name("cuda"),
+        "versions": versions(),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+    print(
+        f"command: `{stamp['command']}`  \ndevice: {stamp['device']}  \nversions: {stamp['versions']}  \n"
+        f"date: {stamp['date']}\n"
+    )
+    print(
+        "ceilings measured by the gate: "
+        + ", ".join(f"{k}={v / 1e12:.3g}T" for k, v in ceilings.items() if isinstance(v, float))
+    )
+    print(
+        "\n| program (bench case) | profile gate ms (spread) | do_bench ms (spread) | diff | agree | TFLOP/s | "
+        "TB/s | roofline | eager ms |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     num = lambda v, fmt: format(v, fmt) if v is not None else "n/a"
     for r in rows:
-        print(f"| {r['program']} | {r['gate_ms']:.4f} (±{r['gate_spread']:.1%}) | {r['do_bench_ms']:.4f} "
-              f"(±{r['do_bench_spread']:.1%}) | {r['rel_diff']:.1%} | {r['agree']} | {num(r['tflops'], '.0f')} | "
-              f"{num(r['tbps'], '.2f')} | {num(r['roofline_fraction'], '.2f')} | {r['eager_ms']:.4f} |")  # fmt: skip
+        print(
+            f"| {r['program']} | {r['gate_ms']:.4f} (±{r['gate_spread']:.1%}) | {r['do_bench_ms']:.4f} "
+            f"(±{r['do_bench_spread']:.1%}) | {r['rel_diff']:.1%} | {r['agree']} | {num(r['tflops'], '.0f')} | "
+            f"{num(r['tbps'], '.2f')} | {num(r['roofline_fraction'], '.2f')} | {r['eager_ms']:.4f} |"
+        )
     if args.json:
         args.json.write_text(json.dumps({"stamp": stamp, "ceilings": ceilings, "rows": rows}, indent=2))
 

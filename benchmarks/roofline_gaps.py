@@ -41,15 +41,48 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 HELD = ROOT / "src" / "klineage" / "suites" / "heldout"
 OUT = Path(os.environ.get("OUT", "/tmp")) / "roofline_gaps"
-ATOMIC = [(512, 128, 4), (512, 512, 4), (1024, 1024, 4), (2048, 512, 4), (2048, 1024, 4), (4096, 1024, 4),
-          (8192, 1024, 4), (16384, 1024, 4), (8192, 2048, 8), (32768, 2048, 8), (16384, 2048, 8),
-          (32768, 1024, 4), (65536, 2048, 8), (65536, 4096, 16)]  # fmt: skip
+ATOMIC = [
+    (512, 128, 4),
+    (512, 512, 4),
+    (1024, 1024, 4),
+    (2048, 512, 4),
+    (2048, 1024, 4),
+    (4096, 1024, 4),
+    (8192, 1024, 4),
+    (16384, 1024, 4),
+    (8192, 2048, 8),
+    (32768, 2048, 8),
+    (16384, 2048, 8),
+    (32768, 1024, 4),
+    (65536, 2048, 8),
+    (65536, 4096, 16),
+]
 ROPE_ROWS = [(2, 2), (4, 2), (4, 4), (8, 4), (16, 4), (32, 4), (32, 8), (64, 8)]
 LOOPED = [(1024, 4), (2048, 4), (2048, 8), (4096, 4), (4096, 8), (8192, 8), (8192, 16)]
-SPLIT_STAGES = [(8192, 2048, 8, 1), (8192, 2048, 8, 2), (8192, 2048, 8, 3), (8192, 2048, 8, 4), (8192, 2048, 16, 1),
-                (16384, 4096, 16, 3), (8192, 4096, 16, 3)]  # fmt: skip
-UNSPLIT = [(2048, 8, 1), (2048, 8, 3), (2048, 8, 4), (2048, 16, 3), (4096, 8, 1), (4096, 8, 3), (4096, 16, 1),
-           (4096, 16, 2), (4096, 16, 3), (4096, 16, 4), (4096, 32, 3), (8192, 16, 2), (8192, 32, 3)]  # fmt: skip
+SPLIT_STAGES = [
+    (8192, 2048, 8, 1),
+    (8192, 2048, 8, 2),
+    (8192, 2048, 8, 3),
+    (8192, 2048, 8, 4),
+    (8192, 2048, 16, 1),
+    (16384, 4096, 16, 3),
+    (8192, 4096, 16, 3),
+]
+UNSPLIT = [
+    (2048, 8, 1),
+    (2048, 8, 3),
+    (2048, 8, 4),
+    (2048, 16, 3),
+    (4096, 8, 1),
+    (4096, 8, 3),
+    (4096, 16, 1),
+    (4096, 16, 2),
+    (4096, 16, 3),
+    (4096, 16, 4),
+    (4096, 32, 3),
+    (8192, 16, 2),
+    (8192, 32, 3),
+]
 KL_ANCHORED_SHAPES = [(1024, 4, 1), (1024, 4, 3), (2048, 4, 1), (2048, 8, 1), (2048, 8, 3), (4096, 8, 1), (4096, 16, 1)]
 KL_LEAN_SHAPES = [(256, 2, 1), (512, 2, 1), (512, 4, 1), (1024, 2, 1), (1024, 4, 1), (1024, 8, 1), (2048, 8, 1)]
 
@@ -291,6 +324,7 @@ def kl_rows_kernel(q_ptr, p_ptr, row_kl_ptr, n_cols, q_row_stride, p_row_stride,
     tl.store(row_kl_ptr + row, kl)
 """
 
+
 def _with_kernel(base: str, name: str, kernel: str) -> str:
     """`base` with the @triton.jit function `name` replaced by `kernel`'s text."""
     start = base.index(f"@triton.jit\ndef {name}(")
@@ -314,9 +348,11 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     which = args[0].split(",") if args else ["twins", "atomic", "rope"]
     print(f"command: `python benchmarks/{Path(__file__).name} {' '.join(sys.argv[1:])}`")
-    print(f"device: {torch.cuda.get_device_name() if timed else 'none (interpreter, correctness only)'}; "
-          f"torch {torch.__version__}, triton {triton.__version__}; "
-          f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC")  # fmt: skip
+    print(
+        f"device: {torch.cuda.get_device_name() if timed else 'none (interpreter, correctness only)'}; "
+        f"torch {torch.__version__}, triton {triton.__version__}; "
+        f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC"
+    )
     copy = 0.0
     if timed:
         src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
@@ -343,8 +379,10 @@ def main() -> None:
             got = model(*[t.clone() for t in inputs])
             pairs = zip(got, expected) if isinstance(got, tuple) else [(got, expected)]
             tol = getattr(workload, "TOLERANCES", {}).get(case["dtype"], {})
-            ok = all(torch.allclose(g.float(), e.float(), atol=tol.get("atol", 1e-2), rtol=tol.get("rtol", 1e-2))
-                     for g, e in pairs)  # fmt: skip
+            ok = all(
+                torch.allclose(g.float(), e.float(), atol=tol.get("atol", 1e-2), rtol=tol.get("rtol", 1e-2))
+                for g, e in pairs
+            )
             if not ok:
                 rows.append((name, label, "WRONG", 0.0, 0.0, 0.0))
                 return
@@ -381,13 +419,21 @@ def main() -> None:
 
         base = (HELD / "rope" / "naive.py").read_text()
         for warps in (4, 2):
-            run("rope", f"naive w{warps}", base.replace("BLOCK=triton.next_power_of_2(half),",
-                                                         f"BLOCK=triton.next_power_of_2(half), num_warps={warps},"))
+            run(
+                "rope",
+                f"naive w{warps}",
+                base.replace(
+                    "BLOCK=triton.next_power_of_2(half),", f"BLOCK=triton.next_power_of_2(half), num_warps={warps},"
+                ),
+            )
         (site,) = [s for s in RowsPerProgram().optimize_sites(base) if s.params.get("kernel")]
         twin = RowsPerProgram().optimize(base, site, {})
         for block_row, warps in ROPE_ROWS:
-            run("rope", f"rows R{block_row} w{warps}", twin.replace("BLOCK_ROW=16)", f"BLOCK_ROW={block_row}, "
-                                                                    f"num_warps={warps})"))  # fmt: skip
+            run(
+                "rope",
+                f"rows R{block_row} w{warps}",
+                twin.replace("BLOCK_ROW=16)", f"BLOCK_ROW={block_row}, num_warps={warps})"),
+            )
     if "argmax" in which:
         base = (HELD / "row_argmax" / "naive.py").read_text()
         twin = Path(twins._variants("row_argmax", OUT)["twin"]).read_text()
@@ -403,19 +449,28 @@ def main() -> None:
         run("row_argmax", "twin merged (merged_reductions)", merged)
         lanes = _with_kernel(base, "row_argmax_kernel", ARGMAX_LANES)
         for block, warps in LOOPED:
-            run("row_argmax", f"lanes B{block} w{warps}",
-                lanes.replace("BLOCK=128)", f"BLOCK={block}, num_warps={warps})"))
+            run(
+                "row_argmax",
+                f"lanes B{block} w{warps}",
+                lanes.replace("BLOCK=128)", f"BLOCK={block}, num_warps={warps})"),
+            )
     if "kl" in which:
         base = (HELD / "kl_div" / "naive.py").read_text()
         for one_pass in (False, True):
             text = _with_kernel(base, "kl_rows_kernel", KL_ONLINE.replace("ONE_PASS", str(one_pass)))
             for block, warps in LOOPED:
-                run("kl_div", f"{'one pass' if one_pass else 'online + sweep'} B{block} w{warps}",
-                    text.replace("p.stride(0), BLOCK=128)", f"p.stride(0), BLOCK={block}, num_warps={warps})"))
+                run(
+                    "kl_div",
+                    f"{'one pass' if one_pass else 'online + sweep'} B{block} w{warps}",
+                    text.replace("p.stride(0), BLOCK=128)", f"p.stride(0), BLOCK={block}, num_warps={warps})"),
+                )
         text = _with_kernel(base, "kl_rows_kernel", KL_TILE)
         for block, warps in LOOPED + [(512, 4), (1024, 2), (2048, 2)]:
-            run("kl_div", f"one pass, row max B{block} w{warps}",
-                text.replace("p.stride(0), BLOCK=128)", f"p.stride(0), BLOCK={block}, num_warps={warps})"))
+            run(
+                "kl_div",
+                f"one pass, row max B{block} w{warps}",
+                text.replace("p.stride(0), BLOCK=128)", f"p.stride(0), BLOCK={block}, num_warps={warps})"),
+            )
     if "ceilings" in which:
         # launch stages (Triton pipelines the loop's loads), the split undone, merged argmax at more warps,
         # exponentials anchored once (KL_ANCHORED, KL_LEAN)
@@ -425,21 +480,33 @@ def main() -> None:
         base = (HELD / "atomic_rowsum" / "naive.py").read_text()
         split = base.replace("CHUNK=CHUNK, BLOCK=BLOCK)", "CHUNK=CHUNK, BLOCK=BLOCK, num_warps=W, num_stages=S)")
         for chunk, block, warps, stages in SPLIT_STAGES:
-            run("atomic_rowsum", f"chunk{chunk} block{block} w{warps} s{stages}",
+            run(
+                "atomic_rowsum",
+                f"chunk{chunk} block{block} w{warps} s{stages}",
                 split.replace("CHUNK, BLOCK = 512, 128", f"CHUNK, BLOCK = {chunk}, {block}")
-                .replace("num_warps=W", f"num_warps={warps}").replace("num_stages=S", f"num_stages={stages}"))
+                .replace("num_warps=W", f"num_warps={warps}")
+                .replace("num_stages=S", f"num_stages={stages}"),
+            )
         rows_text = _with_kernel(base, "split_rowsum_kernel", ATOMIC_ROWS)
         rows_text = rows_text.replace("torch.zeros(n_rows", "torch.empty(n_rows").replace(
-            "grid = (n_rows, triton.cdiv(n_cols, CHUNK))", "grid = (n_rows,)")
+            "grid = (n_rows, triton.cdiv(n_cols, CHUNK))", "grid = (n_rows,)"
+        )
         for block, warps, stages in UNSPLIT:
-            run("atomic_rowsum", f"rows B{block} w{warps} s{stages}",
+            run(
+                "atomic_rowsum",
+                f"rows B{block} w{warps} s{stages}",
                 rows_text.replace("CHUNK, BLOCK = 512, 128", f"CHUNK, BLOCK = 512, {block}").replace(
-                    "CHUNK=CHUNK, BLOCK=BLOCK)", f"CHUNK=CHUNK, BLOCK=BLOCK, num_warps={warps}, num_stages={stages})"))
+                    "CHUNK=CHUNK, BLOCK=BLOCK)", f"CHUNK=CHUNK, BLOCK=BLOCK, num_warps={warps}, num_stages={stages})"
+                ),
+            )
         base = (HELD / "row_argmax" / "naive.py").read_text()
         lanes = _with_kernel(base, "row_argmax_kernel", ARGMAX_LANES)
         for block, warps, stages in [(1024, 4, 1), (1024, 4, 3), (2048, 8, 3), (512, 4, 3), (1024, 8, 3)]:
-            run("row_argmax", f"lanes B{block} w{warps} s{stages}",
-                lanes.replace("BLOCK=128)", f"BLOCK={block}, num_warps={warps}, num_stages={stages})"))
+            run(
+                "row_argmax",
+                f"lanes B{block} w{warps} s{stages}",
+                lanes.replace("BLOCK=128)", f"BLOCK={block}, num_warps={warps}, num_stages={stages})"),
+            )
         from klineage.transform import load_families
 
         load_families()
@@ -452,14 +519,22 @@ def main() -> None:
             run("row_argmax", f"twin merged w{warps}", re.sub(r"row_warps = .*", f"row_warps = {warps}", merged))
         base = (HELD / "kl_div" / "naive.py").read_text()
         text = _with_kernel(base, "kl_rows_kernel", KL_TILE)
-        run("kl_div", "one pass, row max B2048 w4",
-            text.replace("p.stride(0), BLOCK=128)", "p.stride(0), BLOCK=2048, num_warps=4)"))
+        run(
+            "kl_div",
+            "one pass, row max B2048 w4",
+            text.replace("p.stride(0), BLOCK=128)", "p.stride(0), BLOCK=2048, num_warps=4)"),
+        )
         for name, kernel, shapes in [("anchored", KL_ANCHORED, KL_ANCHORED_SHAPES), ("lean", KL_LEAN, KL_LEAN_SHAPES)]:
             text = _with_kernel(base, "kl_rows_kernel", kernel)
             for block, warps, stages in shapes:
-                run("kl_div", f"{name} B{block} w{warps} s{stages}",
-                    text.replace("p.stride(0), BLOCK=128)",
-                                 f"p.stride(0), BLOCK={block}, num_warps={warps}, num_stages={stages})"))
+                run(
+                    "kl_div",
+                    f"{name} B{block} w{warps} s{stages}",
+                    text.replace(
+                        "p.stride(0), BLOCK=128)",
+                        f"p.stride(0), BLOCK={block}, num_warps={warps}, num_stages={stages})",
+                    ),
+                )
     if "argmax_forms" in which:
         # the whole-row twin's reduction written three other ways: on the loaded bf16 values (no fp32 upcast: a
         # comparison is exact in either), as two plain reductions (the maximum, then the first column holding
@@ -471,17 +546,22 @@ def main() -> None:
 
         twin = Path(twins._variants("row_argmax", OUT)["twin"]).read_text()
         head, one_tile = twin.split("def row_argmax_kernel_one_tile", 1)
-        upcast = '.to(tl.float32)\n    tile_max'
-        plain = ("tile_max = tl.max(x, axis=0)\n"
-                 "    tile_index = start + tl.min(tl.where(x == tile_max, cols, n_cols), axis=0)")
-        argmax_line = ("tile_max = tl.max(x, axis=0)\n"
-                       "    tile_index = start + tl.argmax(x, axis=0, tie_break_left=True)")
+        upcast = ".to(tl.float32)\n    tile_max"
+        plain = (
+            "tile_max = tl.max(x, axis=0)\n"
+            "    tile_index = start + tl.min(tl.where(x == tile_max, cols, n_cols), axis=0)"
+        )
+        argmax_line = "tile_max = tl.max(x, axis=0)\n    tile_index = start + tl.argmax(x, axis=0, tie_break_left=True)"
         assert upcast in one_tile and argmax_line in one_tile
-        forms = {"fp32 merged": None, "bf16": one_tile.replace(upcast, "\n    tile_max"),
-                 "fp32 two plain": one_tile.replace(argmax_line, plain)}
+        forms = {
+            "fp32 merged": None,
+            "bf16": one_tile.replace(upcast, "\n    tile_max"),
+            "fp32 two plain": one_tile.replace(argmax_line, plain),
+        }
         forms["bf16 two plain"] = forms["bf16"].replace(argmax_line, plain)
-        forms["packed key, one int32 max"] = ARGMAX_PACKED.split("def row_argmax_kernel_one_tile", 1)[1] + \
-            "\n\n" + one_tile.split("\n\n\n", 1)[1]
+        forms["packed key, one int32 max"] = (
+            ARGMAX_PACKED.split("def row_argmax_kernel_one_tile", 1)[1] + "\n\n" + one_tile.split("\n\n\n", 1)[1]
+        )
         for label, kernel in forms.items():
             text = twin if kernel is None else head + "def row_argmax_kernel_one_tile" + kernel
             if kernel is None or label == "bf16":

@@ -56,12 +56,15 @@ def profile(instance: str, out: Path) -> None:
     jobs = [("correctness_job", request)] * 2 + [("profile_pair_job", (request, program))] * 2
     with Sandbox(warm=True) as sb:
         for i, payload in enumerate(jobs):
-            result = sb.run(Job(f"{Path(__file__).stem}:profiled_job", payload, env={"KLINEAGE_DEVICE": "cuda"},
-                                timeout_s=300))  # fmt: skip
+            result = sb.run(
+                Job(f"{Path(__file__).stem}:profiled_job", payload, env={"KLINEAGE_DEVICE": "cuda"}, timeout_s=300)
+            )
             text = result.value if result.ok else f"{result.error}\n{result.log}"
             (out / f"child-{instance}-{i}-{payload[0]}.txt").write_text(text)
-            print(f"{instance} job {i}: {text.splitlines()[0] if text else '?'}; job wall {result.seconds:.2f} s",
-                  flush=True)  # fmt: skip
+            print(
+                f"{instance} job {i}: {text.splitlines()[0] if text else '?'}; job wall {result.seconds:.2f} s",
+                flush=True,
+            )
 
 
 def preload(instance: str, shards: int, seconds: float) -> None:
@@ -103,11 +106,14 @@ def main() -> None:
     from gpu_turns import shard_env
 
     shard_env()
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent),
-                                                             os.environ.get("PYTHONPATH")]))  # fmt: skip
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(Path(__file__).resolve().parent), os.environ.get("PYTHONPATH")])
+    )
     print(f"command: `python benchmarks/{Path(__file__).name} {' '.join(sys.argv[1:])}`")
-    print(f"device: {torch.cuda.get_device_name()}, {os.cpu_count()} host cores; torch {torch.__version__}, "
-          f"triton {triton.__version__}; {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC")
+    print(
+        f"device: {torch.cuda.get_device_name()}, {os.cpu_count()} host cores; torch {torch.__version__}, "
+        f"triton {triton.__version__}; {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC"
+    )
     if args.mode == "profile":
         profile(args.instance, args.out)
     else:

@@ -43,8 +43,10 @@ def main() -> None:
     from klineage.workload import import_file
 
     print(f"command: `python benchmarks/{Path(__file__).name}`")
-    print(f"device: {torch.cuda.get_device_name()}, {os.cpu_count()} host cores; torch {torch.__version__}, "
-          f"triton {triton.__version__}; {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC")  # fmt: skip
+    print(
+        f"device: {torch.cuda.get_device_name()}, {os.cpu_count()} host cores; torch {torch.__version__}, "
+        f"triton {triton.__version__}; {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC"
+    )
     calls = {}
     for name in PROGRAMS:
         workload = import_file(HELD / name / "workload.py", f"wl_{name}")
@@ -61,8 +63,16 @@ def main() -> None:
         try:
             for name, call in calls.items():
                 (t,) = time_calls([call])
-                rows.append({"program": name, "host": load, "median_ms": t.median_ms, "p20_ms": t.p20_ms,
-                             "p80_ms": t.p80_ms, "reps": t.reps})  # fmt: skip
+                rows.append(
+                    {
+                        "program": name,
+                        "host": load,
+                        "median_ms": t.median_ms,
+                        "p20_ms": t.p20_ms,
+                        "p80_ms": t.p80_ms,
+                        "reps": t.reps,
+                    }
+                )
                 print(rows[-1], flush=True)
         finally:
             for p in spinners:
@@ -72,9 +82,11 @@ def main() -> None:
     print("| --- | --- | --- | --- |")
     for name in PROGRAMS:
         idle, busy = (next(r for r in rows if r["program"] == name and r["host"] == h) for h in ("idle", "busy"))
-        print(f"| {name} | {idle['median_ms']:.4f} ({idle['p20_ms']:.4f}-{idle['p80_ms']:.4f}) | "
-              f"{busy['median_ms']:.4f} ({busy['p20_ms']:.4f}-{busy['p80_ms']:.4f}) | "
-              f"{busy['median_ms'] / idle['median_ms']:.3f} |")  # fmt: skip
+        print(
+            f"| {name} | {idle['median_ms']:.4f} ({idle['p20_ms']:.4f}-{idle['p80_ms']:.4f}) | "
+            f"{busy['median_ms']:.4f} ({busy['p20_ms']:.4f}-{busy['p80_ms']:.4f}) | "
+            f"{busy['median_ms'] / idle['median_ms']:.3f} |"
+        )
     if args.json:
         args.json.write_text(json.dumps({"versions": versions(), "rows": rows}, indent=2))
 

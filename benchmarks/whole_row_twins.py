@@ -67,8 +67,10 @@ def main() -> None:
     cuda = torch.cuda.is_available()
     device = "cuda" if cuda else "cpu"
     print(f"command: `python benchmarks/{Path(__file__).name} {' '.join(sys.argv[1:])}`")
-    print(f"device: {torch.cuda.get_device_name() if cuda else 'cpu (no GPU: nothing is timed)'}; torch "
-          f"{torch.__version__}, triton {triton.__version__}; {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC")
+    print(
+        f"device: {torch.cuda.get_device_name() if cuda else 'cpu (no GPU: nothing is timed)'}; torch "
+        f"{torch.__version__}, triton {triton.__version__}; {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC"
+    )
     copy_tbs = None
     if cuda:
         from triton.testing import do_bench

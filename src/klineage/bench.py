@@ -74,8 +74,14 @@ def suite(name: str, settings: Settings) -> list[Instance]:
             naive = folder / "naive.py"
             expert = next((folder / f for f in ("expert.py", "tuned.py") if (folder / f).is_file()), None)
             if naive.is_file():
-                out.append(Instance(folder.name, folder / "workload.py", load_program(naive),
-                                    load_program(expert) if expert else None))  # fmt: skip
+                out.append(
+                    Instance(
+                        folder.name,
+                        folder / "workload.py",
+                        load_program(naive),
+                        load_program(expert) if expert else None,
+                    )
+                )
         return out
     if name == "experts":
         return expert_instances(settings)
@@ -183,8 +189,9 @@ class Recheck:
     unchecked: list[dict]
 
 
-def escapes(workload: Workload, start: Program, final: Program, settings: Settings, device: str,
-            sandbox: Sandbox) -> Recheck:  # fmt: skip
+def escapes(
+    workload: Workload, start: Program, final: Program, settings: Settings, device: str, sandbox: Sandbox
+) -> Recheck:
     """Failures of `final` on hidden seeds and in-domain probe cases that `start` does not have. A check whose job
     raised instead of judging (status `error`, not `fail`) runs once more; a second error makes it `unchecked`,
     never an escape: run 23 (H200) counted a FileNotFoundError of the harness as an escape of blind and memory."""
@@ -267,8 +274,13 @@ def _git_commit() -> str:
     if os.environ.get("KLINEAGE_COMMIT"):
         return os.environ["KLINEAGE_COMMIT"]
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
-                             cwd=Path(__file__).parent)  # fmt: skip
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            cwd=Path(__file__).parent,
+        )
         return out.stdout.strip() or "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
@@ -301,8 +313,11 @@ def run_bench(
     costs: dict[str, dict] = {}  # per instance, the seconds outside the methods' runs (references, escape re-checks)
     done = _finished(earlier, instances, methods, budget, device) if earlier else set()
     for name in done:  # every row, trajectory and reference of an instance is measured within one run: carried whole
-        rows += [Row(**_recognized({"commit": earlier["stamp"]["commit"], **r})) for r in earlier["rows"]
-                 if r["instance"] == name]
+        rows += [
+            Row(**_recognized({"commit": earlier["stamp"]["commit"], **r}))
+            for r in earlier["rows"]
+            if r["instance"] == name
+        ]
         trajectories.update({k: v for k, v in earlier["trajectories"].items() if k.split("/")[0] == name})
         if name in earlier["references"]:
             references[name] = earlier["references"][name]
@@ -326,8 +341,9 @@ def run_bench(
                     proposer = proposer_for(method, workload, settings, device, library, memory)
 
                     said = functools.partial(_said, on_progress, f"{inst.name}: {method}")
-                    t = optimize(workload, inst.start, proposer, settings, device, budget, sandbox, memo=memo,
-                                 on_attempt=said)  # fmt: skip
+                    t = optimize(
+                        workload, inst.start, proposer, settings, device, budget, sandbox, memo=memo, on_attempt=said
+                    )
                     finals[method] = t
                     trajectories[f"{inst.name}/{method}"] = t.as_dict()
             except UserError as e:  # a start that fails its gates here: reported, and the suite goes on
@@ -343,8 +359,12 @@ def run_bench(
                 named += [(f"final:{method}", t.best) for method, t in finals.items()]
                 distinct = list({p.hash: p for _, p in named}.values())
                 request = GateRequest(str(workload.path), inst.start, device, settings)
-                job = Job("klineage.bench:references_job", (request, distinct), env={"KLINEAGE_DEVICE": device},
-                          timeout_s=settings.timeout_s * 2)  # fmt: skip
+                job = Job(
+                    "klineage.bench:references_job",
+                    (request, distinct),
+                    env={"KLINEAGE_DEVICE": device},
+                    timeout_s=settings.timeout_s * 2,
+                )
                 result = sandbox.run(job)
                 if result.ok:
                     timed = {p.hash: result.value[f"program{i}"] for i, p in enumerate(distinct)}
@@ -365,40 +385,82 @@ def run_bench(
                 final_ms = ref.get(f"final:{method}", {}).get("ms")
                 start_ms = ref.get("start", {}).get("ms")
                 tried = len(t.attempts)
-                rows.append(Row(
-                    instance=inst.name, method=method,
-                    speedup=start_ms / final_ms if start_ms and final_ms else None,
-                    expert_fraction=ref["expert"]["ms"] / final_ms if final_ms and "expert" in ref else None,
-                    roofline_fraction=t.roofline_fraction,
-                    vs_torch_compile=ref["torch_compile"]["ms"] / final_ms if final_ms and "torch_compile" in ref
-                    else None,
-                    evaluations=t.evaluations, evaluations_to_95=t.evaluations_to(0.95),
-                    failed_share=sum(a.outcome == "failed_gate" for a in t.attempts) / tried if tried else 0.0,
-                    kept=sum(a.kept for a in t.attempts), refusals=len(t.refusals), escapes=recheck.escapes,
-                    seconds=t.seconds, stop=t.stop, best_hash=t.best.hash, commit=_git_commit(),
-                    unchecked=recheck.unchecked, bound=t.bound,
-                ))  # fmt: skip
+                rows.append(
+                    Row(
+                        instance=inst.name,
+                        method=method,
+                        speedup=start_ms / final_ms if start_ms and final_ms else None,
+                        expert_fraction=ref["expert"]["ms"] / final_ms if final_ms and "expert" in ref else None,
+                        roofline_fraction=t.roofline_fraction,
+                        vs_torch_compile=ref["torch_compile"]["ms"] / final_ms
+                        if final_ms and "torch_compile" in ref
+                        else None,
+                        evaluations=t.evaluations,
+                        evaluations_to_95=t.evaluations_to(0.95),
+                        failed_share=sum(a.outcome == "failed_gate" for a in t.attempts) / tried if tried else 0.0,
+                        kept=sum(a.kept for a in t.attempts),
+                        refusals=len(t.refusals),
+                        escapes=recheck.escapes,
+                        seconds=t.seconds,
+                        stop=t.stop,
+                        best_hash=t.best.hash,
+                        commit=_git_commit(),
+                        unchecked=recheck.unchecked,
+                        bound=t.bound,
+                    )
+                )
             costs[inst.name]["escapes_s"] = round(time.perf_counter() - began, 3)
             if on_instance and inst is not instances[-1]:
-                so_far = _result(ran, methods, budget, device, started, rows, references, trajectories, skipped,
-                                 True, costs, suite=instances)  # fmt: skip
+                so_far = _result(
+                    ran,
+                    methods,
+                    budget,
+                    device,
+                    started,
+                    rows,
+                    references,
+                    trajectories,
+                    skipped,
+                    True,
+                    costs,
+                    suite=instances,
+                )
                 # a queue's next instance is not this process's to name: bench-merge names what nobody finished
                 so_far["stamp"]["unfinished"] = [] if claim else [i.name for i in instances if i not in ran]
                 on_instance(so_far)
-    return _result(ran, methods, budget, device, started, rows, references, trajectories, skipped, False, costs,
-                   suite=instances)  # fmt: skip
+    return _result(
+        ran, methods, budget, device, started, rows, references, trajectories, skipped, False, costs, suite=instances
+    )
 
 
-def _result(instances: list[Instance], methods: list[str], budget: int, device: str, started: float, rows: list[Row],
-            references: dict, trajectories: dict, skipped: dict, partial: bool,
-            costs: dict | None = None, suite: list[Instance] | None = None) -> dict:  # fmt: skip
+def _result(
+    instances: list[Instance],
+    methods: list[str],
+    budget: int,
+    device: str,
+    started: float,
+    rows: list[Row],
+    references: dict,
+    trajectories: dict,
+    skipped: dict,
+    partial: bool,
+    costs: dict | None = None,
+    suite: list[Instance] | None = None,
+) -> dict:
     return {
-        "stamp": {"device": device_name(device), "versions": versions(), "budget": budget,
-                  "commit": ", ".join(sorted({r.commit for r in rows if r.commit} | {_git_commit()})),
-                  "methods": methods, "instances": [i.name for i in instances],
-                  "suite": [i.name for i in (suite or instances)],
-                  "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-                  "seconds": time.perf_counter() - started, "timed": device == "cuda", "partial": partial},  # fmt: skip
+        "stamp": {
+            "device": device_name(device),
+            "versions": versions(),
+            "budget": budget,
+            "commit": ", ".join(sorted({r.commit for r in rows if r.commit} | {_git_commit()})),
+            "methods": methods,
+            "instances": [i.name for i in instances],
+            "suite": [i.name for i in (suite or instances)],
+            "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "seconds": time.perf_counter() - started,
+            "timed": device == "cuda",
+            "partial": partial,
+        },
         "rows": [asdict(r) for r in rows],
         "summary": summarize(rows, methods, trajectories, budget),
         "references": dict(references),
@@ -414,8 +476,10 @@ def _finished(earlier: dict, instances: list[Instance], methods: list[str], budg
     stamp = earlier["stamp"]
     for key, here in (("methods", methods), ("budget", budget), ("device", device_name(device))):
         if stamp[key] != here:
-            raise UserError(f"--resume: the report in the output folder has {key} {stamp[key]}, this run {here}; "
-                            "use another --out or the same settings")  # fmt: skip
+            raise UserError(
+                f"--resume: the report in the output folder has {key} {stamp[key]}, this run {here}; "
+                "use another --out or the same settings"
+            )
     names = {i.name for i in instances}
     finished = {n for n in names if {r["method"] for r in earlier["rows"] if r["instance"] == n} >= set(methods)}
     return finished | (names & set(earlier.get("skipped", {})))
@@ -470,12 +534,21 @@ def merge(results: list[dict]) -> dict:
     finished = [i for r in results for i in r["stamp"]["instances"]]
     # every instance some shard was offered and none finished (a queue's shards name none of their own)
     offered = list(dict.fromkeys(i for r in results for i in r["stamp"].get("suite", r["stamp"]["instances"])))
-    unfinished = list(dict.fromkeys([i for r in results for i in r["stamp"].get("unfinished", [])]
-                                    + [i for i in offered if i not in finished]))  # fmt: skip
-    stamp = {**first, "instances": finished, "commit": ", ".join(commits), "suite": offered,
-             "seconds": max(r["stamp"]["seconds"] for r in results), "shards": len(results),
-             "partial": any(r["stamp"].get("partial") for r in results) or bool(unfinished),
-             "unfinished": unfinished}  # fmt: skip
+    unfinished = list(
+        dict.fromkeys(
+            [i for r in results for i in r["stamp"].get("unfinished", [])] + [i for i in offered if i not in finished]
+        )
+    )
+    stamp = {
+        **first,
+        "instances": finished,
+        "commit": ", ".join(commits),
+        "suite": offered,
+        "seconds": max(r["stamp"]["seconds"] for r in results),
+        "shards": len(results),
+        "partial": any(r["stamp"].get("partial") for r in results) or bool(unfinished),
+        "unfinished": unfinished,
+    }
     return {
         "stamp": stamp,
         "rows": rows,
@@ -492,8 +565,11 @@ def _recognized(row: dict) -> dict:
     (code `error`) under escapes."""
     if "unchecked" in row:
         return row
-    return {**row, "escapes": [e for e in row["escapes"] if e["code"] != "error"],
-            "unchecked": [e for e in row["escapes"] if e["code"] == "error"]}
+    return {
+        **row,
+        "escapes": [e for e in row["escapes"] if e["code"] != "error"],
+        "unchecked": [e for e in row["escapes"] if e["code"] == "error"],
+    }
 
 
 def geomean(values: list[float]) -> float | None:
@@ -508,9 +584,15 @@ def credited(row: Row) -> Row:
     20). The per-instance table still shows what was measured, with the escape beside it."""
     if not row.escapes or not row.speedup:
         return row
-    return replace(row, speedup=1.0, evaluations_to_95=None,
-                   **{f: getattr(row, f) / row.speedup if getattr(row, f) else getattr(row, f)
-                      for f in ("expert_fraction", "roofline_fraction", "vs_torch_compile")})  # fmt: skip
+    return replace(
+        row,
+        speedup=1.0,
+        evaluations_to_95=None,
+        **{
+            f: getattr(row, f) / row.speedup if getattr(row, f) else getattr(row, f)
+            for f in ("expert_fraction", "roofline_fraction", "vs_torch_compile")
+        },
+    )
 
 
 def summarize(rows: list[Row], methods: list[str], trajectories: dict | None = None, budget: int = 0) -> dict:
@@ -535,7 +617,8 @@ def summarize(rows: list[Row], methods: list[str], trajectories: dict | None = N
         }
     if "klineage" in methods:
         out["klineage"]["paired_evaluations_to_95"] = {
-            other: paired_evaluations(rows, "klineage", other) for other in methods if other != "klineage"}
+            other: paired_evaluations(rows, "klineage", other) for other in methods if other != "klineage"
+        }
     if trajectories:
         for method, found in to_instance_best(trajectories, methods, budget, escaped=escaped).items():
             out[method]["evaluations_to_95_of_best"] = found
@@ -571,8 +654,9 @@ def kept_log_speedups(trajectory: dict) -> list[tuple[int, float]]:
     return out
 
 
-def to_instance_best(trajectories: dict, methods: list[str], budget: int, fraction: float = 0.95,
-                     escaped: set | frozenset = frozenset()) -> dict:  # fmt: skip
+def to_instance_best(
+    trajectories: dict, methods: list[str], budget: int, fraction: float = 0.95, escaped: set | frozenset = frozenset()
+) -> dict:
     """Per method, the gate evaluations it spent until its kept steps reached `fraction` of the best log-speedup
     any method reached on the instance, over the instances some method improved. A method that never reached it
     counts budget + 1, as does one whose final program escaped ((instance, method) in `escaped`), which sets no
@@ -591,8 +675,9 @@ def to_instance_best(trajectories: dict, methods: list[str], budget: int, fracti
             continue
         for method, curve in by_method.items():
             spent[method].append(next((e for e, v in curve if v >= fraction * best), budget + 1))
-    return {m: {"instances": len(v), "reached": sum(e <= budget for e in v), "mean": _mean(v)}
-            for m, v in spent.items()}  # fmt: skip
+    return {
+        m: {"instances": len(v), "reached": sum(e <= budget for e in v), "mean": _mean(v)} for m, v in spent.items()
+    }
 
 
 def paired_evaluations(rows: list[Row], a: str, b: str) -> dict:
@@ -600,8 +685,7 @@ def paired_evaluations(rows: list[Row], a: str, b: str) -> dict:
     per-method mean leaves out the instances a method did not improve, so a method that improves more instances,
     some late, can look slower than one that improved few."""
     by = {(r.instance, r.method): r.evaluations_to_95 for r in rows}
-    both = [(by[(i, a)], by[(i, b)]) for i in sorted({r.instance for r in rows})
-            if by.get((i, a)) and by.get((i, b))]  # fmt: skip
+    both = [(by[(i, a)], by[(i, b)]) for i in sorted({r.instance for r in rows}) if by.get((i, a)) and by.get((i, b))]
     return {"instances": len(both), a: _mean([x for x, _ in both]), b: _mean([y for _, y in both])}
 
 
@@ -637,72 +721,122 @@ def _roofline_target_line(summary: dict) -> str:
             if not group:
                 continue
             under = ", ".join(f"{name} {_f(f, '.2f')}" for name, f in group["under"].items())
-            said.append(f"{method} {group['reached']} of {group['instances']}"
-                        + (f" (under: {under})" if method == "klineage" and under else ""))  # fmt: skip
+            said.append(
+                f"{method} {group['reached']} of {group['instances']}"
+                + (f" (under: {under})" if method == "klineage" and under else "")
+            )
         parts.append(f"{suite_name or 'all'}: " + ", ".join(said))
     if not parts:
         return ""
-    return (f"Memory-bound instances at {ROOFLINE_TARGET:.0%} of the roofline or better (the bench case's bound, "
-            "from the profile gate): " + "; ".join(parts) + ".")  # fmt: skip
+    return (
+        f"Memory-bound instances at {ROOFLINE_TARGET:.0%} of the roofline or better (the bench case's bound, "
+        "from the profile gate): " + "; ".join(parts) + "."
+    )
 
 
 def markdown(result: dict) -> str:
     s = result["stamp"]
-    lines = [f"# KLineage bench: {', '.join(s['methods'])} on {len(s['instances'])} instances", "",
-             f"Device {s['device']}; commit {s['commit']}; budget {s['budget']} gate evaluations per run; "
-             f"{s['date']}; {s['seconds']:.0f} s; versions {s['versions']}.", ""]  # fmt: skip
+    lines = [
+        f"# KLineage bench: {', '.join(s['methods'])} on {len(s['instances'])} instances",
+        "",
+        f"Device {s['device']}; commit {s['commit']}; budget {s['budget']} gate evaluations per run; "
+        f"{s['date']}; {s['seconds']:.0f} s; versions {s['versions']}.",
+        "",
+    ]
     if s.get("partial"):
-        lines += [f"Partial: the run was cut short; these are the {len(s['instances'])} instances it finished."
-                  + (f" Not finished: {', '.join(s['unfinished'])}." if s.get("unfinished") else ""), ""]
+        lines += [
+            f"Partial: the run was cut short; these are the {len(s['instances'])} instances it finished."
+            + (f" Not finished: {', '.join(s['unfinished'])}." if s.get("unfinished") else ""),
+            "",
+        ]
     evidence = next((t["evidence"] for t in result.get("trajectories", {}).values() if t.get("evidence")), None)
     if evidence:  # klineage's library, the same for every instance of a run
         lines += [evidence_line(evidence, s["timed"]), ""]
     if not s["timed"]:
-        lines += ["No GPU: nothing was timed. Speedups, roofline fractions and evaluations-to-95% need a GPU; the "
-                  "gates, refusals and escape re-checks below are real.", ""]  # fmt: skip
-    lines += ["| method | geomean speedup | x expert | x torch.compile | roofline | evals to 95% | failed share | "
-              "fast_1 | escapes |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            "No GPU: nothing was timed. Speedups, roofline fractions and evaluations-to-95% need a GPU; the "
+            "gates, refusals and escape re-checks below are real.",
+            "",
+        ]
+    lines += [
+        "| method | geomean speedup | x expert | x torch.compile | roofline | evals to 95% | failed share | "
+        "fast_1 | escapes |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for method, m in result["summary"].items():
-        lines.append(f"| {method} | {_f(m['geomean_speedup'])} | {_f(m['geomean_expert_fraction'])} | "
-                     f"{_f(m['geomean_vs_torch_compile'])} | {_f(m['mean_roofline_fraction'], '.2f')} | "
-                     f"{_f(m['mean_evaluations_to_95'], '.1f')} | {_f(m['mean_failed_share'], '.2f')} | "
-                     f"{_f(m['fast_1'], '.2f')} | {m['escapes']} |")  # fmt: skip
+        lines.append(
+            f"| {method} | {_f(m['geomean_speedup'])} | {_f(m['geomean_expert_fraction'])} | "
+            f"{_f(m['geomean_vs_torch_compile'])} | {_f(m['mean_roofline_fraction'], '.2f')} | "
+            f"{_f(m['mean_evaluations_to_95'], '.1f')} | {_f(m['mean_failed_share'], '.2f')} | "
+            f"{_f(m['fast_1'], '.2f')} | {m['escapes']} |"
+        )
     if any(m["escapes"] for m in result["summary"].values()):
-        lines += ["", "A final program that escaped counts as its start in these summaries (x1.0, no evaluations to "
-                  "95%, no target for the others); the table below shows what was measured, with the escape."]
-    if unchecked := [f"{r['instance']}/{r['method']} {e['check']}: {e['reason'][:120]}"
-                     for r in result["rows"] for e in r.get("unchecked", [])]:  # fmt: skip
-        lines += ["", f"Escape re-checks that could not run ({len(unchecked)}; the harness raised instead of judging, "
-                  "so these final programs were not re-checked and count as measured): " + "; ".join(unchecked) + "."]
+        lines += [
+            "",
+            "A final program that escaped counts as its start in these summaries (x1.0, no evaluations to "
+            "95%, no target for the others); the table below shows what was measured, with the escape.",
+        ]
+    if unchecked := [
+        f"{r['instance']}/{r['method']} {e['check']}: {e['reason'][:120]}"
+        for r in result["rows"]
+        for e in r.get("unchecked", [])
+    ]:
+        lines += [
+            "",
+            f"Escape re-checks that could not run ({len(unchecked)}; the harness raised instead of judging, "
+            "so these final programs were not re-checked and count as measured): " + "; ".join(unchecked) + ".",
+        ]
     paired = (result["summary"].get("klineage") or {}).get("paired_evaluations_to_95") or {}
     if s["timed"] and any(p["instances"] for p in paired.values()):
-        lines += ["", "Evaluations to 95%, paired (instances where both methods improved): " + "; ".join(
-            f"klineage {_f(p['klineage'], '.1f')} vs {other} {_f(p[other], '.1f')} on {p['instances']}"
-            for other, p in paired.items()) + "."]  # fmt: skip
+        lines += [
+            "",
+            "Evaluations to 95%, paired (instances where both methods improved): "
+            + "; ".join(
+                f"klineage {_f(p['klineage'], '.1f')} vs {other} {_f(p[other], '.1f')} on {p['instances']}"
+                for other, p in paired.items()
+            )
+            + ".",
+        ]
     best = {m: v["evaluations_to_95_of_best"] for m, v in result["summary"].items() if "evaluations_to_95_of_best" in v}
     if s["timed"] and any(b["instances"] for b in best.values()):
-        lines += ["", "Evaluations to 95% of the instance's best (the best log-speedup any method reached on it, on "
-                  f"the {next(iter(best.values()))['instances']} instances some method improved; a miss counts "
-                  f"{s['budget'] + 1}): " + "; ".join(
-            f"{m} {_f(b['mean'], '.1f')} ({b['reached']} reached)" for m, b in best.items()) + "."]  # fmt: skip
+        lines += [
+            "",
+            "Evaluations to 95% of the instance's best (the best log-speedup any method reached on it, on "
+            f"the {next(iter(best.values()))['instances']} instances some method improved; a miss counts "
+            f"{s['budget'] + 1}): "
+            + "; ".join(f"{m} {_f(b['mean'], '.1f')} ({b['reached']} reached)" for m, b in best.items())
+            + ".",
+        ]
     if s["timed"] and (line := _roofline_target_line(result["summary"])):
         lines += ["", line]
     if retimed := sorted(name for name, ref in result.get("references", {}).items() if ref.get("rounds", 1) > 1):
-        lines += ["", f"References timed twice ({len(retimed)}; a program's spread in the first round was over "
-                  f"{REFERENCE_SPREAD}, and the steadier round is reported): {', '.join(retimed)}."]
+        lines += [
+            "",
+            f"References timed twice ({len(retimed)}; a program's spread in the first round was over "
+            f"{REFERENCE_SPREAD}, and the steadier round is reported): {', '.join(retimed)}.",
+        ]
     if s["timed"] and (missed := untimed_attempts(result)):
-        lines += ["", f"Timings that failed ({len(missed)}; these candidates passed the gates and were not kept, "
-                  "with no time taken, so their method's result may be lower than a measurement would have made "
-                  "it): " + "; ".join(missed) + "."]  # fmt: skip
-    lines += ["", "| instance | method | speedup | x expert | roofline | x torch.compile | evals | to 95% | kept | "
-              "refused | escapes | stop |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            "",
+            f"Timings that failed ({len(missed)}; these candidates passed the gates and were not kept, "
+            "with no time taken, so their method's result may be lower than a measurement would have made "
+            "it): " + "; ".join(missed) + ".",
+        ]
+    lines += [
+        "",
+        "| instance | method | speedup | x expert | roofline | x torch.compile | evals | to 95% | kept | "
+        "refused | escapes | stop |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in result["rows"]:
         esc = "; ".join(e["check"] for e in r["escapes"]) or "0"
         if r.get("unchecked"):
             esc += f" ({len(r['unchecked'])} could not run)"
-        lines.append(f"| {r['instance']} | {r['method']} | {_f(r['speedup'])} | {_f(r['expert_fraction'])} | "
-                     f"{_f(r['roofline_fraction'], '.2f')} | {_f(r['vs_torch_compile'])} | {r['evaluations']} | "
-                     f"{r['evaluations_to_95'] or 'n/a'} | {r['kept']} | {r['refusals']} | {esc} | {r['stop']} |")
+        lines.append(
+            f"| {r['instance']} | {r['method']} | {_f(r['speedup'])} | {_f(r['expert_fraction'])} | "
+            f"{_f(r['roofline_fraction'], '.2f')} | {_f(r['vs_torch_compile'])} | {r['evaluations']} | "
+            f"{r['evaluations_to_95'] or 'n/a'} | {r['kept']} | {r['refusals']} | {esc} | {r['stop']} |"
+        )
     if result.get("skipped"):
         lines += ["", "Skipped (the start fails its gates on this device, so no method can start from it):", ""]
         lines += [f"- {name}: {why[:300]}" for name, why in result["skipped"].items()]
@@ -747,14 +881,18 @@ def plots(result: dict, out: Path) -> list[Path]:
     written.append(out / "speedup_vs_evaluations.png")
     fig.savefig(written[-1], dpi=120)
     plt.close(fig)
-    for metric, label, name in (("roofline_fraction", "fraction of roofline", "roofline.png"),
-                                ("vs_torch_compile", "speedup over torch.compile", "vs_torch_compile.png")):
+    for metric, label, name in (
+        ("roofline_fraction", "fraction of roofline", "roofline.png"),
+        ("vs_torch_compile", "speedup over torch.compile", "vs_torch_compile.png"),
+    ):
         fig, ax = plt.subplots(figsize=(max(7, len(result["stamp"]["instances"]) * 0.5), 4))
         methods = result["stamp"]["methods"]
         width = 0.8 / len(methods)
         for j, method in enumerate(methods):
-            values = [next((r[metric] or 0 for r in result["rows"] if r["instance"] == i and r["method"] == method),
-                           0) for i in result["stamp"]["instances"]]  # fmt: skip
+            values = [
+                next((r[metric] or 0 for r in result["rows"] if r["instance"] == i and r["method"] == method), 0)
+                for i in result["stamp"]["instances"]
+            ]
             ax.bar([k + j * width for k in range(len(values))], values, width, label=method)
         ax.set_xticks([k + 0.4 - width / 2 for k in range(len(result["stamp"]["instances"]))])
         ax.set_xticklabels(result["stamp"]["instances"], rotation=60, ha="right", fontsize=7)
@@ -785,8 +923,14 @@ def _said(on_progress: Callable[[str], None] | None, where: str, attempt) -> Non
         on_progress(f"{where}: evaluation {attempt.evaluation}, {attempt.candidate.label}: {attempt.outcome}")
 
 
-def build_memory(instances: list[Instance], settings: Settings, device: str, budget: int, path: Path,
-                 on_progress: Callable[[str], None] | None = None) -> tuple[int, dict[str, str]]:  # fmt: skip
+def build_memory(
+    instances: list[Instance],
+    settings: Settings,
+    device: str,
+    budget: int,
+    path: Path,
+    on_progress: Callable[[str], None] | None = None,
+) -> tuple[int, dict[str, str]]:
     """The memory baseline's knowledge base: blind optimization runs on the given instances (the experts' simplest
     forms), every attempt remembered with its program's features and observed outcome. Returns the outcomes added
     and the instances skipped, with why (a start that fails its gates on this device teaches nothing)."""
@@ -798,8 +942,9 @@ def build_memory(instances: list[Instance], settings: Settings, device: str, bud
             workload = load_workload(inst.workload)
             proposer = proposer_for("blind", workload, settings, device)
             # each attempt written as it is made: a build cut at a deadline keeps what it learned
-            write = functools.partial(remember_attempts, feats=features(inst.start, workload),
-                                      source=f"{workload.name}:blind", path=path)  # fmt: skip
+            write = functools.partial(
+                remember_attempts, feats=features(inst.start, workload), source=f"{workload.name}:blind", path=path
+            )
             written: list[int] = []  # outcomes added per attempt
 
             def remembered(a, write=write, written=written, name=inst.name) -> None:
@@ -807,8 +952,17 @@ def build_memory(instances: list[Instance], settings: Settings, device: str, bud
                 _said(on_progress, name, a)
 
             try:
-                optimize(workload, inst.start, proposer, settings, device, budget, sandbox, explore=True,
-                         on_attempt=remembered)  # fmt: skip
+                optimize(
+                    workload,
+                    inst.start,
+                    proposer,
+                    settings,
+                    device,
+                    budget,
+                    sandbox,
+                    explore=True,
+                    on_attempt=remembered,
+                )
             except UserError as e:
                 skipped[inst.name] = str(e)
             added += sum(written)

@@ -50,14 +50,23 @@ class Cache:
         row = self.db.execute("SELECT verdict FROM verdicts WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else None
 
-    def put_verdict(self, key: str, program_hash: str, workload_hash: str, gate: str, device: str,
-                    versions: dict, verdict: dict) -> None:  # fmt: skip
+    def put_verdict(
+        self, key: str, program_hash: str, workload_hash: str, gate: str, device: str, versions: dict, verdict: dict
+    ) -> None:
         with self.db:
             self.db.execute(
                 "INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, program_hash, workload_hash, gate, device, json.dumps(versions), json.dumps(verdict),
-                 time.time()),
-            )  # fmt: skip
+                (
+                    key,
+                    program_hash,
+                    workload_hash,
+                    gate,
+                    device,
+                    json.dumps(versions),
+                    json.dumps(verdict),
+                    time.time(),
+                ),
+            )
 
     def get_ceilings(self, device: str, versions: dict) -> dict | None:
         row = self.db.execute(

@@ -79,8 +79,7 @@ def ceilings_for(device: str, settings: Settings, sandbox: Sandbox, cache: Cache
     with _measuring_alone(settings.cache_path.with_name("ceilings.lock") if cache is not None else None):
         if cache is not None and (found := cache.get_ceilings(name, versions())):
             return found  # another process measured them while this one waited
-        result = sandbox.run(Job("klineage.gates:ceilings_job", None, env={"KLINEAGE_DEVICE": "cuda"},
-                                 timeout_s=600))  # fmt: skip
+        result = sandbox.run(Job("klineage.gates:ceilings_job", None, env={"KLINEAGE_DEVICE": "cuda"}, timeout_s=600))
         if not result.ok:
             return None
         if cache is not None:
@@ -137,9 +136,13 @@ def check(
                 request = GateRequest(
                     **{**request.__dict__, "ceilings": ceilings_for(device, settings, sandbox, cache)}
                 )
-            extra = {"seeds": settings.seeds, "seed_base": settings.seed_base, "seed_case": settings.seed_case,
-                     "target": target,
-                     "guard": settings.guard_bytes}
+            extra = {
+                "seeds": settings.seeds,
+                "seed_base": settings.seed_base,
+                "seed_case": settings.seed_case,
+                "target": target,
+                "guard": settings.guard_bytes,
+            }
             if gate == "profile":
                 extra.update(rep=settings.profile_rep_ms, sets=settings.rotate_sets)
             key = verdict_key(program.hash, workload.hash, gate, name, versions(), extra)
@@ -158,8 +161,13 @@ def check(
                 verdict = replace(verdict, evidence={**verdict.evidence, "retried_alone": first})
             compiled = next((v for v in verdicts if v.gate == "compile" and v.passed), None)
             if verdict.code == "no_gpu" and compiled is not None:  # show what there is instead of a time
-                verdict = Verdict(verdict.gate, verdict.status, verdict.code, verdict.reason,
-                                  {"static_" + k: v for k, v in compiled.metrics.items()})  # fmt: skip
+                verdict = Verdict(
+                    verdict.gate,
+                    verdict.status,
+                    verdict.code,
+                    verdict.reason,
+                    {"static_" + k: v for k, v in compiled.metrics.items()},
+                )
             verdicts.append(verdict)
             cached.append(False)
             if settings.use_cache and verdict.status in ("pass", "fail"):

@@ -49,18 +49,29 @@ def verdict_table(report, title: str) -> Table:
 
 
 def _settings(seeds: int | None, no_cache: bool, cold: bool, target: str | None) -> Settings:
-    return Settings.from_env(seeds=seeds, use_cache=False if no_cache else None, warm=False if cold else None,
-                             target=target)  # fmt: skip
+    return Settings.from_env(
+        seeds=seeds, use_cache=False if no_cache else None, warm=False if cold else None, target=target
+    )
 
 
 def _llm_budget_options(command):
     """The model's share of a run's budget: calls, tokens, repairs of a failed candidate."""
-    command = click.option("--repairs", type=int, default=1, show_default=True,
-                           help="Model repairs of one failed candidate (llm materializer).")(command)  # fmt: skip
-    command = click.option("--max-tokens", type=int, default=None,
-                           help="Cap on prompt + completion tokens (llm materializer; default: no cap).")(command)
-    return click.option("--max-calls", type=int, default=40, show_default=True,
-                        help="Cap on model calls (llm materializer).")(command)  # fmt: skip
+    command = click.option(
+        "--repairs",
+        type=int,
+        default=1,
+        show_default=True,
+        help="Model repairs of one failed candidate (llm materializer).",
+    )(command)
+    command = click.option(
+        "--max-tokens",
+        type=int,
+        default=None,
+        help="Cap on prompt + completion tokens (llm materializer; default: no cap).",
+    )(command)
+    return click.option(
+        "--max-calls", type=int, default=40, show_default=True, help="Cap on model calls (llm materializer)."
+    )(command)
 
 
 def _llm_client(max_calls, max_tokens):
@@ -96,8 +107,13 @@ def main() -> None:
 @click.argument("workload", type=click.Path(path_type=Path))
 @click.argument("program", type=click.Path(path_type=Path))
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
-@click.option("--target", type=click.Choice(TARGETS), default=DEFAULT_TARGET, show_default=True,
-              help="Architecture to compile for when there is no GPU.")  # fmt: skip
+@click.option(
+    "--target",
+    type=click.Choice(TARGETS),
+    default=DEFAULT_TARGET,
+    show_default=True,
+    help="Architecture to compile for when there is no GPU.",
+)
 @click.option("--gates", default="compile,correctness,profile", show_default=True, help="Comma-separated gates.")
 @click.option("--seeds", type=int, default=None, help="Fresh seeds for the correctness gate (default 5).")
 @click.option("--no-cache", is_flag=True, help="Ignore and do not write the verdict cache.")
@@ -155,8 +171,10 @@ def audit(workload, seeds, as_json) -> None:
     elif report.error:
         console.print(f"[red]audit failed[/]: {report.error}")
     elif report.weak:
-        console.print(f"[red]weak check[/]: {wl.name} passes {', '.join(report.passing_fakes)} on all "
-                      f"{report.trials} trials; fix its cases or tolerances before mining")  # fmt: skip
+        console.print(
+            f"[red]weak check[/]: {wl.name} passes {', '.join(report.passing_fakes)} on all "
+            f"{report.trials} trials; fix its cases or tolerances before mining"
+        )
     else:
         console.print(f"[green]ok[/]: {wl.name} rejects {len(report.tried)} fake outputs on {report.trials} trials")
     sys.exit(1 if report.weak else 0)
@@ -206,21 +224,33 @@ def examples(run_checks, device, as_json) -> None:
         click.echo(json.dumps([r.as_dict() for r in reports], indent=2, default=str))
     else:
         table = Table(title=f"bundled examples on {reports[0].device_name if reports else dev}", title_justify="left")
-        for column in ("workload", "program", "compile", "correctness", "profile", "registers", "max load bits",
-                       "median ms"):  # fmt: skip
+        for column in (
+            "workload",
+            "program",
+            "compile",
+            "correctness",
+            "profile",
+            "registers",
+            "max load bits",
+            "median ms",
+        ):
             table.add_column(column)
         for r in reports:
             comp, corr, prof = (r.verdict(g) for g in ("compile", "correctness", "profile"))
             table.add_row(
-                r.workload, r.program, *(_cell(v) for v in (comp, corr, prof)),
+                r.workload,
+                r.program,
+                *(_cell(v) for v in (comp, corr, prof)),
                 _fmt_metric(comp.metrics.get("max_registers", "")) if comp else "",
                 _fmt_metric(comp.metrics.get("max_load_bits", "")) if comp else "",
                 _fmt_metric(prof.metrics["median_ms"]) if prof and prof.passed else "not timed",
-            )  # fmt: skip
+            )
         console.print(table)
         if dev == "cpu":
-            console.print("No GPU: correctness ran in the Triton interpreter, compile targeted "
-                          f"{settings.target}; timings need a GPU.")  # fmt: skip
+            console.print(
+                "No GPU: correctness ran in the Triton interpreter, compile targeted "
+                f"{settings.target}; timings need a GPU."
+            )
     sys.exit(0 if all(r.passed for r in reports) else 1)
 
 
@@ -254,56 +284,115 @@ def demo(device, budget, as_json) -> None:
         task = progress.add_task("mining", total=None)
         with Library(library_dir) as library:
             lineage, _, skills = mine_into(
-                library, workload, expert, settings, dev, sandbox=sandbox,
+                library,
+                workload,
+                expert,
+                settings,
+                dev,
+                sandbox=sandbox,
                 on_step=lambda st: progress.update(task, description=f"mining: step {st.index} {st.transform}"),
-                on_phase=lambda text: progress.update(task, description=text))  # fmt: skip
+                on_phase=lambda text: progress.update(task, description=text),
+            )
         proposer = proposer_for("klineage", target_wl, settings, dev, library_dir)
         progress.update(task, description="optimizing", total=budget, completed=0)
-        trajectory = run_optimize(target_wl, target, proposer, settings, dev, budget, sandbox,
-                                  on_attempt=lambda a: progress.update(
-                                      task, completed=a.evaluation,
-                                      description=f"optimizing: {a.candidate.label[:50]}: {a.outcome}"))  # fmt: skip
+        trajectory = run_optimize(
+            target_wl,
+            target,
+            proposer,
+            settings,
+            dev,
+            budget,
+            sandbox,
+            on_attempt=lambda a: progress.update(
+                task, completed=a.evaluation, description=f"optimizing: {a.candidate.label[:50]}: {a.outcome}"
+            ),
+        )
     paths = write_outputs(trajectory, settings.data_dir / "demo" / "optimized")
     if as_json:
-        click.echo(json.dumps({"lineage": lineage.as_dict(), "skills": [s.id for s in skills],
-                               "trajectory": trajectory.as_dict(), "outputs": {k: str(v) for k, v in paths.items()}},
-                              indent=2, default=str))  # fmt: skip
+        click.echo(
+            json.dumps(
+                {
+                    "lineage": lineage.as_dict(),
+                    "skills": [s.id for s in skills],
+                    "trajectory": trajectory.as_dict(),
+                    "outputs": {k: str(v) for k, v in paths.items()},
+                },
+                indent=2,
+                default=str,
+            )
+        )
         sys.exit(0)
     console.print(lineage_table(lineage))
     console.print(f"{len(skills)} skills written to {library_dir}\n")
     console.print(report(trajectory))
     console.print(f"optimized program and diff: {paths['program']}, {paths['diff']}", style="dim")
     if dev == "cpu":
-        console.print("No GPU: correctness ran in the Triton interpreter and compile targeted "
-                      f"{settings.target}; timings need a GPU.")  # fmt: skip
+        console.print(
+            "No GPU: correctness ran in the Triton interpreter and compile targeted "
+            f"{settings.target}; timings need a GPU."
+        )
 
 
 @main.command()
 @click.argument("workload", type=click.Path(path_type=Path))
 @click.argument("expert", type=click.Path(path_type=Path))
-@click.option("--library", "library_dir", type=click.Path(path_type=Path), default=None,
-              help="Skill library directory (default: $KLINEAGE_HOME/library).")  # fmt: skip
+@click.option(
+    "--library",
+    "library_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Skill library directory (default: $KLINEAGE_HOME/library).",
+)
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
-@click.option("--walk-device", type=click.Choice(["cpu", "cuda"]), default=None,
-              help="Where the walk's gates run (default: --device). `--walk-device cpu --device cuda` takes the "
-              "finished walk made on a machine without a GPU (`--device cpu`, same data directory), times its "
-              "accepted steps on the GPU and probes there.")  # fmt: skip
+@click.option(
+    "--walk-device",
+    type=click.Choice(["cpu", "cuda"]),
+    default=None,
+    help="Where the walk's gates run (default: --device). `--walk-device cpu --device cuda` takes the "
+    "finished walk made on a machine without a GPU (`--device cpu`, same data directory), times its "
+    "accepted steps on the GPU and probes there.",
+)
 @click.option("--max-steps", type=int, default=None, help="Stop after this many attempted steps (resumable).")
 @click.option("--no-probe", is_flag=True, help="Skip condition probing (skills keep their conditions unprobed).")
-@click.option("--retime", is_flag=True,
-              help="Measure the recorded steps' effects again (GPU), keeping the earlier measurement beside each.")
-@click.option("--module", "modules", multiple=True,
-              help="Also mine this installed module's kernels (e.g. liger_kernel.ops.rms_norm); a copy is rewritten, "
-              "the installed file never is.")  # fmt: skip
-@click.option("--llm", "use_llm", is_flag=True,
-              help="Then ask a model (KLINEAGE_LLM_* settings) for simplifications beyond the catalog; each is gated "
-              "and probed like any step (docs/AGENTS.md).")  # fmt: skip
+@click.option(
+    "--retime",
+    is_flag=True,
+    help="Measure the recorded steps' effects again (GPU), keeping the earlier measurement beside each.",
+)
+@click.option(
+    "--module",
+    "modules",
+    multiple=True,
+    help="Also mine this installed module's kernels (e.g. liger_kernel.ops.rms_norm); a copy is rewritten, "
+    "the installed file never is.",
+)
+@click.option(
+    "--llm",
+    "use_llm",
+    is_flag=True,
+    help="Then ask a model (KLINEAGE_LLM_* settings) for simplifications beyond the catalog; each is gated "
+    "and probed like any step (docs/AGENTS.md).",
+)
 @click.option("--llm-steps", type=int, default=4, show_default=True, help="Model steps that reach the gates (--llm).")
 @click.option("--max-calls", type=int, default=12, show_default=True, help="Cap on model calls (--llm).")
 @click.option("--max-tokens", type=int, default=None, help="Cap on prompt + completion tokens (--llm).")
 @click.option("--json", "as_json", is_flag=True)
-def mine(workload, expert, library_dir, device, walk_device, max_steps, no_probe, retime, modules, as_json, use_llm,
-         llm_steps, max_calls, max_tokens) -> None:  # fmt: skip
+def mine(
+    workload,
+    expert,
+    library_dir,
+    device,
+    walk_device,
+    max_steps,
+    no_probe,
+    retime,
+    modules,
+    as_json,
+    use_llm,
+    llm_steps,
+    max_calls,
+    max_tokens,
+) -> None:
     """Walk EXPERT backward against WORKLOAD, probe each step's conditions, add the skills to the library."""
     from klineage.check import resolve_device
     from klineage.library import Library, mine_into
@@ -317,8 +406,10 @@ def mine(workload, expert, library_dir, device, walk_device, max_steps, no_probe
         raise UserError("--retime needs a GPU: effects are never measured on the CPU")
     walk = walk_device or dev
     if walk != dev and dev != "cuda":
-        raise UserError(f"--walk-device {walk} with --device {dev}: only a walk made on the CPU is timed elsewhere "
-                        "(--walk-device cpu --device cuda)")  # fmt: skip
+        raise UserError(
+            f"--walk-device {walk} with --device {dev}: only a walk made on the CPU is timed elsewhere "
+            "(--walk-device cpu --device cuda)"
+        )
     client = _llm_client(max_calls, max_tokens) if use_llm else None  # a missing model setting fails before mining
     with _progress(as_json) as progress, Library(library_dir or settings.data_dir / "library") as library:
         task = progress.add_task("mining", total=None)
@@ -327,21 +418,37 @@ def mine(workload, expert, library_dir, device, walk_device, max_steps, no_probe
             verdict = "accepted" if step.accepted else "rejected"
             progress.update(task, description=f"step {step.index}: {step.transform} {verdict}")
 
-        lineage, _, skills = mine_into(library, wl, prog, settings, dev, walk, retime=retime, probe=not no_probe,
-                                       max_steps=max_steps, on_step=on_step,
-                                       on_phase=lambda text: progress.update(task, description=text))  # fmt: skip
+        lineage, _, skills = mine_into(
+            library,
+            wl,
+            prog,
+            settings,
+            dev,
+            walk,
+            retime=retime,
+            probe=not no_probe,
+            max_steps=max_steps,
+            on_step=on_step,
+            on_phase=lambda text: progress.update(task, description=text),
+        )
         model_lineage = None
         if use_llm:
-            model_lineage, model_skills, usage = _mine_llm(wl, lineage, settings, dev, llm_steps, client,
-                                                           probe=not no_probe, quiet=as_json)  # fmt: skip
+            model_lineage, model_skills, usage = _mine_llm(
+                wl, lineage, settings, dev, llm_steps, client, probe=not no_probe, quiet=as_json
+            )
             for skill in model_skills:
                 library.save(skill)
             skills += model_skills
         where = library.root
     if as_json:
         llm = {"llm_lineage": model_lineage.as_dict(), "llm": usage.as_dict()} if model_lineage else {}
-        click.echo(json.dumps({"lineage": lineage.as_dict(), "skills": [s.id for s in skills],
-                               "library": str(where), **llm}, indent=2, default=str))  # fmt: skip
+        click.echo(
+            json.dumps(
+                {"lineage": lineage.as_dict(), "skills": [s.id for s in skills], "library": str(where), **llm},
+                indent=2,
+                default=str,
+            )
+        )
         return
     console.print(lineage_table(lineage))
     if model_lineage is not None:
@@ -355,28 +462,73 @@ def mine(workload, expert, library_dir, device, walk_device, max_steps, no_probe
 @main.command()
 @click.argument("workload", type=click.Path(path_type=Path))
 @click.argument("program", type=click.Path(path_type=Path))
-@click.option("--library", "library_dir", type=click.Path(path_type=Path), default=None,
-              help="Skill library directory (default: $KLINEAGE_HOME/library).")  # fmt: skip
-@click.option("--budget", type=int, default=20, show_default=True,
-              help="Gate evaluations this run may spend (the starting program's check counts as one).")  # fmt: skip
-@click.option("--method", type=click.Choice(["klineage", "blind", "memory", "autotune"]), default="klineage",
-              show_default=True)  # fmt: skip
-@click.option("--materializer", type=click.Choice(["mechanical", "llm"]), default="mechanical", show_default=True,
-              help="llm: a model (KLINEAGE_LLM_* settings, docs/AGENTS.md) also materializes skills the mechanical "
-              "rewrites cannot and repairs candidates that failed a gate.")  # fmt: skip
+@click.option(
+    "--library",
+    "library_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Skill library directory (default: $KLINEAGE_HOME/library).",
+)
+@click.option(
+    "--budget",
+    type=int,
+    default=20,
+    show_default=True,
+    help="Gate evaluations this run may spend (the starting program's check counts as one).",
+)
+@click.option(
+    "--method", type=click.Choice(["klineage", "blind", "memory", "autotune"]), default="klineage", show_default=True
+)
+@click.option(
+    "--materializer",
+    type=click.Choice(["mechanical", "llm"]),
+    default="mechanical",
+    show_default=True,
+    help="llm: a model (KLINEAGE_LLM_* settings, docs/AGENTS.md) also materializes skills the mechanical "
+    "rewrites cannot and repairs candidates that failed a gate.",
+)
 @_llm_budget_options
-@click.option("--memory", "memory_path", type=click.Path(path_type=Path), default=None,
-              help="Knowledge base for --method memory (default: $KLINEAGE_HOME/memory.json).")  # fmt: skip
+@click.option(
+    "--memory",
+    "memory_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Knowledge base for --method memory (default: $KLINEAGE_HOME/memory.json).",
+)
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
-@click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="Write program.py, changes.diff, trajectory.json and report.md here.")  # fmt: skip
-@click.option("--self-reference", is_flag=True,
-              help="WORKLOAD is an inputs file; the reference is PROGRAM itself (match its outputs).")  # fmt: skip
-@click.option("--module", "modules", multiple=True,
-              help="Also optimize this installed module's kernels (a rewritten copy travels with the program).")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write program.py, changes.diff, trajectory.json and report.md here.",
+)
+@click.option(
+    "--self-reference",
+    is_flag=True,
+    help="WORKLOAD is an inputs file; the reference is PROGRAM itself (match its outputs).",
+)
+@click.option(
+    "--module",
+    "modules",
+    multiple=True,
+    help="Also optimize this installed module's kernels (a rewritten copy travels with the program).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the trajectory as JSON.")
-def optimize(workload, program, library_dir, budget, method, materializer, memory_path, device, out, self_reference,
-             modules, as_json, **llm) -> None:  # fmt: skip
+def optimize(
+    workload,
+    program,
+    library_dir,
+    budget,
+    method,
+    materializer,
+    memory_path,
+    device,
+    out,
+    self_reference,
+    modules,
+    as_json,
+    **llm,
+) -> None:
     """Apply skills to PROGRAM under the gates within a budget; print the report (and write the outputs).
     With --self-reference, WORKLOAD only says how to make inputs and the original PROGRAM is the reference."""
     from klineage.check import resolve_device
@@ -402,14 +554,16 @@ def optimize(workload, program, library_dir, budget, method, materializer, memor
         task = progress.add_task(f"optimizing ({method})", total=budget)
 
         def on_attempt(attempt) -> None:
-            progress.update(task, completed=attempt.evaluation,
-                            description=f"{attempt.candidate.label[:50]}: {attempt.outcome}")  # fmt: skip
+            progress.update(
+                task, completed=attempt.evaluation, description=f"{attempt.candidate.label[:50]}: {attempt.outcome}"
+            )
 
         trajectory = run_optimize(wl, prog, proposer, settings, dev, budget, on_attempt=on_attempt)
     paths = write_outputs(trajectory, out) if out else {}
     if as_json:
-        click.echo(json.dumps(trajectory.as_dict() | {"outputs": {k: str(v) for k, v in paths.items()}}, indent=2,
-                              default=str))  # fmt: skip
+        click.echo(
+            json.dumps(trajectory.as_dict() | {"outputs": {k: str(v) for k, v in paths.items()}}, indent=2, default=str)
+        )
         return
     console.print(report(trajectory))
     if paths:
@@ -422,16 +576,26 @@ def _mine_llm(wl, lineage, settings, dev, steps, client, probe, quiet):
 
     with _progress(quiet) as progress:
         task = progress.add_task("mining with the model", total=None)
-        found = mine_with_llm(wl, lineage, client, settings, dev, max_steps=steps,
-                              on_step=lambda st: progress.update(task, description=f"model step {st.index}: "
-                                                                 f"{'accepted' if st.accepted else 'rejected'}"))
+        found = mine_with_llm(
+            wl,
+            lineage,
+            client,
+            settings,
+            dev,
+            max_steps=steps,
+            on_step=lambda st: progress.update(
+                task, description=f"model step {st.index}: {'accepted' if st.accepted else 'rejected'}"
+            ),
+        )
         probes = probe_llm_lineage(found, wl, settings, dev) if probe else None
     return found, llm_skills(found, probes), client.usage
 
 
 def lineage_table(lineage) -> Table:
-    table = Table(title=f"lineage {lineage.id} ({len(lineage.accepted)} accepted, {len(lineage.rejected)} rejected)",
-                  title_justify="left")  # fmt: skip
+    table = Table(
+        title=f"lineage {lineage.id} ({len(lineage.accepted)} accepted, {len(lineage.rejected)} rejected)",
+        title_justify="left",
+    )
     for column in ("step", "transform", "function", "verdict", "reason", "effect"):
         table.add_column(column, overflow="fold")
     for step in lineage.steps:
@@ -440,9 +604,14 @@ def lineage_table(lineage) -> Table:
         shown = f"x{effect['speedup']:.3f}" if effect.get("measured") else "not timed"
         deltas = ", ".join(f"{k} {v:+g}" for k, v in effect.get("static_delta", {}).items() if v)
         shown += f"; {deltas}" if deltas else ""
-        table.add_row(str(step.index), step.transform, step.site["function"],
-                      "[green]accepted[/]" if step.accepted else "[red]rejected[/]",
-                      f"{failed['code']}: {failed['reason'][:80]}" if failed else "", shown)  # fmt: skip
+        table.add_row(
+            str(step.index),
+            step.transform,
+            step.site["function"],
+            "[green]accepted[/]" if step.accepted else "[red]rejected[/]",
+            f"{failed['code']}: {failed['reason'][:80]}" if failed else "",
+            shown,
+        )
     return table
 
 
@@ -452,18 +621,30 @@ def lineage_table(lineage) -> Table:
 @click.option("--budget", type=int, default=12, show_default=True, help="Gate evaluations per run.")
 @click.option("--library", "library_dir", type=click.Path(path_type=Path), default=None)
 @click.option("--memory", "memory_path", type=click.Path(path_type=Path), default=None)
-@click.option("--instances", default=None,
-              help="Comma-separated instance names, run in the order given (default: the whole suite).")
+@click.option(
+    "--instances",
+    default=None,
+    help="Comma-separated instance names, run in the order given (default: the whole suite).",
+)
 @click.option("--shard", default=None, help="I/N: run every N-th instance from the I-th (split over GPUs).")
-@click.option("--queue", "queue_dir", type=click.Path(path_type=Path), default=None,
-              help="A folder shared by the bench processes of one run: each takes the next instance none has taken.")
+@click.option(
+    "--queue",
+    "queue_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A folder shared by the bench processes of one run: each takes the next instance none has taken.",
+)
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Report folder (default: ./bench-out).")
-@click.option("--resume", is_flag=True,
-              help="Keep the instances the report in --out finished (same methods, budget, device); run the rest.")
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Keep the instances the report in --out finished (same methods, budget, device); run the rest.",
+)
 @click.option("--json", "as_json", is_flag=True)
-def bench(suite_name, methods, budget, library_dir, memory_path, instances, shard, queue_dir, device, out, resume,
-          as_json) -> None:  # fmt: skip
+def bench(
+    suite_name, methods, budget, library_dir, memory_path, instances, shard, queue_dir, device, out, resume, as_json
+) -> None:
     """Run methods x instances of SUITE (heldout, naive, experts, a folder, or several joined by commas) under one
     budget; write the report, and rewrite it after each instance so a run cut short keeps what it finished.
     `--resume` continues such a run. Several processes split a suite by `--shard` or share a `--queue`;
@@ -503,10 +684,19 @@ def bench(suite_name, methods, budget, library_dir, memory_path, instances, shar
             raise UserError(f"--resume: {folder / 'bench.json'} is not a bench report ({e})") from None
     with _progress(as_json) as progress:
         task = progress.add_task("bench", total=None)
-        result = run_bench(chosen, wanted, budget, settings, dev, library_dir or settings.data_dir / "library",
-                           memory_path, on_progress=lambda text: progress.update(task, description=text),
-                           on_instance=lambda partial: write_report(partial, folder, plot=False),
-                           earlier=earlier, claim=Queue(queue_dir).claim if queue_dir else None)  # fmt: skip
+        result = run_bench(
+            chosen,
+            wanted,
+            budget,
+            settings,
+            dev,
+            library_dir or settings.data_dir / "library",
+            memory_path,
+            on_progress=lambda text: progress.update(task, description=text),
+            on_instance=lambda partial: write_report(partial, folder, plot=False),
+            earlier=earlier,
+            claim=Queue(queue_dir).claim if queue_dir else None,
+        )
     paths = write_report(result, folder)
     if as_json:
         click.echo(json.dumps({**result["summary"], "outputs": {k: str(v) for k, v in paths.items()}}, indent=2))
@@ -540,8 +730,13 @@ def memory() -> None:
 
 
 @memory.command("build")
-@click.option("--suite", "suite_name", default="experts", show_default=True,
-              help="Instances whose blind optimization runs fill the knowledge base.")  # fmt: skip
+@click.option(
+    "--suite",
+    "suite_name",
+    default="experts",
+    show_default=True,
+    help="Instances whose blind optimization runs fill the knowledge base.",
+)
 @click.option("--budget", type=int, default=12, show_default=True)
 @click.option("--shard", default=None, help="I/N: every N-th instance from the I-th (parallel builds, joined after).")
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Default: $KLINEAGE_HOME/memory.json.")
@@ -562,8 +757,9 @@ def memory_build(suite_name, budget, shard, out, device) -> None:
     path = out or memory_path(settings)
     with _progress(False) as progress:
         task = progress.add_task("memory", total=None)
-        added, skipped = build_memory(chosen, settings, dev, budget, path,
-                                      on_progress=lambda text: progress.update(task, description=text))  # fmt: skip
+        added, skipped = build_memory(
+            chosen, settings, dev, budget, path, on_progress=lambda text: progress.update(task, description=text)
+        )
     for name, why in skipped.items():
         console.print(f"skipped {name}: {why}", style="yellow")
     if len(skipped) == len(chosen):
@@ -608,8 +804,14 @@ def skills_list(library_dir, family, condition, kind, as_json) -> None:
         table.add_column(column, overflow="fold")
     for s in found:
         effect = next((f"x{s.effect[d]['speedup']:.3f} ({d})" for d in s.timed_devices()), "unmeasured")
-        table.add_row(s.id, s.kind, str(s.family), f"{s.location['function']}:{s.location['line']}",
-                      ", ".join(c["predicate"] for c in s.conditions), effect if s.kind != "guard" else "")  # fmt: skip
+        table.add_row(
+            s.id,
+            s.kind,
+            str(s.family),
+            f"{s.location['function']}:{s.location['line']}",
+            ", ".join(c["predicate"] for c in s.conditions),
+            effect if s.kind != "guard" else "",
+        )
     console.print(table)
 
 
@@ -646,8 +848,9 @@ def _home(home: Path | None) -> Path:
     return home or Settings.from_env().data_dir
 
 
-_home_option = click.option("--home", type=click.Path(path_type=Path), default=None,
-                            help="Data directory (default: $KLINEAGE_HOME).")  # fmt: skip
+_home_option = click.option(
+    "--home", type=click.Path(path_type=Path), default=None, help="Data directory (default: $KLINEAGE_HOME)."
+)
 
 
 @effects.command("export")
@@ -690,14 +893,20 @@ def effects_import(file, home, as_json) -> None:
         table.add_column(column, overflow="fold")
     for r in results:
         untimed = ", ".join(map(str, r.unmatched)) or "none"
-        table.add_row(r.lineage, str(r.matched), str(r.kept), f"{untimed}{f' ({r.why})' if r.why else ''}",
-                      str(r.probes))  # fmt: skip
+        table.add_row(
+            r.lineage, str(r.matched), str(r.kept), f"{untimed}{f' ({r.why})' if r.why else ''}", str(r.probes)
+        )
     console.print(table)
 
 
 @main.command("mcp")
-@click.option("--library", "library_dir", type=click.Path(path_type=Path), default=None,
-              help="Skill library directory (default: $KLINEAGE_HOME/library).")  # fmt: skip
+@click.option(
+    "--library",
+    "library_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Skill library directory (default: $KLINEAGE_HOME/library).",
+)
 def mcp_command(library_dir) -> None:
     """Serve the skill library and the gates to an MCP-capable agent over stdio (tools: search_skills,
     suggest_skills, apply_skill, check_program; resources: skill://<id>). See docs/AGENTS.md."""
@@ -709,17 +918,28 @@ def mcp_command(library_dir) -> None:
 @main.command("llm-compare")
 @click.argument("workload", type=click.Path(path_type=Path))
 @click.argument("program", type=click.Path(path_type=Path))
-@click.option("--library", "library_dir", type=click.Path(path_type=Path), default=None,
-              help="Skill library (default: $KLINEAGE_HOME/library).")  # fmt: skip
-@click.option("--memory", "memory_path", type=click.Path(path_type=Path), default=None,
-              help="The memory baseline's knowledge base (default: $KLINEAGE_HOME/memory.json).")  # fmt: skip
+@click.option(
+    "--library",
+    "library_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Skill library (default: $KLINEAGE_HOME/library).",
+)
+@click.option(
+    "--memory",
+    "memory_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The memory baseline's knowledge base (default: $KLINEAGE_HOME/memory.json).",
+)
 @click.option("--budget", type=int, default=12, show_default=True, help="Gate evaluations per arm.")
 @_llm_budget_options
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), default=Path("llm-compare-out"), show_default=True)
 @click.option("--json", "as_json", is_flag=True)
-def llm_compare(workload, program, library_dir, memory_path, budget, max_calls, max_tokens, repairs, device, out,
-                as_json) -> None:  # fmt: skip
+def llm_compare(
+    workload, program, library_dir, memory_path, budget, max_calls, max_tokens, repairs, device, out, as_json
+) -> None:
     """The same model run twice on PROGRAM under one budget: with the library's skills as a curriculum in lineage
     order, and with the memory baseline's retrieved notes. Writes both trajectories and a side-by-side report."""
     from klineage.check import resolve_device
@@ -734,13 +954,23 @@ def llm_compare(workload, program, library_dir, memory_path, budget, max_calls, 
     settings = Settings.from_env()
     with _progress(as_json) as progress:
         task = progress.add_task("comparing", total=None)
-        arms = run_comparison(wl, prog, settings, dev, library_dir or settings.data_dir / "library", memory_path,
-                              budget, lambda: _llm_client(max_calls, max_tokens), repairs,
-                              on_progress=lambda text: progress.update(task, description=text))  # fmt: skip
+        arms = run_comparison(
+            wl,
+            prog,
+            settings,
+            dev,
+            library_dir or settings.data_dir / "library",
+            memory_path,
+            budget,
+            lambda: _llm_client(max_calls, max_tokens),
+            repairs,
+            on_progress=lambda text: progress.update(task, description=text),
+        )
     paths = write_comparison(arms, out)
     if as_json:
-        click.echo(json.dumps({**summary(arms), "outputs": {k: str(v) for k, v in paths.items()}}, indent=2,
-                              default=str))  # fmt: skip
+        click.echo(
+            json.dumps({**summary(arms), "outputs": {k: str(v) for k, v in paths.items()}}, indent=2, default=str)
+        )
         return
     console.print(markdown(arms))
     console.print(f"written: {', '.join(str(p) for p in paths.values())}", style="dim")
@@ -790,9 +1020,15 @@ def _progress(quiet: bool) -> Progress:
     wanted = os.environ.get("KLINEAGE_PROGRESS_LINES", "")
     lines = not err_console.is_terminal and wanted != "0" and (not quiet or wanted == "1")
     return _LoggedProgress(
-        SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-        console=err_console, transient=True, disable=quiet or not err_console.is_terminal, lines=lines,
-    )  # fmt: skip
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+        disable=quiet or not err_console.is_terminal,
+        lines=lines,
+    )
 
 
 if __name__ == "__main__":

@@ -113,8 +113,12 @@ def decide(predicate: str, workload: Workload, source: str, kernel: str | None, 
     if predicate == "divisible_by_block":
         ranged = [k for k, r in _ranges(domain).items() if r]
         if ranged:
-            return Decision(predicate, PARTIAL, f"the domain lets {', '.join(ranged)} take any value in a range, "
-                                                "so some sizes are not multiples of the block")  # fmt: skip
+            return Decision(
+                predicate,
+                PARTIAL,
+                f"the domain lets {', '.join(ranged)} take any value in a range, "
+                "so some sizes are not multiples of the block",
+            )
         sizes = _sizes(domain)
         odd = sorted(k for k, vals in sizes.items() if any(v % 16 for v in vals))
         if odd:
@@ -143,8 +147,9 @@ def decide(predicate: str, workload: Workload, source: str, kernel: str | None, 
         for vals in sizes.values():
             largest *= max(vals)
         if sizes and largest >= 2**31:
-            return Decision(predicate, PARTIAL, f"the domain's largest sizes multiply to {largest:.3g} elements "
-                                                "(at or beyond 2^31)")  # fmt: skip
+            return Decision(
+                predicate, PARTIAL, f"the domain's largest sizes multiply to {largest:.3g} elements (at or beyond 2^31)"
+            )
         return Decision(predicate, HOLDS, "the domain's sizes stay below 2^31 elements")
     if predicate.startswith("dtype_"):
         wanted = {"dtype_fp32": "float32", "dtype_fp16": "float16", "dtype_bf16": "bfloat16"}[predicate]
@@ -206,8 +211,7 @@ class _LaunchGuard(cst.CSTTransformer):
         args = ", ".join(node_code(a.value) for a in launch.args if a.keyword is None and a.star == "")
         test = cst.parse_expression(f"{self.helper}({args})")
         self.wrapped += 1
-        return cst.If(test=test, body=cst.IndentedBlock([fast]),
-                      orelse=cst.Else(body=cst.IndentedBlock([updated])))  # fmt: skip
+        return cst.If(test=test, body=cst.IndentedBlock([fast]), orelse=cst.Else(body=cst.IndentedBlock([updated])))
 
 
 def _launch_in(stmt: cst.SimpleStatementLine, kernel: str) -> cst.Call | None:
@@ -260,8 +264,9 @@ def guarded(original: str, optimized: str, kernel: str, predicate: str) -> str |
 
 
 def _is_import(stmt) -> bool:
-    return isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, (cst.Import, cst.ImportFrom))
-                                                             for s in stmt.body)  # fmt: skip
+    return isinstance(stmt, cst.SimpleStatementLine) and any(
+        isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
+    )
 
 
 class _Collect(cst.CSTVisitor):

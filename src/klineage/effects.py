@@ -56,20 +56,38 @@ def export_effects(data_dir: Path) -> dict:
     the walk device's own)."""
     lineages = []
     for store, lineage in _lineages(data_dir):
-        steps = [{"index": s.index, "transform": s.transform, "parent": s.parent, "child": s.child,
-                  "effect": {k: v for k, v in s.effect.items() if k != "earlier"}}
-                 for s in lineage.accepted if s.effect.get("measured") and s.effect.get("device")]  # fmt: skip
+        steps = [
+            {
+                "index": s.index,
+                "transform": s.transform,
+                "parent": s.parent,
+                "child": s.child,
+                "effect": {k: v for k, v in s.effect.items() if k != "earlier"},
+            }
+            for s in lineage.accepted
+            if s.effect.get("measured") and s.effect.get("device")
+        ]
         probes = {}
         for path in sorted(store.root.glob("probes-*.json")):
             found = read_probes(path)
             if found:
                 probes[path.stem.removeprefix("probes-")] = {str(k): v for k, v in found.items()}
         if steps or probes:
-            lineages.append({"id": lineage.id, "workload_hash": lineage.workload_hash,
-                             "expert_hash": lineage.expert_hash, "walk_device": lineage.device, "steps": steps,
-                             "probes": probes})  # fmt: skip
-    return {"format": FORMAT, "exported": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            "lineages": lineages}  # fmt: skip
+            lineages.append(
+                {
+                    "id": lineage.id,
+                    "workload_hash": lineage.workload_hash,
+                    "expert_hash": lineage.expert_hash,
+                    "walk_device": lineage.device,
+                    "steps": steps,
+                    "probes": probes,
+                }
+            )
+    return {
+        "format": FORMAT,
+        "exported": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "lineages": lineages,
+    }
 
 
 def read_export(path: Path) -> dict:
@@ -94,8 +112,16 @@ def import_effects(data_dir: Path, export: dict, source: str = "") -> list[Impor
     for store, lineage in _lineages(data_dir):
         record = records.get((lineage.id, lineage.expert_hash, lineage.workload_hash))
         if record is None:
-            out.append(Imported(lineage.id, 0, 0, tuple(s.index for s in lineage.accepted), 0,
-                                "no record of this lineage (another expert or workload version)"))  # fmt: skip
+            out.append(
+                Imported(
+                    lineage.id,
+                    0,
+                    0,
+                    tuple(s.index for s in lineage.accepted),
+                    0,
+                    "no record of this lineage (another expert or workload version)",
+                )
+            )
             continue
         measured = {(s["transform"], s["parent"], s["child"]): s for s in record["steps"]}
         steps, matched, kept, unmatched, index_of = list(lineage.steps), 0, 0, [], {}
@@ -111,8 +137,12 @@ def import_effects(data_dir: Path, export: dict, source: str = "") -> list[Impor
                 kept += 1
                 continue
             earlier = {k: v for k, v in step.effect.items() if k != "earlier"}
-            effect = {**theirs["effect"], "static_delta": step.effect.get("static_delta", {}), "earlier": earlier,
-                      "imported": {"from": source, "exported": export.get("exported", "")}}  # fmt: skip
+            effect = {
+                **theirs["effect"],
+                "static_delta": step.effect.get("static_delta", {}),
+                "earlier": earlier,
+                "imported": {"from": source, "exported": export.get("exported", "")},
+            }
             steps[i] = replace(step, effect=effect)
             matched += 1
         lineage = replace(lineage, steps=steps)

@@ -165,8 +165,13 @@ def correctness_job(request: GateRequest) -> Verdict:
     try:
         return _correctness(request, started)
     except ImportError as e:
-        return Verdict("correctness", "fail", "import_error", f"program failed to import: {e}",
-                       seconds=time.perf_counter() - started)  # fmt: skip
+        return Verdict(
+            "correctness",
+            "fail",
+            "import_error",
+            f"program failed to import: {e}",
+            seconds=time.perf_counter() - started,
+        )
 
 
 def _correctness(request: GateRequest, started: float) -> Verdict:
@@ -179,13 +184,15 @@ def _correctness(request: GateRequest, started: float) -> Verdict:
     except Exception as e:
         return Verdict("correctness", "fail", "import_error", f"{type(e).__name__}: {e}")
     state = _TrialState(device, request.settings.guard_bytes, host_ops=frozenset(workload.host_ops))
-    trials = plan_trials(workload, device, request.settings.seeds, request.settings.seed_base,
-                         request.settings.seed_case)
+    trials = plan_trials(
+        workload, device, request.settings.seeds, request.settings.seed_base, request.settings.seed_case
+    )
     if request.probe is not None:  # a probe: one case that violates one condition
         workload, trials = _probe_plan(workload, request.probe, state)
     with AutotunePicks() as picks:
-        finding, trials = _run_trials(workload, wl_module, program_module, trials, state, picks,
-                                      probe=request.probe is not None)
+        finding, trials = _run_trials(
+            workload, wl_module, program_module, trials, state, picks, probe=request.probe is not None
+        )
     if finding is not None:
         trial, finding, index = finding
         tuned = {"autotune_configs": dict(picks.chosen)} if picks.chosen else {}
@@ -202,8 +209,12 @@ def _correctness(request: GateRequest, started: float) -> Verdict:
     sources = {"program": request.program.source, **{f"module {k}": v for k, v in request.program.modules.items()}}
     static = static_findings(sources)
     if static:
-        return _fail("correctness", static[0], evidence={"findings": [f.detail for f in static]},
-                     seconds=time.perf_counter() - started)  # fmt: skip
+        return _fail(
+            "correctness",
+            static[0],
+            evidence={"findings": [f.detail for f in static]},
+            seconds=time.perf_counter() - started,
+        )
     return Verdict(
         "correctness",
         "pass",
@@ -225,8 +236,9 @@ def _correctness(request: GateRequest, started: float) -> Verdict:
     )
 
 
-def _run_trials(workload, wl_module, program_module, trials: list[Trial], state: _TrialState, picks: AutotunePicks,
-                probe: bool) -> tuple[tuple[Trial, Finding, int] | None, list[Trial]]:
+def _run_trials(
+    workload, wl_module, program_module, trials: list[Trial], state: _TrialState, picks: AutotunePicks, probe: bool
+) -> tuple[tuple[Trial, Finding, int] | None, list[Trial]]:
     """Every trial with each autotuner's first config; then, unless a probe, each named case at seed 0 once per
     further config any autotuner offered. Returns (the failing trial, its finding, trials passed before it) or
     None, and the trials run."""
@@ -254,8 +266,11 @@ def _run_trials(workload, wl_module, program_module, trials: list[Trial], state:
         index += 1
         if index == len(run) and not probe:  # every trial so far passed: the configs not run yet, if any
             done = max(t.config for t in run)
-            run += [Trial(name, 0, "normal", config) for config in range(done + 1, picks.offered)
-                    for name in workload.check_cases(state.device)]  # fmt: skip
+            run += [
+                Trial(name, 0, "normal", config)
+                for config in range(done + 1, picks.offered)
+                for name in workload.check_cases(state.device)
+            ]
     return None, run
 
 
@@ -263,8 +278,12 @@ def launch_rows(launches: list) -> list[dict]:
     """Each distinct launch of a forward: kernel, integer constexprs, warps and program count."""
     rows = []
     for launch in launches:
-        row = {"kernel": launch.kernel, "constexprs": dict(launch.constexprs), "num_warps": launch.num_warps,
-               "programs": launch.programs}  # fmt: skip
+        row = {
+            "kernel": launch.kernel,
+            "constexprs": dict(launch.constexprs),
+            "num_warps": launch.num_warps,
+            "programs": launch.programs,
+        }
         if row not in rows:
             rows.append(row)
     return rows
@@ -337,8 +356,13 @@ class AutotunePicks:
 
     @property
     def offered(self) -> int:
-        return max((len(configs - self.unrunnable.get(name, {}).keys()) for name, configs in self._pruned.items()),
-                   default=1) or 1  # fmt: skip
+        return (
+            max(
+                (len(configs - self.unrunnable.get(name, {}).keys()) for name, configs in self._pruned.items()),
+                default=1,
+            )
+            or 1
+        )
 
     def choose(self, config: int) -> None:
         if config != self._config:
@@ -382,8 +406,9 @@ class AutotunePicks:
                     skip[picks.chosen[name]] = f"{type(e).__name__}: {str(e)[:200]}"
                     tuner.cache.clear()
 
-        self._saved = {name: Autotuner.__dict__[name]
-                       for name in ("prune_configs", "do_bench", "check_disk_cache", "run")}  # fmt: skip
+        self._saved = {
+            name: Autotuner.__dict__[name] for name in ("prune_configs", "do_bench", "check_disk_cache", "run")
+        }
         Autotuner.prune_configs = prune_to_one
         Autotuner.do_bench = property(lambda tuner: two_calls)
         Autotuner.check_disk_cache = lambda tuner, key, configs, bench: bench() or False
@@ -463,8 +488,11 @@ def _run_trial(workload, wl_module, trial: Trial, runs: int, state: _TrialState)
 
     device = state.device
     ref_model, ref64_model, new_model = state.models[trial.case]
-    inputs, input_log = _inputs_for(trial, make_case_inputs(wl_module, workload.cases[trial.case], trial.seed,
-                                                            trial.distribution, state.probe_inputs), state)  # fmt: skip
+    inputs, input_log = _inputs_for(
+        trial,
+        make_case_inputs(wl_module, workload.cases[trial.case], trial.seed, trial.distribution, state.probe_inputs),
+        state,
+    )
     originals = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
     main_stream = torch.cuda.current_stream().cuda_stream if device == "cuda" else None
     done = []  # (record, outputs, clones of outputs)
@@ -487,12 +515,17 @@ def _run_trial(workload, wl_module, trial: Trial, runs: int, state: _TrialState)
         if getattr(wl_module, "NATIVE_REFERENCE", False):
             # the reference is an existing kernel (klineage.reference): it runs in its own dtypes only, so its
             # outputs (and in-place results) are the answer, compared with the dtype's tolerances
-            ref64_inputs = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
-                            for x in ref_inputs]  # fmt: skip
+            ref64_inputs = [
+                x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in ref_inputs
+            ]
             ref64 = [e.double() if isinstance(e, torch.Tensor) and e.is_floating_point() else e for e in expected]
         else:  # fresh float64 copies (one copy each: a probe past 2^31 elements has no room for two)
-            ref64_inputs = [(x.double() if x.is_floating_point() and x.dtype != torch.float64 else x.clone())
-                            if isinstance(x, torch.Tensor) else x for x in originals]  # fmt: skip
+            ref64_inputs = [
+                (x.double() if x.is_floating_point() and x.dtype != torch.float64 else x.clone())
+                if isinstance(x, torch.Tensor)
+                else x
+                for x in originals
+            ]
             ref64 = flatten_outputs(ref64_model(*ref64_inputs))
     for record, outputs, clones in done:
         finding = (
@@ -610,8 +643,9 @@ def _chunks(out, ref, chunk: int) -> list:
     return [(o[i : i + chunk], r[i : i + chunk]) for i in range(0, o.numel(), chunk)]
 
 
-def _outputs_finding(workload, outputs, ref64, expected, previous_outputs, originals=None,
-                     chunk: int = 0) -> Finding | None:  # fmt: skip
+def _outputs_finding(
+    workload, outputs, ref64, expected, previous_outputs, originals=None, chunk: int = 0
+) -> Finding | None:
     """Judge output values (clones taken right after the call); `originals` are the returned objects, whose exact
     type is checked (a subclass can hide behind a plain clone). With `chunk` (a probe past 2^31 elements), each
     piece of `chunk` elements is judged on its own: its own scale for the absolute floor and its own error norm."""
@@ -625,8 +659,14 @@ def _outputs_finding(workload, outputs, ref64, expected, previous_outputs, origi
     for i, (out, ref, exp) in enumerate(zip(outputs, ref64, expected)):
         tol = workload.tolerance(str(exp.dtype).removeprefix("torch."))
         if chunk and isinstance(out, torch.Tensor) and out.numel() > chunk and out.shape == exp.shape:
-            finding = next((f for (o, r), (_, e) in zip(_chunks(out, ref, chunk), _chunks(out, exp, chunk))
-                            if (f := compare_output(o, r, e, tol, f"output {i}")) is not None), None)  # fmt: skip
+            finding = next(
+                (
+                    f
+                    for (o, r), (_, e) in zip(_chunks(out, ref, chunk), _chunks(out, exp, chunk))
+                    if (f := compare_output(o, r, e, tol, f"output {i}")) is not None
+                ),
+                None,
+            )
         else:
             finding = compare_output(out, ref, exp, tol, f"output {i}")
         if finding is None:
@@ -660,8 +700,16 @@ def _arch_number(target: str) -> int:
 
 # The shared memory one block may opt in to, per compute capability (CUDA C++ Programming Guide, technical
 # specifications per compute capability); the H200's loader reported 232448 for sm_90 (run 21).
-SHARED_MEMORY_LIMIT = {80: 166912, 86: 101376, 87: 166912, 89: 101376, 90: 232448, 100: 232448, 103: 232448,
-                       120: 101376}  # fmt: skip
+SHARED_MEMORY_LIMIT = {
+    80: 166912,
+    86: 101376,
+    87: 166912,
+    89: 101376,
+    90: 232448,
+    100: 232448,
+    103: 232448,
+    120: 101376,
+}
 
 
 def _compile_for_target(request: GateRequest) -> Verdict:
@@ -705,8 +753,9 @@ def _compile_for_target(request: GateRequest) -> Verdict:
         if key not in compiled:
             label = _spec_label(constexprs, options)
             try:
-                kernel = triton.compile(ASTSource(self, signature, constexprs, attrs), target=target,
-                                        options=options.__dict__)  # fmt: skip
+                kernel = triton.compile(
+                    ASTSource(self, signature, constexprs, attrs), target=target, options=options.__dict__
+                )
             except Exception as e:
                 errors.append(f"{self.__name__} {label}: {type(e).__name__}: {str(e)[-600:]}")
                 compiled[key] = {"name": self.__name__, "error": True}
@@ -742,8 +791,9 @@ def _compile_for_target(request: GateRequest) -> Verdict:
     kernels = [m for m in compiled.values() if not m.get("error") and m not in refused]
     evidence = {"specializations": kernels, "target": request.target}
     if refused:  # configs an autotuner passed over: they would never run on the target
-        evidence["over_shared_memory"] = [f"{m['name']} {m['specialization']}: {m['shared_bytes']} bytes"
-                                          for m in refused]  # fmt: skip
+        evidence["over_shared_memory"] = [
+            f"{m['name']} {m['specialization']}: {m['shared_bytes']} bytes" for m in refused
+        ]
     if errors:
         return Verdict("compile", "fail", "compile_error", errors[0], evidence={**evidence, "errors": errors})
     if not kernels:
@@ -810,8 +860,9 @@ def _compile_on_gpu(request: GateRequest) -> Verdict:
                     kernels.append(metrics)
     if not kernels:
         return Verdict("compile", "fail", "no_kernel_launch", "forward launched no Triton kernel")
-    return Verdict("compile", "pass", metrics=_summarize(kernels), evidence={"specializations": kernels,
-                                                                          "target": arch})  # fmt: skip
+    return Verdict(
+        "compile", "pass", metrics=_summarize(kernels), evidence={"specializations": kernels, "target": arch}
+    )
 
 
 # --- profile ------------------------------------------------------------------------------------------------------
@@ -863,9 +914,11 @@ def profile_job(request: GateRequest) -> Verdict:
     sets = _input_sets(wl_module, case, settings.rotate_sets)
 
     program_t, eager_t = time_calls(
-        [_rotating(model, sets), _rotating(reference, sets)], settings.profile_warmup_ms, settings.profile_rep_ms,
+        [_rotating(model, sets), _rotating(reference, sets)],
+        settings.profile_warmup_ms,
+        settings.profile_rep_ms,
         settings.profile_min_reps,
-    )  # fmt: skip
+    )
     metrics = {
         "case": case_name,
         "median_ms": program_t.median_ms,
@@ -938,8 +991,11 @@ def profile_pair_job(payload: tuple[GateRequest, Program]) -> dict:
 
 # --- the caller's side --------------------------------------------------------------------------------------------
 
-JOBS = {"compile": "klineage.gates:compile_job", "correctness": "klineage.gates:correctness_job",
-        "profile": "klineage.gates:profile_job"}  # fmt: skip
+JOBS = {
+    "compile": "klineage.gates:compile_job",
+    "correctness": "klineage.gates:correctness_job",
+    "profile": "klineage.gates:profile_job",
+}
 
 
 def run_gate(gate: str, request: GateRequest, sandbox: Sandbox, alone: bool = False) -> Verdict:
@@ -968,8 +1024,9 @@ def verdict_from_result(gate: str, result: SandboxResult) -> Verdict:
         evidence = dict(value.evidence)
         if value.status != "pass" and result.log:
             evidence["log"] = result.log[-2000:]
-        return Verdict(value.gate, value.status, value.code, value.reason, value.metrics, evidence,
-                       value.seconds or result.seconds)  # fmt: skip
+        return Verdict(
+            value.gate, value.status, value.code, value.reason, value.metrics, evidence, value.seconds or result.seconds
+        )
     code = {"timeout": "timeout", "oom": "oom", "crash": "crash"}.get(result.kind, "error")
     status = "fail" if code in ("timeout", "oom", "crash") else "error"
     reason = result.error

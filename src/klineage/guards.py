@@ -21,19 +21,74 @@ from dataclasses import dataclass, field
 from klineage.compare import POISON_BYTE, Finding
 
 ALLOCATION_OPS = {
-    "empty", "empty_strided", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
-    "new_empty", "new_empty_strided", "new_zeros", "new_ones", "new_full", "scalar_tensor",
-}  # fmt: skip
+    "empty",
+    "empty_strided",
+    "empty_like",
+    "zeros",
+    "zeros_like",
+    "ones",
+    "ones_like",
+    "full",
+    "full_like",
+    "new_empty",
+    "new_empty_strided",
+    "new_zeros",
+    "new_ones",
+    "new_full",
+    "scalar_tensor",
+}
 ALLOWED_OPS = ALLOCATION_OPS | {
     # views and metadata
-    "view", "_unsafe_view", "reshape", "_reshape_alias", "as_strided", "transpose", "t", "permute", "expand",
-    "slice", "select", "unsqueeze", "squeeze", "unbind", "split", "split_with_sizes", "chunk", "narrow", "flatten",
-    "unflatten", "alias", "detach", "diagonal", "movedim", "view_as_real", "view_as_complex", "lift_fresh",
-    "_local_scalar_dense", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "is_same_size",
-    "is_contiguous", "stride", "size", "dim", "numel", "resize_", "set_",
+    "view",
+    "_unsafe_view",
+    "reshape",
+    "_reshape_alias",
+    "as_strided",
+    "transpose",
+    "t",
+    "permute",
+    "expand",
+    "slice",
+    "select",
+    "unsqueeze",
+    "squeeze",
+    "unbind",
+    "split",
+    "split_with_sizes",
+    "chunk",
+    "narrow",
+    "flatten",
+    "unflatten",
+    "alias",
+    "detach",
+    "diagonal",
+    "movedim",
+    "view_as_real",
+    "view_as_complex",
+    "lift_fresh",
+    "_local_scalar_dense",
+    "sym_size",
+    "sym_stride",
+    "sym_numel",
+    "sym_storage_offset",
+    "is_same_size",
+    "is_contiguous",
+    "stride",
+    "size",
+    "dim",
+    "numel",
+    "resize_",
+    "set_",
     # copies, casts and initialization
-    "copy_", "clone", "_to_copy", "contiguous", "lift_fresh_copy", "fill_", "zero_", "arange",
-}  # fmt: skip
+    "copy_",
+    "clone",
+    "_to_copy",
+    "contiguous",
+    "lift_fresh_copy",
+    "fill_",
+    "zero_",
+    "arange",
+}
 
 
 @dataclass
@@ -80,8 +135,17 @@ class Tracer:
         name = getattr(fn, "__qualname__", None) or getattr(getattr(fn, "fn", None), "__qualname__", repr(fn))
         constexprs, programs = launch_shape(launcher, args, kwargs, grid) if launcher is not None else ((), None)
         warps = kwargs.get("num_warps")
-        self.launches.append(Launch(name, frozenset(storages), stream, threading.get_ident(), constexprs,
-                                    warps if isinstance(warps, int) else None, programs))  # fmt: skip
+        self.launches.append(
+            Launch(
+                name,
+                frozenset(storages),
+                stream,
+                threading.get_ident(),
+                constexprs,
+                warps if isinstance(warps, int) else None,
+                programs,
+            )
+        )
 
 
 def launch_shape(launcher, args, kwargs, grid) -> tuple[tuple[tuple[str, int], ...], int | None]:
@@ -97,10 +161,12 @@ def launch_shape(launcher, args, kwargs, grid) -> tuple[tuple[tuple[str, int], .
         if params:
             constexpr = {p.name for p in params if getattr(p, "is_constexpr", False)}
         else:  # the interpreter keeps no parameter kinds: the annotations say which are constexpr
-            constexpr = {n for n, p in inspect.signature(launcher.fn).parameters.items()
-                         if "constexpr" in str(p.annotation)}  # fmt: skip
-        values = tuple((n, v) for n, v in bound.items()
-                       if n in constexpr and isinstance(v, int) and not isinstance(v, bool))  # fmt: skip
+            constexpr = {
+                n for n, p in inspect.signature(launcher.fn).parameters.items() if "constexpr" in str(p.annotation)
+            }
+        values = tuple(
+            (n, v) for n, v in bound.items() if n in constexpr and isinstance(v, int) and not isinstance(v, bool)
+        )
     except Exception:
         return (), None
     try:

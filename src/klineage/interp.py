@@ -121,11 +121,31 @@ def _patch_bf16_arithmetic(interpreter, widen) -> None:
 
 # libdevice name -> numpy function, for names tl.math does not have
 _NUMPY_LIBDEVICE = {
-    "tanh": "tanh", "pow": "power", "fast_expf": "exp", "fast_logf": "log", "fast_powf": "power", "exp10": None,
-    "sinh": "sinh", "cosh": "cosh", "atan": "arctan", "asin": "arcsin", "acos": "arccos", "log1p": "log1p",
-    "expm1": "expm1", "round": "round", "trunc": "trunc", "isnan": "isnan", "isinf": "isinf", "signbit": "signbit",
-    "fmax": "fmax", "fmin": "fmin", "atan2": "arctan2", "hypot": "hypot", "tan": "tan", "erf": None,
-}  # fmt: skip
+    "tanh": "tanh",
+    "pow": "power",
+    "fast_expf": "exp",
+    "fast_logf": "log",
+    "fast_powf": "power",
+    "exp10": None,
+    "sinh": "sinh",
+    "cosh": "cosh",
+    "atan": "arctan",
+    "asin": "arcsin",
+    "acos": "arccos",
+    "log1p": "log1p",
+    "expm1": "expm1",
+    "round": "round",
+    "trunc": "trunc",
+    "isnan": "isnan",
+    "isinf": "isinf",
+    "signbit": "signbit",
+    "fmax": "fmax",
+    "fmin": "fmin",
+    "atan2": "arctan2",
+    "hypot": "hypot",
+    "tan": "tan",
+    "erf": None,
+}
 
 
 def _patch_libdevice() -> None:

@@ -174,10 +174,15 @@ class _Rewriter(cst.CSTTransformer):
         if len(names) != len(assign.targets):
             return updated
         lines = [
-            updated.with_changes(body=[cst.Assign([cst.AssignTarget(cst.Name(n))],
-                                                  cst.Integer(str(self.values.get(n, int_literal(assign.value)))))])
+            updated.with_changes(
+                body=[
+                    cst.Assign(
+                        [cst.AssignTarget(cst.Name(n))], cst.Integer(str(self.values.get(n, int_literal(assign.value))))
+                    )
+                ]
+            )
             for n in names
-        ]  # fmt: skip
+        ]
         return cst.FlattenSentinel(lines)
 
     def _tuple(self, line, assign: cst.Assign):
@@ -227,8 +232,9 @@ def _tile_product(source: str, kernel: str, tiles: dict[str, int]) -> int | None
         return None
     spans = re.findall(r"tl\.arange\(\s*0\s*,\s*(\w+)\s*\)", body)
     two_d = broadcasts(body)
-    return math.prod(v ** (min(spans.count(name), 2) if two_d and spans.count(name) > 1 else 1)
-                     for name, v in tiles.items())  # fmt: skip
+    return math.prod(
+        v ** (min(spans.count(name), 2) if two_d and spans.count(name) > 1 else 1) for name, v in tiles.items()
+    )
 
 
 def launched_elements(source: str, kernel: str, launches: list[dict] | None) -> int | None:
@@ -254,8 +260,9 @@ def kernel_code(source: str, kernel: str) -> str:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError:
         return ""
-    return next((module.code_for_node(n) for n in module.body
-                 if isinstance(n, cst.FunctionDef) and n.name.value == kernel), "")  # fmt: skip
+    return next(
+        (module.code_for_node(n) for n in module.body if isinstance(n, cst.FunctionDef) and n.name.value == kernel), ""
+    )
 
 
 class _LaunchTiles(cst.CSTVisitor):
@@ -269,8 +276,11 @@ class _LaunchTiles(cst.CSTVisitor):
         self.functions.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not (isinstance(node.func, cst.Subscript) and isinstance(node.func.value, cst.Name)
-                and node.func.value.value == self.kernel):  # fmt: skip
+        if not (
+            isinstance(node.func, cst.Subscript)
+            and isinstance(node.func.value, cst.Name)
+            and node.func.value.value == self.kernel
+        ):
             return
         bindings = literal_bindings(self.functions[-1]) if self.functions else {}
         tiles = {}

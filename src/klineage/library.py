@@ -61,9 +61,16 @@ class Library:
             self.db.execute("DELETE FROM conditions WHERE skill = ?", (skill.id,))
             self.db.execute(
                 "INSERT OR REPLACE INTO skills VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (skill.id, skill.family, skill.transform["id"], skill.kind, skill.provenance.get("workload"),
-                 skill.provenance.get("expert"), skill.name),
-            )  # fmt: skip
+                (
+                    skill.id,
+                    skill.family,
+                    skill.transform["id"],
+                    skill.kind,
+                    skill.provenance.get("workload"),
+                    skill.provenance.get("expert"),
+                    skill.name,
+                ),
+            )
             self.db.executemany(
                 "INSERT INTO conditions VALUES (?, ?, ?)",
                 [(skill.id, c["predicate"], c["status"]) for c in skill.conditions],
@@ -75,12 +82,21 @@ class Library:
             raise UserError(f"no skill {skill_id!r} in library {self.root}")
         return Skill.from_dict(json.loads(path.read_text()))
 
-    def list(self, family: int | None = None, condition: str | None = None, kind: str | None = None,
-             transform: str | None = None) -> list[Skill]:  # fmt: skip
+    def list(
+        self,
+        family: int | None = None,
+        condition: str | None = None,
+        kind: str | None = None,
+        transform: str | None = None,
+    ) -> list[Skill]:
         query = "SELECT DISTINCT s.id FROM skills s LEFT JOIN conditions c ON c.skill = s.id WHERE 1=1"
         args: list = []
-        for column, value in (("s.family", family), ("c.predicate", condition), ("s.kind", kind),
-                              ("s.transform", transform)):  # fmt: skip
+        for column, value in (
+            ("s.family", family),
+            ("c.predicate", condition),
+            ("s.kind", kind),
+            ("s.transform", transform),
+        ):
             if value is not None:
                 query += f" AND {column} = ?"
                 args.append(value)
@@ -100,11 +116,21 @@ class Library:
         return written
 
 
-def mine_into(library: Library, workload: Workload, expert: Program, settings: Settings, device: str,
-              walk_device: str | None = None, *, retime: bool = False, probe: bool = True,
-              sandbox: Sandbox | None = None, max_steps: int | None = None,
-              on_step: Callable[[Step], None] | None = None,
-              on_phase: Callable[[str], None] | None = None) -> tuple[Lineage, Probes | None, list[Skill]]:  # fmt: skip
+def mine_into(
+    library: Library,
+    workload: Workload,
+    expert: Program,
+    settings: Settings,
+    device: str,
+    walk_device: str | None = None,
+    *,
+    retime: bool = False,
+    probe: bool = True,
+    sandbox: Sandbox | None = None,
+    max_steps: int | None = None,
+    on_step: Callable[[Step], None] | None = None,
+    on_phase: Callable[[str], None] | None = None,
+) -> tuple[Lineage, Probes | None, list[Skill]]:
     """Mine EXPERT into LIBRARY: the walk (made on `walk_device`, default `device`, or read as recorded from it),
     the accepted steps timed again (`retime`, or always where the walk was made on the CPU and `device` is a GPU),
     the skills saved, the conditions probed, the skills saved again. (lineage, probes, skills). `on_phase` is told

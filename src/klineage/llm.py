@@ -65,9 +65,12 @@ class LLMConfig:
             "base_url": env.get("KLINEAGE_LLM_BASE_URL") or None,
             "api_key": env.get("KLINEAGE_LLM_API_KEY") or env.get("OPENAI_API_KEY") or None,
         }
-        for key, name, cast in (("timeout_s", "KLINEAGE_LLM_TIMEOUT", float), ("retries", "KLINEAGE_LLM_RETRIES", int),
-                                ("reply_tokens", "KLINEAGE_LLM_REPLY_TOKENS", int),
-                                ("temperature", "KLINEAGE_LLM_TEMPERATURE", float)):  # fmt: skip
+        for key, name, cast in (
+            ("timeout_s", "KLINEAGE_LLM_TIMEOUT", float),
+            ("retries", "KLINEAGE_LLM_RETRIES", int),
+            ("reply_tokens", "KLINEAGE_LLM_REPLY_TOKENS", int),
+            ("temperature", "KLINEAGE_LLM_TEMPERATURE", float),
+        ):
             if env.get(name):
                 try:
                     values[key] = cast(env[name])
@@ -75,12 +78,16 @@ class LLMConfig:
                     raise UserError(f"{name}={env[name]!r}: expected a number") from None
         values.update({k: v for k, v in overrides.items() if v is not None})
         if not values.get("model"):
-            raise UserError("no model configured: set KLINEAGE_LLM_MODEL (and KLINEAGE_LLM_BASE_URL for a local or "
-                            "other OpenAI-compatible server; see docs/AGENTS.md)")  # fmt: skip
+            raise UserError(
+                "no model configured: set KLINEAGE_LLM_MODEL (and KLINEAGE_LLM_BASE_URL for a local or "
+                "other OpenAI-compatible server; see docs/AGENTS.md)"
+            )
         if not values.get("api_key"):
             if not values.get("base_url"):
-                raise UserError("no API key: set KLINEAGE_LLM_API_KEY or OPENAI_API_KEY, or KLINEAGE_LLM_BASE_URL for "
-                                "a local server")  # fmt: skip
+                raise UserError(
+                    "no API key: set KLINEAGE_LLM_API_KEY or OPENAI_API_KEY, or KLINEAGE_LLM_BASE_URL for "
+                    "a local server"
+                )
             values["api_key"] = LOCAL_KEY
         return LLMConfig(**values)
 
@@ -111,16 +118,21 @@ class Usage:
 
     def line(self) -> str:
         """One sentence for a report."""
-        caps = [f"{self.max_calls} calls" if self.max_calls else "",
-                f"{self.max_tokens} tokens" if self.max_tokens else ""]  # fmt: skip
+        caps = [
+            f"{self.max_calls} calls" if self.max_calls else "",
+            f"{self.max_tokens} tokens" if self.max_tokens else "",
+        ]
         caps_text = " and ".join(c for c in caps if c)
         rejected = ", ".join(f"{k} {v}" for k, v in sorted(self.rejected.items())) or "none"
-        text = (f"Model `{self.model}`" + (f" at {self.base_url}" if self.base_url else "") + f": {self.calls} calls, "
-                f"{self.prompt_tokens} prompt + {self.completion_tokens} completion tokens ({self.tokens} in all)"
-                + (f", {self.failed_calls} failed calls" if self.failed_calls else "")
-                + (f", {self.retries} retries" if self.retries else "")
-                + (f", {self.calls_without_usage} replies without token counts" if self.calls_without_usage else "")
-                + (f"; caps {caps_text}" if caps_text else "") + f"; replies rejected: {rejected}.")  # fmt: skip
+        text = (
+            f"Model `{self.model}`" + (f" at {self.base_url}" if self.base_url else "") + f": {self.calls} calls, "
+            f"{self.prompt_tokens} prompt + {self.completion_tokens} completion tokens ({self.tokens} in all)"
+            + (f", {self.failed_calls} failed calls" if self.failed_calls else "")
+            + (f", {self.retries} retries" if self.retries else "")
+            + (f", {self.calls_without_usage} replies without token counts" if self.calls_without_usage else "")
+            + (f"; caps {caps_text}" if caps_text else "")
+            + f"; replies rejected: {rejected}."
+        )
         if self.capped:
             text += f" Stopped asking: {self.capped}."
         return text
@@ -156,18 +168,32 @@ class LLMClient:
         self.max_calls, self.max_tokens = max_calls, max_tokens
         if sdk is None:
             openai = _require_openai()
-            sdk = openai.OpenAI(base_url=config.base_url, api_key=config.api_key, timeout=config.timeout_s,
-                                max_retries=0)  # fmt: skip
+            sdk = openai.OpenAI(
+                base_url=config.base_url, api_key=config.api_key, timeout=config.timeout_s, max_retries=0
+            )
         self.sdk = sdk
-        self._counts = {"calls": 0, "failed_calls": 0, "retries": 0, "prompt_tokens": 0, "completion_tokens": 0,
-                        "calls_without_usage": 0}  # fmt: skip
+        self._counts = {
+            "calls": 0,
+            "failed_calls": 0,
+            "retries": 0,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "calls_without_usage": 0,
+        }
         self._rejected: dict[str, int] = {}
         self._capped = ""
 
     @property
     def usage(self) -> Usage:
-        return Usage(self.config.model, self.config.base_url, **self._counts, rejected=dict(self._rejected),
-                     max_calls=self.max_calls, max_tokens=self.max_tokens, capped=self._capped)  # fmt: skip
+        return Usage(
+            self.config.model,
+            self.config.base_url,
+            **self._counts,
+            rejected=dict(self._rejected),
+            max_calls=self.max_calls,
+            max_tokens=self.max_tokens,
+            capped=self._capped,
+        )
 
     def reject(self, reason: str) -> None:
         """Count a reply that did not become a candidate (`ask_program`) or whose candidate failed a gate (callers)."""
@@ -186,8 +212,12 @@ class LLMClient:
         if why := self.exhausted():
             return Failure("capped", why)
         openai = _require_openai()
-        transient = (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError,
-                     openai.InternalServerError)  # fmt: skip
+        transient = (
+            openai.APIConnectionError,
+            openai.APITimeoutError,
+            openai.RateLimitError,
+            openai.InternalServerError,
+        )
         wait = self.config.backoff_s
         error = ""
         for attempt in range(self.config.retries + 1):
@@ -256,8 +286,11 @@ def kernel_names(source: str) -> set[str]:
         tree = ast.parse(source)
     except SyntaxError:
         return set()
-    return {n.name for n in tree.body if isinstance(n, ast.FunctionDef)
-            and any("jit" in ast.unparse(d) for d in n.decorator_list)}  # fmt: skip
+    return {
+        n.name
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in n.decorator_list)
+    }
 
 
 def _field(text: str, name: str) -> str:
@@ -265,8 +298,9 @@ def _field(text: str, name: str) -> str:
     return match.group(1).strip().strip("*").strip() if match else ""
 
 
-def parse_program(reply: Reply | Failure, original: str, main: bool = True,
-                  max_chars: int = MAX_REPLY_CHARS) -> Parsed | Failure:  # fmt: skip
+def parse_program(
+    reply: Reply | Failure, original: str, main: bool = True, max_chars: int = MAX_REPLY_CHARS
+) -> Parsed | Failure:
     """The new source of one module from a model's reply, or why there is none. `main`: the module is the program's
     main file (it must define `class ModelNew`). Every kernel of `original` must still be defined under its name."""
     if isinstance(reply, Failure):
@@ -315,16 +349,19 @@ def _domain_text(domain: dict) -> str:
     return ", ".join(f"{k}: {v}" for k, v in domain.items()) or "the workload's cases only"
 
 
-def materialize_messages(guidance: str, module: str, source: str, site: str, domain: dict,
-                         decided: tuple[str, ...] = ()) -> list[dict]:  # fmt: skip
+def materialize_messages(
+    guidance: str, module: str, source: str, site: str, domain: dict, decided: tuple[str, ...] = ()
+) -> list[dict]:
     """Apply one piece of guidance (a skill card, or a remembered note) to a program at a site."""
     decided_text = "\n".join(f"- {d}" for d in decided) or "- none recorded"
-    user = (f"Apply this optimization to the program.\n\n## Optimization\n\n{guidance.strip()}\n\n## Program\n\n"
-            f"{_program_block(module, source)}\n\n## Where\n\n{site}\n\n## Input domain the program must handle\n\n"
-            f"{_domain_text(domain)}\n\n## Conditions checked against this domain\n\n{decided_text}\n\n"
-            "Where a condition holds on part of the domain only, keep the original path as a fallback and dispatch "
-            "between the two at launch. Reply with `INTENT:` and the complete new module in one ```python "
-            "block.")  # fmt: skip
+    user = (
+        f"Apply this optimization to the program.\n\n## Optimization\n\n{guidance.strip()}\n\n## Program\n\n"
+        f"{_program_block(module, source)}\n\n## Where\n\n{site}\n\n## Input domain the program must handle\n\n"
+        f"{_domain_text(domain)}\n\n## Conditions checked against this domain\n\n{decided_text}\n\n"
+        "Where a condition holds on part of the domain only, keep the original path as a fallback and dispatch "
+        "between the two at launch. Reply with `INTENT:` and the complete new module in one ```python "
+        "block."
+    )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
@@ -335,9 +372,11 @@ def skill_guidance(skill: Skill) -> str:
 def repair_messages(module: str, source: str, gate: str, code: str, reason: str, what: str = "") -> list[dict]:
     """Fix a candidate that failed a gate, keeping the optimization it tried."""
     what = f" ({what})" if what else ""
-    user = (f"This candidate{what} failed the {gate} gate with `{code}`:\n\n{reason.strip()[:1500]}\n\n"
-            f"{_program_block(module, source)}\n\nFix the failure while keeping the optimization. Reply with "
-            "`INTENT:` and the complete corrected module in one ```python block.")  # fmt: skip
+    user = (
+        f"This candidate{what} failed the {gate} gate with `{code}`:\n\n{reason.strip()[:1500]}\n\n"
+        f"{_program_block(module, source)}\n\nFix the failure while keeping the optimization. Reply with "
+        "`INTENT:` and the complete corrected module in one ```python block."
+    )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
@@ -346,15 +385,17 @@ def simplify_messages(module: str, source: str, undone: list[str], tried: list[s
     vocabulary = "\n".join(f"- `{k}`: {v}" for k, v in CONDITIONS.items())
     undone_text = ", ".join(sorted(set(undone))) or "none"
     tried_text = "\n".join(f"- {t}" for t in tried) or "- none"
-    user = (f"The program below is an expert's optimized Triton program, already simplified by a mechanical catalog "
-            f"(families undone: {undone_text}). Undo exactly ONE remaining optimization: rewrite it into the simplest "
-            "straightforward form that computes the same outputs (for example a two-pass reduction instead of an "
-            "online one, one tile instead of a loop over tiles, a plain loop instead of a fused epilogue).\n\n"
-            f"{_program_block(module, source)}\n\nAlready tried (do not repeat):\n{tried_text}\n\nReply with:\n"
-            "INTENT: <what the optimization you undid buys, in the optimize direction, one line>\n"
-            "CONDITIONS: <comma-separated predicates from the list below that the optimization may depend on>\n"
-            f"and the complete simplified module in one ```python block. Predicates:\n{vocabulary}\n\n"
-            "If nothing is left to undo, reply with the single word NONE.")  # fmt: skip
+    user = (
+        f"The program below is an expert's optimized Triton program, already simplified by a mechanical catalog "
+        f"(families undone: {undone_text}). Undo exactly ONE remaining optimization: rewrite it into the simplest "
+        "straightforward form that computes the same outputs (for example a two-pass reduction instead of an "
+        "online one, one tile instead of a loop over tiles, a plain loop instead of a fused epilogue).\n\n"
+        f"{_program_block(module, source)}\n\nAlready tried (do not repeat):\n{tried_text}\n\nReply with:\n"
+        "INTENT: <what the optimization you undid buys, in the optimize direction, one line>\n"
+        "CONDITIONS: <comma-separated predicates from the list below that the optimization may depend on>\n"
+        f"and the complete simplified module in one ```python block. Predicates:\n{vocabulary}\n\n"
+        "If nothing is left to undo, reply with the single word NONE."
+    )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
@@ -371,6 +412,21 @@ def says_none(reply: Reply | Failure) -> bool:
     return isinstance(reply, Reply) and reply.text.strip().strip(".`*").upper() == "NONE"
 
 
-__all__ = ["Failure", "ask_program", "LLMClient", "LLMConfig", "Parsed", "Reply", "Usage", "code_block", "kernel_names",
-           "materialize_messages", "parse_program", "repair_messages", "says_none", "simplify_messages",
-           "skill_guidance", "usage_line"]  # fmt: skip
+__all__ = [
+    "Failure",
+    "ask_program",
+    "LLMClient",
+    "LLMConfig",
+    "Parsed",
+    "Reply",
+    "Usage",
+    "code_block",
+    "kernel_names",
+    "materialize_messages",
+    "parse_program",
+    "repair_messages",
+    "says_none",
+    "simplify_messages",
+    "skill_guidance",
+    "usage_line",
+]

@@ -30,10 +30,19 @@ from klineage.workload import Workload
 ARMS = ("klineage", "memory")
 
 
-def run_comparison(workload: Workload, program: Program, settings: Settings, device: str, library: Path,
-                   memory: Path | None, budget: int, client: Callable[[], LLMClient], repairs: int = 1,
-                   sandbox: Sandbox | None = None, on_progress: Callable[[str], None] | None = None,
-                   ) -> dict[str, Trajectory]:  # fmt: skip
+def run_comparison(
+    workload: Workload,
+    program: Program,
+    settings: Settings,
+    device: str,
+    library: Path,
+    memory: Path | None,
+    budget: int,
+    client: Callable[[], LLMClient],
+    repairs: int = 1,
+    sandbox: Sandbox | None = None,
+    on_progress: Callable[[str], None] | None = None,
+) -> dict[str, Trajectory]:
     """One optimization run per arm; `client()` makes a fresh client (same endpoint, same caps) for each."""
     own = sandbox is None
     sandbox = sandbox or Sandbox(warm=settings.warm)
@@ -57,44 +66,79 @@ def run_comparison(workload: Workload, program: Program, settings: Settings, dev
 def _row(t: Trajectory) -> dict:
     llm = t.llm or {}
     failed = sum(1 for a in t.attempts if a.outcome == "failed_gate")
-    return {"method": t.method, "evaluations": t.evaluations, "budget": t.budget, "candidates": len(t.attempts),
-            "kept": sum(1 for a in t.attempts if a.kept), "failed_gate": failed,
-            "failed_share": failed / len(t.attempts) if t.attempts else None, "refused": len(t.refusals),
-            "model_calls": llm.get("calls", 0), "prompt_tokens": llm.get("prompt_tokens", 0),
-            "completion_tokens": llm.get("completion_tokens", 0), "rejected_replies": llm.get("rejected", {}),
-            "timed": t.timed, "speedup": t.speedup, "evaluations_to_95": t.evaluations_to(0.95),
-            "changed": t.best.hash != t.start.hash, "stop": t.stop}  # fmt: skip
+    return {
+        "method": t.method,
+        "evaluations": t.evaluations,
+        "budget": t.budget,
+        "candidates": len(t.attempts),
+        "kept": sum(1 for a in t.attempts if a.kept),
+        "failed_gate": failed,
+        "failed_share": failed / len(t.attempts) if t.attempts else None,
+        "refused": len(t.refusals),
+        "model_calls": llm.get("calls", 0),
+        "prompt_tokens": llm.get("prompt_tokens", 0),
+        "completion_tokens": llm.get("completion_tokens", 0),
+        "rejected_replies": llm.get("rejected", {}),
+        "timed": t.timed,
+        "speedup": t.speedup,
+        "evaluations_to_95": t.evaluations_to(0.95),
+        "changed": t.best.hash != t.start.hash,
+        "stop": t.stop,
+    }
 
 
 def summary(arms: dict[str, Trajectory]) -> dict:
     first = next(iter(arms.values()))
     llm = first.llm or {}
-    return {"workload": first.workload, "program": first.program, "device": first.device, "budget": first.budget,
-            "model": llm.get("model"), "base_url": llm.get("base_url"), "max_calls": llm.get("max_calls"),
-            "max_tokens": llm.get("max_tokens"), "versions": first.versions, "date": first.date,
-            "arms": {name: _row(t) for name, t in arms.items()}}  # fmt: skip
+    return {
+        "workload": first.workload,
+        "program": first.program,
+        "device": first.device,
+        "budget": first.budget,
+        "model": llm.get("model"),
+        "base_url": llm.get("base_url"),
+        "max_calls": llm.get("max_calls"),
+        "max_tokens": llm.get("max_tokens"),
+        "versions": first.versions,
+        "date": first.date,
+        "arms": {name: _row(t) for name, t in arms.items()},
+    }
 
 
 def markdown(arms: dict[str, Trajectory]) -> str:
     s = summary(arms)
     caps = f"{s['max_calls']} model calls" + (f", {s['max_tokens']} tokens" if s["max_tokens"] else "")
-    lines = [f"# Skills as a curriculum vs memory notes: {s['program']} on {s['workload']}", "",
-             f"Model `{s['model']}`" + (f" at {s['base_url']}" if s["base_url"] else "") + f"; device {s['device']}; "
-             f"budget {s['budget']} gate evaluations and {caps} per arm; the same prompts on both sides, nothing "
-             f"mechanical; {s['date']}.", "",
-             "| arm | evaluations | candidates | kept | failed a gate | refused | model calls | tokens (prompt + "
-             "completion) | replies rejected | speedup | stop |", "|" + " --- |" * 11]  # fmt: skip
+    lines = [
+        f"# Skills as a curriculum vs memory notes: {s['program']} on {s['workload']}",
+        "",
+        f"Model `{s['model']}`" + (f" at {s['base_url']}" if s["base_url"] else "") + f"; device {s['device']}; "
+        f"budget {s['budget']} gate evaluations and {caps} per arm; the same prompts on both sides, nothing "
+        f"mechanical; {s['date']}.",
+        "",
+        "| arm | evaluations | candidates | kept | failed a gate | refused | model calls | tokens (prompt + "
+        "completion) | replies rejected | speedup | stop |",
+        "|" + " --- |" * 11,
+    ]
     for name, r in s["arms"].items():
         rejected = ", ".join(f"{k} {v}" for k, v in sorted(r["rejected_replies"].items())) or "none"
         speed = f"x{r['speedup']:.3f}" if r["timed"] and r["speedup"] else "not timed"
-        lines.append(f"| {name} | {r['evaluations']} | {r['candidates']} | {r['kept']} | {r['failed_gate']} | "
-                     f"{r['refused']} | {r['model_calls']} | {r['prompt_tokens']} + {r['completion_tokens']} | "
-                     f"{rejected} | {speed} | {r['stop']} |")  # fmt: skip
+        lines.append(
+            f"| {name} | {r['evaluations']} | {r['candidates']} | {r['kept']} | {r['failed_gate']} | "
+            f"{r['refused']} | {r['model_calls']} | {r['prompt_tokens']} + {r['completion_tokens']} | "
+            f"{rejected} | {speed} | {r['stop']} |"
+        )
     if not next(iter(arms.values())).timed:
-        lines += ["", "No GPU: nothing was timed, so neither arm's kept programs are shown to be faster; compare gate "
-                  "failures, refusals and model spend, and run on a GPU for speed."]  # fmt: skip
-    lines += ["", "Each arm's program, diff, trajectory and report are in its folder. A run against a scripted "
-              "server exercises the harness only: its numbers describe no model.", ""]  # fmt: skip
+        lines += [
+            "",
+            "No GPU: nothing was timed, so neither arm's kept programs are shown to be faster; compare gate "
+            "failures, refusals and model spend, and run on a GPU for speed.",
+        ]
+    lines += [
+        "",
+        "Each arm's program, diff, trajectory and report are in its folder. A run against a scripted "
+        "server exercises the harness only: its numbers describe no model.",
+        "",
+    ]
     return "\n".join(lines)
 
 

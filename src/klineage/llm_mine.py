@@ -67,15 +67,22 @@ def _site(parent: str, child: str, intent: str, named: tuple[str, ...]) -> Site:
     a, b = parent.splitlines(), child.splitlines()
     opcodes = [op for op in difflib.SequenceMatcher(None, a, b).get_opcodes() if op[0] != "equal"]
     first = opcodes[0][1] if opcodes else 0
-    before = [line for op in opcodes for line in a[op[1]:op[2]]][:SNIPPET_LINES]
-    after = [line for op in opcodes for line in b[op[3]:op[4]]][:SNIPPET_LINES]
+    before = [line for op in opcodes for line in a[op[1] : op[2]]][:SNIPPET_LINES]
+    after = [line for op in opcodes for line in b[op[3] : op[4]]][:SNIPPET_LINES]
     function = "<module>"
     for node in ast.walk(ast.parse(parent)):
         if isinstance(node, ast.FunctionDef) and node.lineno <= first + 1 <= (node.end_lineno or node.lineno):
             function = node.name  # innermost wins: ast.walk visits outer functions first
     diff = "".join(difflib.unified_diff([x + "\n" for x in b], [x + "\n" for x in a], "simple", "optimized"))
-    return Site(LLM_TRANSFORM, function, 0, first + 1, "\n".join(before), "\n".join(after),
-                {"intent": intent, "conditions": list(named), "diff": diff[:20_000]})  # fmt: skip
+    return Site(
+        LLM_TRANSFORM,
+        function,
+        0,
+        first + 1,
+        "\n".join(before),
+        "\n".join(after),
+        {"intent": intent, "conditions": list(named), "diff": diff[:20_000]},
+    )
 
 
 def mine_with_llm(
@@ -96,22 +103,33 @@ def mine_with_llm(
     start = mechanical.load_program(lineage.simplest, lineage.expert)
     lid = llm_lineage_id(lineage)
     store = LineageStore(settings.data_dir / "lineages" / lid)
-    store.write_meta({"id": lid, "after": lineage.id, "workload": str(workload.path), "expert": lineage.expert,
-                      "device": device, "model": client.config.model})  # fmt: skip
+    store.write_meta(
+        {
+            "id": lid,
+            "after": lineage.id,
+            "workload": str(workload.path),
+            "expert": lineage.expert,
+            "device": device,
+            "model": client.config.model,
+        }
+    )
     store.save_program(start)
     steps = store.steps()
     accepted = [s for s in steps if s.accepted]
     current = store.load_program(accepted[-1].child, lineage.expert) if accepted else start
     seen = {start.hash} | {s.child for s in steps}
     undone = sorted({s.transform for s in lineage.accepted})
-    tried = [f"{s.site['params'].get('intent') or 'a rewrite'} ({'accepted' if s.accepted else 'failed the gates'})"
-             for s in steps]  # fmt: skip
+    tried = [
+        f"{s.site['params'].get('intent') or 'a rewrite'} ({'accepted' if s.accepted else 'failed the gates'})"
+        for s in steps
+    ]
     try:
         base = check(workload, current, settings, device, MINING_GATES, sandbox)
         compiled, ran = {current.hash: base.verdict("compile")}, {current.hash: _functions_run(base)}
         while len(steps) < max_steps and not client.exhausted():
-            module, source = next(((m, s) for m, s in _module_sources(current) if kernel_names(s)),
-                                  ("program", current.source))  # fmt: skip
+            module, source = next(
+                ((m, s) for m, s in _module_sources(current) if kernel_names(s)), ("program", current.source)
+            )
             reply = client.chat(simplify_messages(module, source, undone, tried))
             if says_none(reply):
                 break
@@ -129,8 +147,9 @@ def mine_with_llm(
             named = tuple(dict.fromkeys((*parsed.conditions, *PROBED_ALWAYS)))
             rewrite = _Rewrite(parsed.intent or "an optimization the model undid (no intent stated)", named)
             site = _site(source, parsed.source, rewrite.intent, parsed.conditions)
-            step = _attempt(workload, current, child, rewrite, module, site, settings, device, sandbox, len(steps),
-                            compiled, ran)  # fmt: skip
+            step = _attempt(
+                workload, current, child, rewrite, module, site, settings, device, sandbox, len(steps), compiled, ran
+            )
             store.save_program(child)
             store.append(step)
             steps.append(step)
@@ -144,14 +163,24 @@ def mine_with_llm(
     finally:
         if own:
             sandbox.close()
-    out = Lineage(lid, lineage.workload, lineage.workload_hash, lineage.expert, lineage.expert_hash, lineage.device,
-                  lineage.versions, steps, True)  # fmt: skip
+    out = Lineage(
+        lid,
+        lineage.workload,
+        lineage.workload_hash,
+        lineage.expert,
+        lineage.expert_hash,
+        lineage.device,
+        lineage.versions,
+        steps,
+        True,
+    )
     store.write_lineage(out)
     return out
 
 
-def probe_llm_lineage(lineage: Lineage, workload: Workload, settings: Settings, device: str,
-                      sandbox: Sandbox | None = None) -> dict[int, list[dict]]:  # fmt: skip
+def probe_llm_lineage(
+    lineage: Lineage, workload: Workload, settings: Settings, device: str, sandbox: Sandbox | None = None
+) -> dict[int, list[dict]]:
     """Probe each accepted model step on the predicates the model named plus PROBED_ALWAYS."""
     own = sandbox is None
     sandbox = sandbox or Sandbox(warm=settings.warm)
@@ -179,10 +208,20 @@ def llm_skills(lineage: Lineage, probes: dict[int, list[dict]] | None = None) ->
         params = step.site["params"]
         named = tuple(dict.fromkeys((*params.get("conditions", []), *PROBED_ALWAYS)))
         rewrite = _Rewrite(params.get("intent") or "an optimization the model undid", named)
-        provenance = {"expert": lineage.expert, "expert_hash": lineage.expert_hash, "workload": lineage.workload,
-                      "workload_hash": lineage.workload_hash, "lineage": lineage.id, "step": step.index,
-                      "parent_hash": step.parent, "child_hash": step.child, "device": lineage.device,
-                      "versions": lineage.versions, "date": date, "proposed_by": "model"}  # fmt: skip
+        provenance = {
+            "expert": lineage.expert,
+            "expert_hash": lineage.expert_hash,
+            "workload": lineage.workload,
+            "workload_hash": lineage.workload_hash,
+            "lineage": lineage.id,
+            "step": step.index,
+            "parent_hash": step.parent,
+            "child_hash": step.child,
+            "device": lineage.device,
+            "versions": lineage.versions,
+            "date": date,
+            "proposed_by": "model",
+        }
         skills.append(_optimization(step, rewrite, provenance, (probes or {}).get(step.index)))
     return skills
 

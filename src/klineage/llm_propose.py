@@ -71,8 +71,7 @@ def curriculum(skills: list[Skill]) -> list[Skill]:
     """Optimization skills in lineage order: per lineage, the last step the backward walk undid first (the forward
     direction, from the simplest program toward the expert's)."""
     chosen = [s for s in skills if s.kind == "optimization"]
-    return sorted(chosen, key=lambda s: (str(s.provenance.get("lineage", "")), -int(s.provenance.get("step", 0)),
-                                         s.id))  # fmt: skip
+    return sorted(chosen, key=lambda s: (str(s.provenance.get("lineage", "")), -int(s.provenance.get("step", 0)), s.id))
 
 
 def _kernel_module(program: Program) -> tuple[str, str, list[str]]:
@@ -87,8 +86,14 @@ def _kernel_module(program: Program) -> tuple[str, str, list[str]]:
 class LLMProposer(Proposer):
     """A method's proposer with a model materializing its guidance and repairing failed candidates."""
 
-    def __init__(self, base: Proposer, client: LLMClient, guidance: Callable[[Program], list[Guidance]],
-                 mechanical: bool = True, repairs: int = 1):  # fmt: skip
+    def __init__(
+        self,
+        base: Proposer,
+        client: LLMClient,
+        guidance: Callable[[Program], list[Guidance]],
+        mechanical: bool = True,
+        repairs: int = 1,
+    ):
         super().__init__(base.workload, base.settings, base.device)
         self.method = base.method
         self.base, self.client, self.guidance = base, client, guidance
@@ -114,15 +119,26 @@ class LLMProposer(Proposer):
 
     def _materialize(self, program: Program, item: Guidance) -> Candidate | None:
         module, source, kernels = _kernel_module(program)
-        site = (f"Kernels in this module: {', '.join(f'`{k}`' for k in kernels) or 'none found'}. "
-                + (f"In the expert's program it was found at {item.site}; apply it at the corresponding place here."
-                   if item.site else "Apply it where it fits."))  # fmt: skip
+        site = f"Kernels in this module: {', '.join(f'`{k}`' for k in kernels) or 'none found'}. " + (
+            f"In the expert's program it was found at {item.site}; apply it at the corresponding place here."
+            if item.site
+            else "Apply it where it fits."
+        )
         messages = materialize_messages(item.text, module, source, site, self.workload.domain, item.decided_by)
         parsed = ask_program(self.client, messages, source, main=module == "program")
         if isinstance(parsed, Failure):
             return None
-        return self._candidate(program, module, parsed, f"llm: {item.transform} from {item.origin}", item.origin,
-                               item.transform, item.expected, item.decided_by, 0)  # fmt: skip
+        return self._candidate(
+            program,
+            module,
+            parsed,
+            f"llm: {item.transform} from {item.origin}",
+            item.origin,
+            item.transform,
+            item.expected,
+            item.decided_by,
+            0,
+        )
 
     def _candidate(self, program, module, parsed: Parsed, label, origin, transform, expected, decided_by, depth):
         new = _with_source(program, module, parsed.source)
@@ -159,8 +175,9 @@ class LLMProposer(Proposer):
         if isinstance(parsed, Failure):
             return None
         label = cand.label if cand.label.startswith("repair of ") else f"repair of {cand.label}"
-        return self._candidate(cand.program, module, parsed, label, cand.origin, cand.transform, cand.expected,
-                               cand.decided_by, depth)  # fmt: skip
+        return self._candidate(
+            cand.program, module, parsed, label, cand.origin, cand.transform, cand.expected, cand.decided_by, depth
+        )
 
     def evidence(self) -> dict | None:
         return self.base.evidence()  # the model materializes the base method's guidance: its evidence is the base's
@@ -197,8 +214,11 @@ def skill_guidance_for(proposer: SkillProposer, skills: list[Skill]) -> Callable
             decided = found.decided_by
             loc = skill.location
             site = f"`{loc.get('function', '?')}` ({loc.get('construct', skill.transform['id'])})"
-            out.append(Guidance(skill.id, skill.transform["id"], skill_guidance(skill), proposer.expected(skill),
-                                decided, site))  # fmt: skip
+            out.append(
+                Guidance(
+                    skill.id, skill.transform["id"], skill_guidance(skill), proposer.expected(skill), decided, site
+                )
+            )
         return out
 
     return guidance
@@ -225,8 +245,10 @@ def memory_note(index: int, entry: MemoryEntry) -> str:
     speed = f", measured x{entry.speedup:.3f}" if entry.speedup else ", not timed"
     params = ", ".join(f"{k}={v}" for k, v in entry.params.items()) or "defaults"
     intent = f" ({cls.intent})" if cls is not None else ""
-    return (f"Remembered outcome #{index} (from {entry.source}): `{entry.transform}`{intent} applied with {params} "
-            f"to a program with features [{present}] {outcome}{speed}.")  # fmt: skip
+    return (
+        f"Remembered outcome #{index} (from {entry.source}): `{entry.transform}`{intent} applied with {params} "
+        f"to a program with features [{present}] {outcome}{speed}."
+    )
 
 
 def memory_guidance_for(proposer: MemoryProposer, limit: int = MEMORY_NOTES) -> Callable[[Program], list[Guidance]]:
@@ -236,13 +258,15 @@ def memory_guidance_for(proposer: MemoryProposer, limit: int = MEMORY_NOTES) -> 
         here = features(program, proposer.workload)
         ranked = []
         for i, entry in enumerate(proposer.memory):
-            score = similarity(here, entry.features) * math.log(max(entry.speedup or 1.0, 1e-3) +
-                                                                (0.01 if entry.passed else -1))  # fmt: skip
+            score = similarity(here, entry.features) * math.log(
+                max(entry.speedup or 1.0, 1e-3) + (0.01 if entry.passed else -1)
+            )
             if score > 0:
                 ranked.append((score, i, entry))
         ranked.sort(key=lambda t: -t[0])
-        return [Guidance(f"memory:{i}", e.transform, memory_note(i, e), math.exp(score))
-                for score, i, e in ranked[:limit]]  # fmt: skip
+        return [
+            Guidance(f"memory:{i}", e.transform, memory_note(i, e), math.exp(score)) for score, i, e in ranked[:limit]
+        ]
 
     return guidance
 
@@ -260,5 +284,13 @@ def llm_proposer(base: Proposer, client: LLMClient, mechanical: bool = True, rep
     return LLMProposer(base, client, guidance, mechanical, repairs)
 
 
-__all__ = ["LLM_TRANSFORM", "Guidance", "LLMProposer", "curriculum", "llm_proposer", "memory_guidance_for",
-           "memory_note", "skill_guidance_for"]  # fmt: skip
+__all__ = [
+    "LLM_TRANSFORM",
+    "Guidance",
+    "LLMProposer",
+    "curriculum",
+    "llm_proposer",
+    "memory_guidance_for",
+    "memory_note",
+    "skill_guidance_for",
+]

@@ -62,11 +62,19 @@ DESCRIPTIONS = {
 
 def _summary(skill: Skill) -> dict:
     measured = [{"device": d, "speedup": e.get("speedup")} for d, e in skill.effect.items() if e.get("measured")]
-    return {"id": skill.id, "name": skill.name, "kind": skill.kind, "family": skill.family,
-            "transform": skill.transform["id"], "tag": skill.transform.get("tag", ""), "intent": skill.intent,
-            "where": f"{skill.location.get('function')} ({skill.location.get('construct')})",
-            "conditions": [{"predicate": c["predicate"], "status": c["status"]} for c in skill.conditions],
-            "effect": measured or "unmeasured", "card": f"skill://{skill.id}"}  # fmt: skip
+    return {
+        "id": skill.id,
+        "name": skill.name,
+        "kind": skill.kind,
+        "family": skill.family,
+        "transform": skill.transform["id"],
+        "tag": skill.transform.get("tag", ""),
+        "intent": skill.intent,
+        "where": f"{skill.location.get('function')} ({skill.location.get('construct')})",
+        "conditions": [{"predicate": c["predicate"], "status": c["status"]} for c in skill.conditions],
+        "effect": measured or "unmeasured",
+        "card": f"skill://{skill.id}",
+    }
 
 
 def _program(program: str | None, source: str | None) -> Program:
@@ -85,8 +93,11 @@ def _diff(before: Program, after: Program) -> str:
     start = dict(_module_sources(before))
     out = []
     for module, text in _module_sources(after):
-        out.extend(difflib.unified_diff(start.get(module, "").splitlines(True), text.splitlines(True),
-                                        f"a/{module}.py", f"b/{module}.py"))  # fmt: skip
+        out.extend(
+            difflib.unified_diff(
+                start.get(module, "").splitlines(True), text.splitlines(True), f"a/{module}.py", f"b/{module}.py"
+            )
+        )
     return "".join(out)
 
 
@@ -124,8 +135,15 @@ class Tools:
 
     # --- tools -------------------------------------------------------------------------------------------------
 
-    def search_skills(self, query: str = "", family: int | None = None, condition: str | None = None,
-                      kind: str | None = None, transform: str | None = None, limit: int = 20) -> dict:  # fmt: skip
+    def search_skills(
+        self,
+        query: str = "",
+        family: int | None = None,
+        condition: str | None = None,
+        kind: str | None = None,
+        transform: str | None = None,
+        limit: int = 20,
+    ) -> dict:
         words = [w for w in re.split(r"\s+", query.lower()) if w]
         found = []
         for skill in self._skills():
@@ -141,8 +159,9 @@ class Tools:
         note = "" if (self.library / "skills").is_dir() else f"no skill library at {self.library}"
         return {"library": str(self.library), "count": len(found), "skills": found[:limit], "note": note}
 
-    def suggest_skills(self, workload: str, program: str | None = None, source: str | None = None,
-                       device: str = "cpu") -> dict:  # fmt: skip
+    def suggest_skills(
+        self, workload: str, program: str | None = None, source: str | None = None, device: str = "cpu"
+    ) -> dict:
         wl, prog, dev = load_workload(workload), _program(program, source), resolve_device(device)
         skills = self._skills()
         proposer = SkillProposer(wl, self.settings, dev, skills)
@@ -150,18 +169,27 @@ class Tools:
         offered = {c.origin for c in candidates} | {r.origin for r in proposer.refusals}
         unmatched = [s.id for s in proposer.skills if s.id not in offered]
         return {
-            "workload": wl.name, "domain": wl.domain,
+            "workload": wl.name,
+            "domain": wl.domain,
             "candidates": [{k: v for k, v in c.as_dict().items() if k != "program_hash"} for c in candidates],
             "refused": [asdict(r) for r in proposer.refusals],
             "no_site": unmatched,
             "note": "candidates are ordered by the skills' measured effect; a guard means the condition holds on "
-                    "part of the domain and the change is dispatched at launch. `no_site`: no place in this program "
-                    "matches the skill's construct mechanically (an agent or `--materializer llm` may still apply "
-                    "it by hand; the gates decide).",
-        }  # fmt: skip
+            "part of the domain and the change is dispatched at launch. `no_site`: no place in this program "
+            "matches the skill's construct mechanically (an agent or `--materializer llm` may still apply "
+            "it by hand; the gates decide).",
+        }
 
-    def apply_skill(self, skill_id: str, workload: str, program: str | None = None, source: str | None = None,
-                    choice: int = 0, gate: bool = False, device: str = "cpu") -> dict:  # fmt: skip
+    def apply_skill(
+        self,
+        skill_id: str,
+        workload: str,
+        program: str | None = None,
+        source: str | None = None,
+        choice: int = 0,
+        gate: bool = False,
+        device: str = "cpu",
+    ) -> dict:
         skill = self.skill(skill_id)
         wl, prog, dev = load_workload(workload), _program(program, source), resolve_device(device)
         proposer = SkillProposer(wl, self.settings, dev, [skill])
@@ -171,16 +199,30 @@ class Tools:
             why = "refused: its conditions do not hold here" if refused else "no site in this program matches it"
             return {"applied": False, "skill": skill.id, "reason": why, "refused": refused}
         chosen = candidates[max(0, min(choice, len(candidates) - 1))]
-        out = {"applied": True, "skill": skill.id, "label": chosen.label, "guard": chosen.guard,
-               "decided_by": list(chosen.decided_by), "choices": [c.label for c in candidates],
-               "source": chosen.program.source, "modules": chosen.program.modules,
-               "diff": _diff(prog, chosen.program), "refused": refused}  # fmt: skip
+        out = {
+            "applied": True,
+            "skill": skill.id,
+            "label": chosen.label,
+            "guard": chosen.guard,
+            "decided_by": list(chosen.decided_by),
+            "choices": [c.label for c in candidates],
+            "source": chosen.program.source,
+            "modules": chosen.program.modules,
+            "diff": _diff(prog, chosen.program),
+            "refused": refused,
+        }
         if gate:
             out["check"] = self._check(wl, chosen.program, ("compile", "correctness"), dev)
         return out
 
-    def check_program(self, workload: str, program: str | None = None, source: str | None = None,
-                      gates: str = "compile,correctness,profile", device: str = "auto") -> dict:  # fmt: skip
+    def check_program(
+        self,
+        workload: str,
+        program: str | None = None,
+        source: str | None = None,
+        gates: str = "compile,correctness,profile",
+        device: str = "auto",
+    ) -> dict:
         wanted = tuple(g.strip() for g in gates.split(",") if g.strip())
         if unknown := [g for g in wanted if g not in GATES]:
             raise UserError(f"unknown gate {unknown[0]!r}; known: {', '.join(GATES)}")
@@ -231,9 +273,16 @@ def build_server(library: Path, settings: Settings | None = None):
         return read
 
     for skill in tools._skills():
-        server.add_resource(FunctionResource.from_function(
-            reader(skill.id), uri=f"skill://{skill.id}", name=skill.id, title=skill.name,
-            description=skill.intent[:300], mime_type="text/markdown"))  # fmt: skip
+        server.add_resource(
+            FunctionResource.from_function(
+                reader(skill.id),
+                uri=f"skill://{skill.id}",
+                name=skill.id,
+                title=skill.name,
+                description=skill.intent[:300],
+                mime_type="text/markdown",
+            )
+        )
     return server, tools
 
 

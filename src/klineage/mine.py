@@ -196,8 +196,14 @@ def static_delta(parent: Verdict | None, child: Verdict | None) -> dict:
     """Differences of the compile gate's static metrics (child minus parent)."""
     if parent is None or child is None or not (parent.passed and child.passed):
         return {}
-    keys = ("max_registers", "spill_bytes", "max_shared_bytes", "max_load_bits", "max_store_bits",
-            "tensor_core_instructions")  # fmt: skip
+    keys = (
+        "max_registers",
+        "spill_bytes",
+        "max_shared_bytes",
+        "max_load_bits",
+        "max_store_bits",
+        "tensor_core_instructions",
+    )
     return {k: child.metrics.get(k, 0) - parent.metrics.get(k, 0) for k in keys if k in parent.metrics}
 
 
@@ -216,15 +222,23 @@ def mine(
     lid = lineage_id(workload, expert, device)
     store = LineageStore(settings.data_dir / "lineages" / lid)
     store.set_aside_if_workload_changed(workload.hash)
-    store.write_meta({"id": lid, "workload": str(workload.path), "workload_hash": workload.hash,
-                      "expert": expert.name, "device": device})  # fmt: skip
+    store.write_meta(
+        {
+            "id": lid,
+            "workload": str(workload.path),
+            "workload_hash": workload.hash,
+            "expert": expert.name,
+            "device": device,
+        }
+    )
     store.save_program(expert)
     steps = store.steps()
     current = store.load_program(steps_current(steps, expert.hash), expert.name) if steps else expert
     seen = {expert.hash} | {s.child for s in steps} | {s.parent for s in steps}
     # a simplification rejected once is not retried after unrelated steps: same family, function and code
-    refused = {_refusal_key(s.transform, s.module, s.site["function"], s.site["before"]) for s in steps
-               if not s.accepted}  # fmt: skip
+    refused = {
+        _refusal_key(s.transform, s.module, s.site["function"], s.site["before"]) for s in steps if not s.accepted
+    }
     transforms = ordered_transforms()
     try:
         expert_verdicts = check(workload, expert, settings, device, MINING_GATES, sandbox)
@@ -243,8 +257,20 @@ def mine(
                 if child.hash in seen or key in refused:
                     continue
                 seen.add(child.hash)
-                step = _attempt(workload, current, child, transform, module, site, settings, device, sandbox,
-                                len(steps), compiled, ran)  # fmt: skip
+                step = _attempt(
+                    workload,
+                    current,
+                    child,
+                    transform,
+                    module,
+                    site,
+                    settings,
+                    device,
+                    sandbox,
+                    len(steps),
+                    compiled,
+                    ran,
+                )
                 store.save_program(child)
                 store.append(step)
                 steps.append(step)
@@ -261,8 +287,9 @@ def mine(
         if own:
             sandbox.close()
     finished = max_steps is None or len(steps) < max_steps
-    lineage = Lineage(lid, workload.name, workload.hash, expert.name, expert.hash, device_name(device), versions(),
-                      steps, finished)  # fmt: skip
+    lineage = Lineage(
+        lid, workload.name, workload.hash, expert.name, expert.hash, device_name(device), versions(), steps, finished
+    )
     store.write_lineage(lineage)
     return lineage
 
@@ -279,16 +306,25 @@ def recorded_walk(workload: Workload, expert: Program, settings: Settings, devic
     if lineage is None:
         raise MiningError(f"no walk of {expert.name} recorded on {device} in {settings.data_dir} ({hint})")
     if lineage.workload_hash != workload.hash:
-        raise MiningError(f"the walk of {expert.name} recorded on {device} answered another version of workload "
-                          f"{workload.name} ({hint})")  # fmt: skip
+        raise MiningError(
+            f"the walk of {expert.name} recorded on {device} answered another version of workload "
+            f"{workload.name} ({hint})"
+        )
     if not lineage.finished:
         raise MiningError(f"the walk of {expert.name} recorded on {device} is unfinished ({hint}; it resumes)")
     return lineage
 
 
-def walk_for(workload: Workload, expert: Program, settings: Settings, device: str, walk_device: str | None = None,
-             sandbox: Sandbox | None = None, max_steps: int | None = None,
-             on_step: Callable[[Step], None] | None = None) -> Lineage:  # fmt: skip
+def walk_for(
+    workload: Workload,
+    expert: Program,
+    settings: Settings,
+    device: str,
+    walk_device: str | None = None,
+    sandbox: Sandbox | None = None,
+    max_steps: int | None = None,
+    on_step: Callable[[Step], None] | None = None,
+) -> Lineage:
     """The walk to time and probe on `device`: made there (`mine`, resumed where recorded), or, where `walk_device`
     differs, the finished walk recorded on that one (`recorded_walk`), whose effects the caller then takes on
     `device` (`retime`)."""
@@ -297,8 +333,9 @@ def walk_for(workload: Workload, expert: Program, settings: Settings, device: st
     return recorded_walk(workload, expert, settings, walk_device)
 
 
-def time_pair(workload: Workload, parent: Program, child: Program, settings: Settings, device: str,
-              sandbox: Sandbox) -> SandboxResult:  # fmt: skip
+def time_pair(
+    workload: Workload, parent: Program, child: Program, settings: Settings, device: str, sandbox: Sandbox
+) -> SandboxResult:
     """Parent and child timed interleaved on the bench case (gates.profile_pair_job); the measurement itself runs
     alone on a shared GPU (sandbox.exclusive_turn), its setup and first calls beside other jobs. A timing job that
     ran out of device memory there runs once more with the GPU alone for the whole job, as a check does
@@ -311,8 +348,14 @@ def time_pair(workload: Workload, parent: Program, child: Program, settings: Set
     if timed.ok or device != "cuda" or not device_memory_ran_out(f"{timed.error} {timed.log}"):
         return timed
     first = timed.error[:300]
-    again = sandbox.run(Job("klineage.gates:profile_pair_job", (request, child),
-                            env={**env, "KLINEAGE_GPU_ALONE": "1"}, timeout_s=settings.timeout_s))  # fmt: skip
+    again = sandbox.run(
+        Job(
+            "klineage.gates:profile_pair_job",
+            (request, child),
+            env={**env, "KLINEAGE_GPU_ALONE": "1"},
+            timeout_s=settings.timeout_s,
+        )
+    )
     if again.ok:
         return replace(again, value={**again.value, "retried_alone": first})
     return replace(again, error=f"{again.error} (alone, after: {first})")
@@ -324,8 +367,14 @@ def timed_on(step: Step, device: str) -> bool:
     return bool(step.effect.get("measured")) and step.effect.get("device") == device
 
 
-def retime(lineage: Lineage, workload: Workload, settings: Settings, device: str,
-           sandbox: Sandbox | None = None, keep_timed: bool = False) -> Lineage:
+def retime(
+    lineage: Lineage,
+    workload: Workload,
+    settings: Settings,
+    device: str,
+    sandbox: Sandbox | None = None,
+    keep_timed: bool = False,
+) -> Lineage:
     """Measure every accepted step's effect again (parent and child interleaved, as the walk did), keeping the
     earlier measurement beside it: for effects first taken on a busy machine, or never taken because the walk ran on
     a machine without a GPU (a walk resumed on the CPU: `klineage mine --walk-device cpu --device cuda`); each effect
@@ -402,7 +451,7 @@ def _attempt(workload, parent, child, transform, module, site: Site, settings, d
         accepted=accepted,
         verdicts=[
             {"gate": v.gate, "status": v.status, "code": v.code, "reason": v.reason[:500]} for v in report.verdicts
-        ],  # fmt: skip
+        ],
         effect=effect,
         seconds=time.perf_counter() - started,
     )

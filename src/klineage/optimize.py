@@ -66,9 +66,16 @@ class Attempt:
     check_seconds: float = 0.0  # of which its gates (compile, correctness)
 
     def as_dict(self) -> dict:
-        return {"evaluation": self.evaluation, "candidate": self.candidate.as_dict(), "kept": self.kept,
-                "outcome": self.outcome, "verdicts": self.verdicts, "effect": self.effect,
-                "seconds": round(self.seconds, 3), "check_seconds": round(self.check_seconds, 3)}  # fmt: skip
+        return {
+            "evaluation": self.evaluation,
+            "candidate": self.candidate.as_dict(),
+            "kept": self.kept,
+            "outcome": self.outcome,
+            "verdicts": self.verdicts,
+            "effect": self.effect,
+            "seconds": round(self.seconds, 3),
+            "check_seconds": round(self.check_seconds, 3),
+        }
 
 
 @dataclass(frozen=True)
@@ -120,16 +127,31 @@ class Trajectory:
 
     def as_dict(self) -> dict:
         return {
-            "method": self.method, "workload": self.workload, "program": self.program, "device": self.device,
-            "budget": self.budget, "evaluations": self.evaluations, "start_hash": self.start.hash,
-            "best_hash": self.best.hash, "start_ms": self.start_ms, "best_ms": self.best_ms,
-            "speedup": self.speedup, "roofline_fraction": self.roofline_fraction, "bound": self.bound,
+            "method": self.method,
+            "workload": self.workload,
+            "program": self.program,
+            "device": self.device,
+            "budget": self.budget,
+            "evaluations": self.evaluations,
+            "start_hash": self.start.hash,
+            "best_hash": self.best.hash,
+            "start_ms": self.start_ms,
+            "best_ms": self.best_ms,
+            "speedup": self.speedup,
+            "roofline_fraction": self.roofline_fraction,
+            "bound": self.bound,
             "stop": self.stop,
-            "timed": self.timed, "evaluations_to_95": self.evaluations_to(0.95), "versions": self.versions,
-            "date": self.date, "seconds": self.seconds, "phases": self.phases, "llm": self.llm,
+            "timed": self.timed,
+            "evaluations_to_95": self.evaluations_to(0.95),
+            "versions": self.versions,
+            "date": self.date,
+            "seconds": self.seconds,
+            "phases": self.phases,
+            "llm": self.llm,
             "evidence": self.evidence,
-            "attempts": [a.as_dict() for a in self.attempts], "refusals": [asdict(r) for r in self.refusals],
-        }  # fmt: skip
+            "attempts": [a.as_dict() for a in self.attempts],
+            "refusals": [asdict(r) for r in self.refusals],
+        }
 
 
 # --- the memory baseline's knowledge base, filled from trajectories -----------------------------------
@@ -137,8 +159,9 @@ class Trajectory:
 
 def remember(trajectory: Trajectory, workload: Workload, path: Path) -> int:
     """Append a run's attempts to the knowledge base (program features -> transform -> observed outcome)."""
-    return remember_attempts(trajectory.attempts, features(trajectory.start, workload),
-                             f"{trajectory.workload}:{trajectory.method}", path)  # fmt: skip
+    return remember_attempts(
+        trajectory.attempts, features(trajectory.start, workload), f"{trajectory.workload}:{trajectory.method}", path
+    )
 
 
 def remember_attempts(attempts: list[Attempt], feats: dict[str, float], source: str, path: Path) -> int:
@@ -167,8 +190,14 @@ def memory_base(settings: Settings, memory: Path | None = None) -> list[MemoryEn
     return entries
 
 
-def proposer_for(method: str, workload: Workload, settings: Settings, device: str,
-                 library: Path | None = None, memory: Path | None = None) -> Proposer:  # fmt: skip
+def proposer_for(
+    method: str,
+    workload: Workload,
+    settings: Settings,
+    device: str,
+    library: Path | None = None,
+    memory: Path | None = None,
+) -> Proposer:
     if method == "klineage":
         if library is None or not (Path(library) / "skills").is_dir():
             raise UserError(f"--library {library}: no skill library there (run `klineage mine` first)")
@@ -242,16 +271,21 @@ def _timed_effect(workload, current: Program, candidate: Program, settings, devi
     if not timed.ok:
         return {"measured": False, "why": f"timing failed: {timed.error}"}
     v = timed.value
-    return {"measured": True, "case": v["case"], "current_ms": v["parent_ms"], "candidate_ms": v["child_ms"],
-            "current_spread": v["parent_spread"], "candidate_spread": v["child_spread"],
-            "speedup": v["parent_ms"] / v["child_ms"],
-            # where the timing job's time went: the job as the caller saw it (the child's start included), the
-            # child's setup (programs installed, models built, inputs made), its first calls (compiling, beside
-            # other jobs), waiting for the GPU alone, holding it
-            "job_s": round(time.perf_counter() - began, 3),
-            **{k: round(v[k], 3) for k in ("setup_s", "first_calls_s", "gpu_wait_s", "gpu_held_s")
-               if k in v},
-            **({"retried_alone": v["retried_alone"]} if "retried_alone" in v else {})}  # fmt: skip
+    return {
+        "measured": True,
+        "case": v["case"],
+        "current_ms": v["parent_ms"],
+        "candidate_ms": v["child_ms"],
+        "current_spread": v["parent_spread"],
+        "candidate_spread": v["child_spread"],
+        "speedup": v["parent_ms"] / v["child_ms"],
+        # where the timing job's time went: the job as the caller saw it (the child's start included), the
+        # child's setup (programs installed, models built, inputs made), its first calls (compiling, beside
+        # other jobs), waiting for the GPU alone, holding it
+        "job_s": round(time.perf_counter() - began, 3),
+        **{k: round(v[k], 3) for k in ("setup_s", "first_calls_s", "gpu_wait_s", "gpu_held_s") if k in v},
+        **({"retried_alone": v["retried_alone"]} if "retried_alone" in v else {}),
+    }
 
 
 def _memoized(memo: dict | None, key: tuple, make: Callable[[], CheckReport]) -> CheckReport:
@@ -291,14 +325,17 @@ def optimize(
     phases = {"start_check_s": 0.0, "final_s": 0.0}
     try:
         began = time.perf_counter()
-        base = _memoized(memo, ("check", program.hash, device),
-                         lambda: check(workload, program, settings, device, sandbox=sandbox))
+        base = _memoized(
+            memo, ("check", program.hash, device), lambda: check(workload, program, settings, device, sandbox=sandbox)
+        )
         phases["start_check_s"] = round(time.perf_counter() - began, 3)
         evaluations += 1
         if not base.passed:
             failed = next(v for v in base.verdicts if not v.passed and v.status != "skip")
-            raise UserError(f"the starting program {program.name} fails its {failed.gate} gate ({failed.code}: "
-                            f"{failed.reason[:200]}); optimize starts from a correct program")  # fmt: skip
+            raise UserError(
+                f"the starting program {program.name} fails its {failed.gate} gate ({failed.code}: "
+                f"{failed.reason[:200]}); optimize starts from a correct program"
+            )
         profile = base.verdict("profile")
         if profile is not None and profile.passed:
             start_ms = best_ms = profile.metrics.get("median_ms")
@@ -332,8 +369,11 @@ def optimize(
                     # where the RMSNorm expert's dispatch kept one row per program, held back RoPE's rows twin
                     # (x4.73 for blind) while KLineage spent three evaluations on int64 offsets (H200, run 20)
                     continue
-                if device != "cuda" and not explore and (cand.origin in ("catalog", "launch_config")
-                                                         or cand.transform in NEEDS_TIMING):
+                if (
+                    device != "cuda"
+                    and not explore
+                    and (cand.origin in ("catalog", "launch_config") or cand.transform in NEEDS_TIMING)
+                ):
                     continue  # untimed here, and nothing else to decide it on
                 if cand.program is None or cand.program.hash in seen:
                     continue  # the rewrite did not apply here, or gave a program already tried
@@ -341,8 +381,11 @@ def optimize(
                 began = time.perf_counter()
                 report = check(workload, cand.program, settings, device, CANDIDATE_GATES[device == "cuda"], sandbox)
                 checked = time.perf_counter() - began
-                if not report.passed and getattr(proposer, "decides_conditions", False) and (
-                        over := over_shared_memory(report)):
+                if (
+                    not report.passed
+                    and getattr(proposer, "decides_conditions", False)
+                    and (over := over_shared_memory(report))
+                ):
                     proposer.refuse_candidate(cand, "shared_memory_fits", over)
                     # the same change with a guard's construct that saves shared memory (SkillProposer.after_refusal)
                     after = getattr(proposer, "after_refusal", None)
@@ -352,20 +395,45 @@ def optimize(
                     continue
                 evaluations += 1
                 if not report.passed:
-                    attempt = Attempt(evaluations, cand, False, "failed_gate", _verdict_rows(report), {},
-                                      time.perf_counter() - began, checked)  # fmt: skip
+                    attempt = Attempt(
+                        evaluations,
+                        cand,
+                        False,
+                        "failed_gate",
+                        _verdict_rows(report),
+                        {},
+                        time.perf_counter() - began,
+                        checked,
+                    )
                 elif device == "cuda":
                     effect = _time_pair(workload, current, cand.program, settings, device, sandbox, memo)
                     noise = effect.get("current_spread", 0) + effect.get("candidate_spread", 0)
                     faster = effect.get("measured") and effect["speedup"] > 1 + max(noise, 0.01)
                     outcome = "kept" if faster else "not_faster" if effect.get("measured") else "not_timed"
-                    attempt = Attempt(evaluations, cand, bool(faster), outcome,
-                                      _verdict_rows(report), effect, time.perf_counter() - began, checked)  # fmt: skip
+                    attempt = Attempt(
+                        evaluations,
+                        cand,
+                        bool(faster),
+                        outcome,
+                        _verdict_rows(report),
+                        effect,
+                        time.perf_counter() - began,
+                        checked,
+                    )
                 else:
-                    attempt = Attempt(evaluations, cand, True, "unmeasured", _verdict_rows(report),
-                                      {"measured": False, "why": "no GPU: kept on the skill's evidence "
-                                       f"(expected x{cand.expected:.3f}), not timed"},
-                                      time.perf_counter() - began, checked)  # fmt: skip
+                    attempt = Attempt(
+                        evaluations,
+                        cand,
+                        True,
+                        "unmeasured",
+                        _verdict_rows(report),
+                        {
+                            "measured": False,
+                            "why": f"no GPU: kept on the skill's evidence (expected x{cand.expected:.3f}), not timed",
+                        },
+                        time.perf_counter() - began,
+                        checked,
+                    )
                 attempts.append(attempt)
                 if on_attempt:
                     on_attempt(attempt)
@@ -385,9 +453,11 @@ def optimize(
             final = _time_pair(workload, program, current, settings, device, sandbox, memo)
             if final.get("measured"):
                 start_ms, best_ms = final["current_ms"], final["candidate_ms"]
-            profiled = _memoized(memo, ("profile", current.hash, device),
-                                 lambda: check(workload, current, settings, device, ("profile",), sandbox)
-                                 ).verdict("profile")  # fmt: skip
+            profiled = _memoized(
+                memo,
+                ("profile", current.hash, device),
+                lambda: check(workload, current, settings, device, ("profile",), sandbox),
+            ).verdict("profile")
             if profiled is not None and profiled.passed:
                 roofline, bound = profiled.metrics.get("roofline_fraction"), profiled.metrics.get("bound")
                 profiled_ms = profiled.metrics.get("median_ms")
@@ -402,14 +472,29 @@ def optimize(
         if own:
             sandbox.close()
     return Trajectory(
-        method=proposer.method, workload=workload.name, program=program.name, device=device_name(device),
-        budget=budget, evaluations=evaluations, attempts=attempts, start=program,
+        method=proposer.method,
+        workload=workload.name,
+        program=program.name,
+        device=device_name(device),
+        budget=budget,
+        evaluations=evaluations,
+        attempts=attempts,
+        start=program,
         refusals=[r for r in proposer.refusals if not ran.get(current.hash) or r.function in ran[current.hash]],
-        best=current, start_ms=start_ms, best_ms=best_ms, roofline_fraction=roofline, bound=bound, stop=stop,
-        timed=device == "cuda", versions=versions(),
+        best=current,
+        start_ms=start_ms,
+        best_ms=best_ms,
+        roofline_fraction=roofline,
+        bound=bound,
+        stop=stop,
+        timed=device == "cuda",
+        versions=versions(),
         date=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        seconds=time.perf_counter() - started, llm=proposer.llm_usage(), evidence=proposer.evidence(), phases=phases,
-    )  # fmt: skip
+        seconds=time.perf_counter() - started,
+        llm=proposer.llm_usage(),
+        evidence=proposer.evidence(),
+        phases=phases,
+    )
 
 
 # --- output -------------------------------------------------------------------------------------------------------
@@ -420,8 +505,9 @@ def diff(trajectory: Trajectory) -> str:
     start = dict(_module_sources(trajectory.start))
     for module, source in _module_sources(trajectory.best):
         before = start.get(module, "")
-        out.extend(difflib.unified_diff(before.splitlines(True), source.splitlines(True),
-                                        f"a/{module}.py", f"b/{module}.py"))  # fmt: skip
+        out.extend(
+            difflib.unified_diff(before.splitlines(True), source.splitlines(True), f"a/{module}.py", f"b/{module}.py")
+        )
     return "".join(out)
 
 
@@ -434,9 +520,11 @@ def evidence_line(evidence: dict, timed: bool) -> str:
     if e.get("imported"):
         line += f" {e['imported']} of those effects were imported from another data directory (`klineage effects`)."
     if timed and e["skills"] and not e["measured"]:
-        line += (" None was timed, so no skill expects a speedup and the order is the families' cost, as the blind "
-                 "catalog's is. Time the library on this GPU: `klineage mine WORKLOAD EXPERT --walk-device cpu "
-                 "--device cuda` for each walk made on the CPU.")  # fmt: skip
+        line += (
+            " None was timed, so no skill expects a speedup and the order is the families' cost, as the blind "
+            "catalog's is. Time the library on this GPU: `klineage mine WORKLOAD EXPERT --walk-device cpu "
+            "--device cuda` for each walk made on the CPU."
+        )
     elif timed and e["measured"] and not e["measured_here"]:
         line += " The effects were timed on another GPU and are used as they are."
     return line
@@ -446,8 +534,10 @@ def seconds_line(t: Trajectory) -> str:
     """Where a run's wall time went: the start's check, the attempts, the final timing, the rest (proposing)."""
     attempts = sum(a.seconds for a in t.attempts)
     start, final = t.phases.get("start_check_s", 0.0), t.phases.get("final_s", 0.0)
-    parts = [f"the start's check {start:.0f} s" if start else "the start's check reused",
-             f"{len(t.attempts)} attempt{'s' * (len(t.attempts) != 1)} {attempts:.0f} s"]
+    parts = [
+        f"the start's check {start:.0f} s" if start else "the start's check reused",
+        f"{len(t.attempts)} attempt{'s' * (len(t.attempts) != 1)} {attempts:.0f} s",
+    ]
     parts += [f"start and result timed side by side {final:.0f} s"] if final else []
     refused = t.phases.get("refused_checks_s", 0.0)
     parts += [f"checking candidates refused for shared memory {refused:.0f} s"] if refused else []
@@ -458,9 +548,13 @@ def seconds_line(t: Trajectory) -> str:
 def report(trajectory: Trajectory) -> str:
     t = trajectory
     kept = [a for a in t.attempts if a.kept]
-    lines = [f"# Optimization report: {t.program} on {t.workload}", "",
-             f"Method `{t.method}`, device {t.device}, budget {t.budget} gate evaluations, {t.evaluations} spent "
-             f"(the first checks the starting program), {t.seconds:.0f} s; stopped: {t.stop}.", ""]  # fmt: skip
+    lines = [
+        f"# Optimization report: {t.program} on {t.workload}",
+        "",
+        f"Method `{t.method}`, device {t.device}, budget {t.budget} gate evaluations, {t.evaluations} spent "
+        f"(the first checks the starting program), {t.seconds:.0f} s; stopped: {t.stop}.",
+        "",
+    ]
     if t.phases:
         lines += [seconds_line(t), ""]
     if t.llm:
@@ -468,20 +562,28 @@ def report(trajectory: Trajectory) -> str:
     if t.evidence:
         lines += [evidence_line(t.evidence, t.timed), ""]
     if t.timed and t.speedup:
-        lines.append(f"Time on the bench case: {t.start_ms:.4g} ms -> {t.best_ms:.4g} ms (x{t.speedup:.3f})"
-                     + (f", {t.roofline_fraction:.0%} of the roofline" if t.roofline_fraction else "") + ".")
+        lines.append(
+            f"Time on the bench case: {t.start_ms:.4g} ms -> {t.best_ms:.4g} ms (x{t.speedup:.3f})"
+            + (f", {t.roofline_fraction:.0%} of the roofline" if t.roofline_fraction else "")
+            + "."
+        )
         if (n := t.evaluations_to(0.95)) is not None:
             lines.append(f"Evaluations to reach 95% of the final speedup: {n}.")
     elif not t.timed:
-        lines.append("No GPU: no time was taken. A candidate was kept when it passed the compile and correctness gates "
-                     "and came from evidence (a skill mined from an expert, a remembered outcome) that does not say it "
-                     "is slower; numbers (tiles, warps, stages) and catalog guesses need a timer and were not tried. "
-                     "Time the result on a GPU.")
+        lines.append(
+            "No GPU: no time was taken. A candidate was kept when it passed the compile and correctness gates "
+            "and came from evidence (a skill mined from an expert, a remembered outcome) that does not say it "
+            "is slower; numbers (tiles, warps, stages) and catalog guesses need a timer and were not tried. "
+            "Time the result on a GPU."
+        )
     lines += ["", "## Kept", ""]
-    lines += [f"{i}. {a.candidate.label} (from `{a.candidate.origin}`"
-              + (f"; {', '.join(a.candidate.decided_by)}" if a.candidate.decided_by else "") + ")"
-              + (f": x{a.effect['speedup']:.3f}" if a.effect.get("measured") else "")
-              for i, a in enumerate(kept, 1)] or ["- nothing"]  # fmt: skip
+    lines += [
+        f"{i}. {a.candidate.label} (from `{a.candidate.origin}`"
+        + (f"; {', '.join(a.candidate.decided_by)}" if a.candidate.decided_by else "")
+        + ")"
+        + (f": x{a.effect['speedup']:.3f}" if a.effect.get("measured") else "")
+        for i, a in enumerate(kept, 1)
+    ] or ["- nothing"]
     rejected = [a for a in t.attempts if not a.kept]
     lines += ["", "## Tried and not kept", ""]
     for a in rejected:
@@ -493,8 +595,10 @@ def report(trajectory: Trajectory) -> str:
         lines.append(f"- {a.candidate.label}: {why}")
     lines += ["- nothing"] if not rejected else []
     lines += ["", "## Refused (no budget spent)", ""]
-    lines += [f"- `{r.transform}` from `{r.origin}` at {r.function}: condition `{r.predicate}`: {r.reason}"
-              for r in t.refusals] or ["- nothing"]  # fmt: skip
+    lines += [
+        f"- `{r.transform}` from `{r.origin}` at {r.function}: condition `{r.predicate}`: {r.reason}"
+        for r in t.refusals
+    ] or ["- nothing"]
     lines += ["", f"Versions: {t.versions}; {t.date}.", ""]
     return "\n".join(lines)
 
@@ -504,8 +608,12 @@ def write_outputs(trajectory: Trajectory, out: Path) -> dict[str, Path]:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     best = trajectory.best
-    paths = {"program": out / "program.py", "diff": out / "changes.diff", "trajectory": out / "trajectory.json",
-             "report": out / "report.md"}  # fmt: skip
+    paths = {
+        "program": out / "program.py",
+        "diff": out / "changes.diff",
+        "trajectory": out / "trajectory.json",
+        "report": out / "report.md",
+    }
     paths["program"].write_text(best.source)
     for name, source in best.modules.items():
         (out / "modules").mkdir(exist_ok=True)
@@ -516,6 +624,25 @@ def write_outputs(trajectory: Trajectory, out: Path) -> dict[str, Path]:
     return paths
 
 
-__all__ = ["METHODS", "Attempt", "AutotuneProposer", "BlindProposer", "Candidate", "MemoryEntry", "MemoryProposer",
-           "Proposer", "Refusal", "SkillProposer", "Trajectory", "diff", "features", "load_memory", "memory_path",
-           "optimize", "proposer_for", "remember", "report", "write_outputs"]
+__all__ = [
+    "METHODS",
+    "Attempt",
+    "AutotuneProposer",
+    "BlindProposer",
+    "Candidate",
+    "MemoryEntry",
+    "MemoryProposer",
+    "Proposer",
+    "Refusal",
+    "SkillProposer",
+    "Trajectory",
+    "diff",
+    "features",
+    "load_memory",
+    "memory_path",
+    "optimize",
+    "proposer_for",
+    "remember",
+    "report",
+    "write_outputs",
+]

@@ -94,9 +94,11 @@ class ProbeResult:
     def as_condition(self) -> dict:
         guard = self.probe.get("ablation", {}).get("removed")
         if guard and self.status == "condition":
-            evidence = (f"ablation: the optimized form without `{guard}` fails ({self.parent['code']}) on repeated "
-                        f"launches where the simple form passes: the kernel is not idempotent, so the optimization "
-                        f"is valid only with `{guard}` (or on an idempotent kernel)")  # fmt: skip
+            evidence = (
+                f"ablation: the optimized form without `{guard}` fails ({self.parent['code']}) on repeated "
+                f"launches where the simple form passes: the kernel is not idempotent, so the optimization "
+                f"is valid only with `{guard}` (or on an idempotent kernel)"
+            )
         elif guard and self.status == "not_a_condition":
             evidence = f"ablation: the optimized form passes even without `{guard}`: repeated launches are harmless"
         elif self.status == "condition":
@@ -109,8 +111,13 @@ class ProbeResult:
             evidence = "both forms fail the probe"
         else:
             evidence = self.why
-        return {"predicate": self.predicate, "description": CONDITIONS[self.predicate], "status": self.status,
-                "evidence": evidence, "probe": self.probe}  # fmt: skip
+        return {
+            "predicate": self.predicate,
+            "description": CONDITIONS[self.predicate],
+            "status": self.status,
+            "evidence": evidence,
+            "probe": self.probe,
+        }
 
 
 def _sizes(case: dict, change) -> dict | None:
@@ -131,27 +138,43 @@ def base_case(workload: Workload) -> dict:
     return workload.cases.get("tiny") or next(iter(workload.cases.values()))
 
 
-def make_probes(predicate: str, workload: Workload, device: str, transform: str = "", parent: Program | None = None,
-                step: Step | None = None) -> tuple[list[dict], str]:  # fmt: skip
+def make_probes(
+    predicate: str,
+    workload: Workload,
+    device: str,
+    transform: str = "",
+    parent: Program | None = None,
+    step: Step | None = None,
+) -> tuple[list[dict], str]:
     """(probes, why none). A probe is {"name", "case", "layout"} plus what the gate honours (see
     `GateRequest.probe`) and, for an ablation, {"ablation": {...}} (the parent to run instead, see `ablated`).
     A predicate may need several probes; the workload's own (PROBES) come first."""
     if device != "cuda" and predicate in GPU_ONLY:
         return [], f"not probed on the CPU: {GPU_ONLY[predicate]}"
     if device != "cuda" and transform in INTERPRETER_BLIND:
-        return [], (f"not probed on the CPU: {INTERPRETER_BLIND[transform]}, so both forms run identically there; "
-                    "a GPU decides it")  # fmt: skip
+        return [], (
+            f"not probed on the CPU: {INTERPRETER_BLIND[transform]}, so both forms run identically there; "
+            "a GPU decides it"
+        )
     base = base_case(workload)
-    own = [{"name": f"the workload's {predicate} probe ({_describe(overrides) or 'its own inputs'})",
-            "case": {**base, **overrides}, "layout": None, "inputs": predicate}
-           for overrides in workload.probes.get(predicate, [])]  # fmt: skip
+    own = [
+        {
+            "name": f"the workload's {predicate} probe ({_describe(overrides) or 'its own inputs'})",
+            "case": {**base, **overrides},
+            "layout": None,
+            "inputs": predicate,
+        }
+        for overrides in workload.probes.get(predicate, [])
+    ]
     probes, why = _generic_probes(predicate, workload, device, base, transform, parent, step)
     probes = own + probes
     if probes:
         return probes, ""
     if predicate == "fully_masked_rows" and not why:
-        why = ("the workload makes no case with a fully masked row or tile: declare PROBES['fully_masked_rows'] "
-               "(case overrides) and, where case keys cannot say it, make_probe_inputs(predicate, case, seed)")
+        why = (
+            "the workload makes no case with a fully masked row or tile: declare PROBES['fully_masked_rows'] "
+            "(case overrides) and, where case keys cannot say it, make_probe_inputs(predicate, case, seed)"
+        )
     return [], why or "no probe generator for this predicate yet"
 
 
@@ -168,12 +191,18 @@ def _generic_probes(predicate, workload, device, base, transform, parent, step) 
         # divisible by small blocks, not by large ones: catches a flag computed with the wrong block
         coarse = _sizes(base, lambda v: v + v // 8 if v % 64 == 0 else v)
         if coarse:
-            probes.append({"name": "sizes divisible by small blocks only (64-multiples + 1/8)", "case": coarse,
-                           "layout": None})  # fmt: skip
+            probes.append(
+                {"name": "sizes divisible by small blocks only (64-multiples + 1/8)", "case": coarse, "layout": None}
+            )
         return probes, "" if probes else "the tiny case's sizes are already odd and the expert passed it"
     if predicate == "contiguous":
-        return [{"name": "rows padded by 8 elements, vectors at stride 2 (non-contiguous)", "case": base,
-                 "layout": "strided"}], ""  # fmt: skip
+        return [
+            {
+                "name": "rows padded by 8 elements, vectors at stride 2 (non-contiguous)",
+                "case": base,
+                "layout": "strided",
+            }
+        ], ""
     if predicate == "aligned_16":
         return [{"name": "base shifted by one element (not 16-byte aligned)", "case": base, "layout": "misaligned"}], ""
     if predicate.startswith("dtype_"):
@@ -182,35 +211,64 @@ def _generic_probes(predicate, workload, device, base, transform, parent, step) 
             return [], f"{wanted} is outside the workload's domain"
         if base.get("dtype") == wanted:
             return [], f"the check cases already run {wanted}"
-        return [{"name": f"{wanted} inputs (seed 0, then heavy-tailed values)", "case": {**base, "dtype": wanted},
-                 "layout": None}], ""  # fmt: skip
+        return [
+            {
+                "name": f"{wanted} inputs (seed 0, then heavy-tailed values)",
+                "case": {**base, "dtype": wanted},
+                "layout": None,
+            }
+        ], ""
     if predicate == "offsets_below_2_31":
         case, why = overflow_case(workload)
         if case is None:
             return [], why
         # one seed, one run, outputs compared in pieces: float64 copies of whole outputs would not fit the device
-        return [{"name": f"largest tensor past 2^31 elements ({why})", "case": case, "layout": None, "trials": 1,
-                 "runs": 1, "chunk": 2**27}], ""  # fmt: skip
+        return [
+            {
+                "name": f"largest tensor past 2^31 elements ({why})",
+                "case": case,
+                "layout": None,
+                "trials": 1,
+                "runs": 1,
+                "chunk": 2**27,
+            }
+        ], ""
     if predicate == "no_aliasing":
         return _aliasing_probes(workload, base)
     if predicate == "idempotent_launch":
         return _idempotence_probes(base, transform, parent, step)
     if predicate == "torch_compile_launch":
-        return [{"name": "forward compiled by torch.compile (Inductor launches the kernels)", "case": base,
-                 "layout": None, "compile": True}], ""  # fmt: skip
+        return [
+            {
+                "name": "forward compiled by torch.compile (Inductor launches the kernels)",
+                "case": base,
+                "layout": None,
+                "compile": True,
+            }
+        ], ""
     return [], ""
 
 
 def _aliasing_probes(workload: Workload, base: dict) -> tuple[list[dict], str]:
     if workload.clobbered_inputs:
         which = ", ".join(str(i) for i in workload.clobbered_inputs)
-        return [{"name": f"the caller reads input {which} again after the call (CLOBBERED_INPUTS withdrawn)",
-                 "case": base, "layout": None, "keep_inputs": True}], ""  # fmt: skip
+        return [
+            {
+                "name": f"the caller reads input {which} again after the call (CLOBBERED_INPUTS withdrawn)",
+                "case": base,
+                "layout": None,
+                "keep_inputs": True,
+            }
+        ], ""
     if workload.mutated_inputs:
-        return [], ("the op writes its inputs in place by contract (MUTATED_INPUTS): a caller that reads them again "
-                    "is outside the workload")  # fmt: skip
-    return [], ("the workload lets no input be overwritten, so every check already requires the inputs back "
-                "unchanged; only the program's own buffers can alias, and the check covers them")  # fmt: skip
+        return [], (
+            "the op writes its inputs in place by contract (MUTATED_INPUTS): a caller that reads them again "
+            "is outside the workload"
+        )
+    return [], (
+        "the workload lets no input be overwritten, so every check already requires the inputs back "
+        "unchanged; only the program's own buffers can alias, and the check covers them"
+    )
 
 
 def _idempotence_probes(base: dict, transform: str, parent: Program | None, step: Step | None):
@@ -219,10 +277,20 @@ def _idempotence_probes(base: dict, transform: str, parent: Program | None, step
         found = autotune_guard(_module_source(parent, step.module), step.site.get("function", ""))
         if found is not None:
             removed = found[1]
-            ablation = {"kind": "autotune_guard", "module": step.module, "kernel": step.site["function"],
-                        "removed": removed}  # fmt: skip
-            return [{"name": f"{repeated}, the optimized form without `{removed}` (ablation)", "case": base,
-                     "layout": None, "ablation": ablation}], ""  # fmt: skip
+            ablation = {
+                "kind": "autotune_guard",
+                "module": step.module,
+                "kernel": step.site["function"],
+                "removed": removed,
+            }
+            return [
+                {
+                    "name": f"{repeated}, the optimized form without `{removed}` (ablation)",
+                    "case": base,
+                    "layout": None,
+                    "ablation": ablation,
+                }
+            ], ""
     return [{"name": repeated, "case": base, "layout": None}], ""
 
 
@@ -269,8 +337,10 @@ def overflow_case(workload: Workload, module=None) -> tuple[dict | None, str]:
     best = None
     for t in range(len(counts)):  # grow the sizes of one tensor at a time; keep the smallest case that overflows
         case = dict(big)
-        growable = sorted((k for k in exponents if exponents[k][t] > 0 and k in case),
-                          key=lambda k: -_ceiling(workload, k, case[k]) / case[k])  # fmt: skip
+        growable = sorted(
+            (k for k in exponents if exponents[k][t] > 0 and k in case),
+            key=lambda k: -_ceiling(workload, k, case[k]) / case[k],
+        )
         for key in growable:
             need = sizes(case)[t]
             if need >= OVERFLOW_TARGET:
@@ -285,8 +355,10 @@ def overflow_case(workload: Workload, module=None) -> tuple[dict | None, str]:
             if key in most:
                 most[key] = _ceiling(workload, key, most[key])
         largest = max(sizes(most))
-        return None, (f"holds on all of the DOMAIN: its largest sizes give at most {largest:,.0f} elements in one "
-                      f"tensor (2^31 = {OFFSET_LIMIT:,}), so offsets always fit int32")  # fmt: skip
+        return None, (
+            f"holds on all of the DOMAIN: its largest sizes give at most {largest:,.0f} elements in one "
+            f"tensor (2^31 = {OFFSET_LIMIT:,}), so offsets always fit int32"
+        )
     total = sum(sizes(best)) * ELEMENT_BYTES.get(best.get("dtype", "float32"), 4)
     if total > OVERFLOW_MAX_BYTES:
         return None, f"a case past 2^31 elements needs ~{total / 2**30:.0f} GiB of tensors, more than a probe may take"
@@ -385,8 +457,12 @@ def classify(parent: dict, child: dict) -> tuple[str, str]:
         if v["status"] == "error" or v["code"] == "oom":
             return "not_probed", f"the probe did not run to a verdict on the {name} form ({v['code']}: {v['reason']})"
     p_ok, c_ok = parent["status"] == "pass", child["status"] == "pass"
-    return {(False, True): "condition", (True, False): "required", (True, True): "not_a_condition",
-            (False, False): "outside_domain"}[(p_ok, c_ok)], ""  # fmt: skip
+    return {
+        (False, True): "condition",
+        (True, False): "required",
+        (True, True): "not_a_condition",
+        (False, False): "outside_domain",
+    }[(p_ok, c_ok)], ""
 
 
 def in_expert_context(expert: Program, step: Step) -> Program | None:
@@ -489,14 +565,16 @@ def stored_probes(lineage: Lineage, settings: Settings, device: str) -> dict[int
     the device it was walked on for the steps `device` has not probed yet."""
     folder = settings.data_dir / "lineages" / lineage.id
     found: dict[int, list[dict]] = {}
-    for path in dict.fromkeys([probes_path(folder, lineage, device_kind(lineage.device)),
-                               probes_path(folder, lineage, device)]):  # fmt: skip
+    for path in dict.fromkeys(
+        [probes_path(folder, lineage, device_kind(lineage.device)), probes_path(folder, lineage, device)]
+    ):
         found.update(read_probes(path))
     return found
 
 
-def probe_lineage(lineage: Lineage, workload: Workload, settings: Settings, device: str,
-                  sandbox: Sandbox | None = None) -> dict[int, list[dict]]:  # fmt: skip
+def probe_lineage(
+    lineage: Lineage, workload: Workload, settings: Settings, device: str, sandbox: Sandbox | None = None
+) -> dict[int, list[dict]]:
     """Probe every accepted step; results are stored beside the lineage (`probes.json`) after each step and reused on
     a rerun. Steps are independent, so `settings.probe_workers` of them run side by side, each worker with a sandbox
     of its own (the given one among them).
@@ -535,13 +613,24 @@ def probe_lineage(lineage: Lineage, workload: Workload, settings: Settings, devi
         conditions = TRANSFORMS[step.transform].conditions
         borrowed = free.get()
         try:
-            results = probe_step(workload, parent, child, step, tuple(c for c in conditions if c not in answered),
-                                 settings, device, borrowed, expert)  # fmt: skip
+            results = probe_step(
+                workload,
+                parent,
+                child,
+                step,
+                tuple(c for c in conditions if c not in answered),
+                settings,
+                device,
+                borrowed,
+                expert,
+            )
         finally:
             free.put(borrowed)
         probed = {r.predicate: r.as_condition() | {"parent": r.parent, "child": r.child} for r in results}
-        reused = {name: {**c, "evidence": f"{c['evidence']} (probed on {lineage.device}, where the walk ran)"}
-                  for name, c in answered.items()}  # fmt: skip
+        reused = {
+            name: {**c, "evidence": f"{c['evidence']} (probed on {lineage.device}, where the walk ran)"}
+            for name, c in answered.items()
+        }
         with lock:
             done[step.index] = [probed.get(name) or reused[name] for name in conditions]
             write_probes(path, done)

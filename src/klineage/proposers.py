@@ -176,8 +176,11 @@ def visible_code(source: str, function: str) -> str:
     parts, found = [], False
     for node in module.body:
         if isinstance(node, cst.FunctionDef | cst.ClassDef):
-            methods = [m for m in node.body.body if isinstance(m, cst.FunctionDef)] if isinstance(
-                node, cst.ClassDef) else [node]  # fmt: skip
+            methods = (
+                [m for m in node.body.body if isinstance(m, cst.FunctionDef)]
+                if isinstance(node, cst.ClassDef)
+                else [node]
+            )
             mine = next((m for m in methods if m.name.value == function), None)
             parts.append(module.code_for_node(mine) if mine is not None else f"{node.name.value} = None")
             found = found or mine is not None
@@ -315,8 +318,12 @@ def _runs_one_of(program: Program, tiles: list[dict[str, int]]) -> bool:
     for _, source in _module_sources(program):
         tunables = launch_config.tunables(source)
         names = {t.keyword for t in tunables}
-        if any(names & set(tile) and not _tile_assignment(tunables, tile)
-               and not (_tile_dims(tile) and _missing_knobs(tunables, tile)) for tile in tiles):  # fmt: skip
+        if any(
+            names & set(tile)
+            and not _tile_assignment(tunables, tile)
+            and not (_tile_dims(tile) and _missing_knobs(tunables, tile))
+            for tile in tiles
+        ):
             return True
     return False
 
@@ -330,8 +337,12 @@ def _missing_knobs(tunables: list[launch_config.Tunable], tile: dict[str, int]) 
     a value equal to Triton's default is not missing."""
     tiled = {t.kernel for t in tunables if t.keyword in tile and t.keyword not in launch_config.KNOBS}
     with_knobs = {t.kernel for t in tunables if t.keyword in launch_config.KNOBS}
-    return {f"{kernel}.{knob}": int(tile[knob]) for kernel in sorted(tiled - with_knobs)
-            for knob in launch_config.KNOBS if knob in tile and int(tile[knob]) != KNOB_DEFAULTS[knob]}  # fmt: skip
+    return {
+        f"{kernel}.{knob}": int(tile[knob])
+        for kernel in sorted(tiled - with_knobs)
+        for knob in launch_config.KNOBS
+        if knob in tile and int(tile[knob]) != KNOB_DEFAULTS[knob]
+    }
 
 
 def _tile_assignment(tunables: list[launch_config.Tunable], tile: dict[str, int]) -> dict[str, int]:
@@ -382,8 +393,18 @@ def _unfounded_hint(skill: Skill, source: str, site: Site) -> str | None:
     return None
 
 
-REDUCTIONS = ("tl.sum(", "tl.max(", "tl.min(", "tl.argmax(", "tl.argmin(", "tl.cumsum(", "tl.cumprod(", "tl.reduce(",
-              "tl.associative_scan(", "tl.atomic_")
+REDUCTIONS = (
+    "tl.sum(",
+    "tl.max(",
+    "tl.min(",
+    "tl.argmax(",
+    "tl.argmin(",
+    "tl.cumsum(",
+    "tl.cumprod(",
+    "tl.reduce(",
+    "tl.associative_scan(",
+    "tl.atomic_",
+)
 
 
 def _reduces_1d(source: str, kernel: str) -> str | None:
@@ -401,8 +422,7 @@ def _element_bytes(feats: dict[str, float]) -> int | None:
 
 def _present_warps(source: str, kernel: str) -> int:
     """The warps `kernel` is launched with: a literal `num_warps`, else Triton's default of 4."""
-    return next((t.value for t in launch_config.tunables(source)
-                 if t.kernel == kernel and t.keyword == "num_warps"), 4)  # fmt: skip
+    return next((t.value for t in launch_config.tunables(source) if t.kernel == kernel and t.keyword == "num_warps"), 4)
 
 
 def _warps_for_tile(variants: list[dict], source: str, kernel: str, launches: list[dict] | None = None) -> list[dict]:
@@ -447,8 +467,9 @@ def _warps_for_tile(variants: list[dict], source: str, kernel: str, launches: li
     return out
 
 
-def _variant_expected(expected: float, params: dict, carried: dict | None, transform: str, source: str,
-                      kernel: str | None) -> float:
+def _variant_expected(
+    expected: float, params: dict, carried: dict | None, transform: str, source: str, kernel: str | None
+) -> float:
     """A carried variant's expected effect: the skill's own; a neighbour's, discounted (the square root); for
     warps turned the other way from the carried ones (`_warps_for_tile`), none: the skill measured more warps."""
     if params == carried:
@@ -517,8 +538,14 @@ def _spent_key(candidate: Candidate) -> tuple:
     change is kept (whole_row_tile on MSE's final reduction, spent at forward:42, came back as forward:60 after the
     rows twin was kept above it; H200, run 10)."""
     where = candidate.site or candidate.label
-    return (candidate.origin, candidate.transform, candidate.module, candidate.function, where,
-            json.dumps(candidate.params, sort_keys=True, default=str))  # fmt: skip
+    return (
+        candidate.origin,
+        candidate.transform,
+        candidate.module,
+        candidate.function,
+        where,
+        json.dumps(candidate.params, sort_keys=True, default=str),
+    )
 
 
 def _fallback(source: str, kernel: str | None) -> bool:
@@ -534,8 +561,11 @@ def _apply(transform: Transform, source: str, site: Site, params: dict) -> str |
     except Exception:
         return None
     if transform.id == "autotune_single_config":  # the configs now own the tiles: size the grid from them
-        host_tiles = {t.name for t in launch_config.tunables(source) if t.kernel == site.function
-                      and t.bound == "assigned" and t.keyword not in launch_config.KNOBS}  # fmt: skip
+        host_tiles = {
+            t.name
+            for t in launch_config.tunables(source)
+            if t.kernel == site.function and t.bound == "assigned" and t.keyword not in launch_config.KNOBS
+        }
         out = launch_config.meta_grid(out, site.function, host_tiles)
     if out == source:
         return None
@@ -615,14 +645,24 @@ class Proposer:
         """How far a tile's first step up goes: one doubling (the plain neighbourhood search)."""
         return 2
 
-    def _step(self, program: Program, module: str, source: str, moves: dict[launch_config.Tunable, int],
-              origin: str, expected: float) -> Candidate:  # fmt: skip
+    def _step(
+        self,
+        program: Program,
+        module: str,
+        source: str,
+        moves: dict[launch_config.Tunable, int],
+        origin: str,
+        expected: float,
+    ) -> Candidate:
         values = {t.key: v for t, v in moves.items()}
-        label = f"{', '.join(t.key for t in moves)}: {', '.join(str(t.value) for t in moves)} -> " \
-                f"{', '.join(str(v) for v in moves.values())}"  # fmt: skip
+        label = (
+            f"{', '.join(t.key for t in moves)}: {', '.join(str(t.value) for t in moves)} -> "
+            f"{', '.join(str(v) for v in moves.values())}"
+        )
         make = functools.partial(_retuned, program, module, source, values)
-        cand = Candidate(label, origin, "launch_config", module, next(iter(moves)).function, values, expected, "",
-                         (), make)  # fmt: skip
+        cand = Candidate(
+            label, origin, "launch_config", module, next(iter(moves)).function, values, expected, "", (), make
+        )
         self._steps[cand.key] = {t.key: (t.keyword, t.value, v) for t, v in moves.items()}
         return cand
 
@@ -645,7 +685,7 @@ class Proposer:
         source = dict(_module_sources(cand.program)).get(cand.module, "")
         now = {t.key: t for t in launch_config.tunables(source, work=True)}
         gain = attempt.effect.get("speedup") or 1.0
-        for stride in ((4, 2) if gain >= STRIDE_GAIN else (2,)):
+        for stride in (4, 2) if gain >= STRIDE_GAIN else (2,):
             moves = {}
             for key, (_, before, after) in step.items():
                 t = now.get(key)
@@ -658,8 +698,9 @@ class Proposer:
         return None
 
 
-def _retuned(program: Program, module: str, source: str, values: dict[str, int],
-             knobs: dict[str, int] | None = None) -> Program | None:
+def _retuned(
+    program: Program, module: str, source: str, values: dict[str, int], knobs: dict[str, int] | None = None
+) -> Program | None:
     """The program with launch parameters set to `values`, and `knobs` ({kernel.num_warps: 8, ...}) appended to
     the launches of their kernels that pass no knob (None when one of those cannot be written)."""
     new = launch_config.with_values(source, values)
@@ -706,8 +747,11 @@ class SkillProposer(Proposer):
         self.shared_memory_guards = [s for s in skills if s.kind == "guard" and _saves_shared_memory(s)]
         self.transforms = _transforms()
         # lineages whose warps and stages travel inside their autotune configs (see _expert_tiles), never alone
-        self._with_configs = {s.provenance.get("lineage", s.id) for s in self.skills
-                              if s.transform["id"] == "autotune_single_config" and _config_tiles(s)}  # fmt: skip
+        self._with_configs = {
+            s.provenance.get("lineage", s.id)
+            for s in self.skills
+            if s.transform["id"] == "autotune_single_config" and _config_tiles(s)
+        }
         self.context: dict[str, float] = {}
         self._refused: set[tuple] = set()
         self._knobs: dict[tuple, _KnobSite] = {}  # launch-knob candidates (by key) -> where they change warps
@@ -744,8 +788,13 @@ class SkillProposer(Proposer):
         timed = [s.timed_devices() for s in self.skills]
         # effects another data directory measured (`klineage effects import`): a report says they were carried
         imported = sum(any(s.effect[d].get("imported") for d in devices) for s, devices in zip(self.skills, timed))
-        return {"skills": len(self.skills), "measured": sum(map(bool, timed)), "device": here,
-                "measured_here": sum(here in devices for devices in timed), "imported": imported}  # fmt: skip
+        return {
+            "skills": len(self.skills),
+            "measured": sum(map(bool, timed)),
+            "device": here,
+            "measured_here": sum(here in devices for devices in timed),
+            "imported": imported,
+        }
 
     def expected(self, skill: Skill) -> float:
         """The skill's measured speedup on this device (any device if none here), discounted by how unlike the
@@ -773,8 +822,11 @@ class SkillProposer(Proposer):
         """False where the skill was measured on a compute-bound kernel and this one is memory-bound, or the other
         way; true where either side is unknown."""
         origin = skill.provenance.get("features") or {}
-        return not ("compute_bound" in origin and "compute_bound" in self.context
-                    and origin["compute_bound"] != self.context["compute_bound"])  # fmt: skip
+        return not (
+            "compute_bound" in origin
+            and "compute_bound" in self.context
+            and origin["compute_bound"] != self.context["compute_bound"]
+        )
 
     def _configs_fit(self, skill: Skill, source: str, kernel: str) -> bool:
         """Whether an expert's autotune configs are evidence for this kernel's launch: measured on the same element
@@ -793,10 +845,12 @@ class SkillProposer(Proposer):
 
     def propose(self, program: Program) -> list[Candidate]:
         self.context = features(program, self.workload)
-        self._warps_keys = {(module, t.key): (module, t.kernel, launch_config.elements_per_program(source, t.kernel),
-                                              t.value)
-                            for module, source in _module_sources(program)
-                            for t in launch_config.tunables(source) if t.keyword == "num_warps"}  # fmt: skip
+        self._warps_keys = {
+            (module, t.key): (module, t.kernel, launch_config.elements_per_program(source, t.kernel), t.value)
+            for module, source in _module_sources(program)
+            for t in launch_config.tunables(source)
+            if t.keyword == "num_warps"
+        }
         out: list[Candidate] = []
         sites: dict[str, list] = {}  # many skills share a family: list its sites once
         for skill in self.skills:
@@ -820,10 +874,17 @@ class SkillProposer(Proposer):
             self._refuse(Refusal(skill.id, transform.id, site.function, "divisible_by_block", why))
             return []
         if transform.id == "wrapped_indices" and kernel is not None and (op := _reduces_1d(source, kernel)):
-            self._refuse(Refusal(skill.id, transform.id, site.function, "divisible_by_block",
-                                 f"the kernel reduces its lanes ({op}): a wrapped lane would count twice wherever a "
-                                 "size is not a multiple of the block; a GEMM's rows and columns are independent, "
-                                 "these are not"))  # fmt: skip
+            self._refuse(
+                Refusal(
+                    skill.id,
+                    transform.id,
+                    site.function,
+                    "divisible_by_block",
+                    f"the kernel reduces its lanes ({op}): a wrapped lane would count twice wherever a "
+                    "size is not a multiple of the block; a GEMM's rows and columns are independent, "
+                    "these are not",
+                )
+            )
             return []
         found = screen(skill, self.workload, source, kernel, self.device, self.settings.target)
         if found.refusal is not None:
@@ -847,31 +908,56 @@ class SkillProposer(Proposer):
             carried = blind_params(transform, source, site)
             variants = [carried] if carried else []
         else:
-            carried = adapt(skill.transform.get("params") or {}, visible_code(source, site.function),
-                            transform_defaults(transform), transform.label_params)  # fmt: skip
+            carried = adapt(
+                skill.transform.get("params") or {},
+                visible_code(source, site.function),
+                transform_defaults(transform),
+                transform.label_params,
+            )
             variants = numeric_neighbours(carried or transform_defaults(transform))[:3]
             if transform.id == "launch_knobs" and kernel is not None:
                 variants = _warps_for_tile(variants, source, kernel, self.launched.get(program.hash))
         if guard is not None and kernel is None:
-            self._refuse(Refusal(skill.id, transform.id, site.function, guard.predicate,
-                                 f"holds on part of the domain ({guard.reason}); the site is in no kernel a launch "
-                                 "could dispatch on"))  # fmt: skip
+            self._refuse(
+                Refusal(
+                    skill.id,
+                    transform.id,
+                    site.function,
+                    guard.predicate,
+                    f"holds on part of the domain ({guard.reason}); the site is in no kernel a launch "
+                    "could dispatch on",
+                )
+            )
             return []
         out = []
         for params in variants:
             label = f"{transform.id} at {site.function}:{site.line}" + (
-                f" guarded by {guard.predicate}" if guard else "")
+                f" guarded by {guard.predicate}" if guard else ""
+            )
             if params != carried:
                 label += " (" + ", ".join(f"{k}={v}" for k, v in params.items() if k != "decorator")[:60] + ")"
             make = _rewrite(program, module, transform, source, site, params)
             if guard is not None:
                 make = functools.partial(self._guarded, make, program, module, source, kernel, guard, skill, site)
-            out.append(Candidate(label, skill.id, transform.id, module, site.function, params,
-                                 _variant_expected(expected, params, carried, transform.id, source, kernel),
-                                 guard.predicate if guard else "", decided_by, make, site.before))  # fmt: skip
+            out.append(
+                Candidate(
+                    label,
+                    skill.id,
+                    transform.id,
+                    module,
+                    site.function,
+                    params,
+                    _variant_expected(expected, params, carried, transform.id, source, kernel),
+                    guard.predicate if guard else "",
+                    decided_by,
+                    make,
+                    site.before,
+                )
+            )
             if transform.id == "launch_knobs" and kernel is not None and guard is None:
-                self._knobs[out[-1].key] = _KnobSite(program, module, transform, source, site, kernel,
-                                                     _present_warps(source, kernel))  # fmt: skip
+                self._knobs[out[-1].key] = _KnobSite(
+                    program, module, transform, source, site, kernel, _present_warps(source, kernel)
+                )
         return out
 
     def _twin_not_timed(self, program: Program, source: str, site: Site) -> str:
@@ -882,8 +968,10 @@ class SkillProposer(Proposer):
         elements = launch_config.launched_elements(source, kernel, self.launched.get(program.hash)) if kernel else None
         if elements is None or elements <= ROW_TILE_CAP:
             return ""
-        return (f"the bench case launches {kernel} with a {elements}-element row tile; the twin's dispatch takes only "
-                f"tiles of at most {ROW_TILE_CAP}, so the timed case would run the present kernel")
+        return (
+            f"the bench case launches {kernel} with a {elements}-element row tile; the twin's dispatch takes only "
+            f"tiles of at most {ROW_TILE_CAP}, so the timed case would run the present kernel"
+        )
 
     def _warps_move(self, candidate: Candidate) -> tuple[tuple, int, int] | None:
         """Where a candidate changes a launch's warps: ((module, kernel, elements per program), present, new); None
@@ -931,8 +1019,11 @@ class SkillProposer(Proposer):
         if cand.transform != "launch_config" and attempt.outcome in ("not_faster", "failed_gate"):
             # the same rewrite at the same site, offered again once another change was kept: whole_row_tile on
             # MSE's small final reduction ran at x1.000 three times in one run of 6 evaluations (H200, run 8)
-            ran = (f"ran at x{effect['speedup']:.3f}" if attempt.outcome == "not_faster" and effect.get("speedup")
-                   else attempt.outcome.replace("_", " "))  # fmt: skip
+            ran = (
+                f"ran at x{effect['speedup']:.3f}"
+                if attempt.outcome == "not_faster" and effect.get("speedup")
+                else attempt.outcome.replace("_", " ")
+            )
             self._spent[_spent_key(cand)] = f"the same rewrite here {ran} at evaluation {attempt.evaluation}"
         if (ladder := self._ladder_follow(attempt, evaluations_left)) is not None:
             return ladder
@@ -945,27 +1036,51 @@ class SkillProposer(Proposer):
         (module, kernel, _), speedup = where, effect["speedup"]
         if attempt.kept:
             self._warps_order.setdefault(where, []).append(
-                (present, warps, f"{present} warps at {kernel}'s launch ran at x{1 / speedup:.2f} of {warps} in "
-                                 f"this run (evaluation {attempt.evaluation})"))  # fmt: skip
+                (
+                    present,
+                    warps,
+                    f"{present} warps at {kernel}'s launch ran at x{1 / speedup:.2f} of {warps} in "
+                    f"this run (evaluation {attempt.evaluation})",
+                )
+            )
             return None
         noise = max(effect.get("current_spread", 0.0) + effect.get("candidate_spread", 0.0), 0.01)
         if speedup >= 1 / (1 + noise):
             return None  # within the noise: the two counts are not ordered
         self._warps_order.setdefault(where, []).append(
-            (warps, present, f"{warps} warps at {kernel}'s launch ran at x{speedup:.2f} of {present} in this run "
-                             f"(evaluation {attempt.evaluation})"))  # fmt: skip
+            (
+                warps,
+                present,
+                f"{warps} warps at {kernel}'s launch ran at x{speedup:.2f} of {present} in this run "
+                f"(evaluation {attempt.evaluation})",
+            )
+        )
         at = self._knobs.get(cand.key)
         # only the next count up says the present one is already too many: 16 warps slower than 4, with 8 even,
         # pointed nowhere below 4 (the naive RMSNorm's 2 warps ran at x0.996, an evaluation spent; run 6)
-        if at is None or not present < warps <= 2 * present or where in self._fewer_tried or present < 2 \
-                or evaluations_left < 1:  # fmt: skip
+        if (
+            at is None
+            or not present < warps <= 2 * present
+            or where in self._fewer_tried
+            or present < 2
+            or evaluations_left < 1
+        ):
             return None
         self._fewer_tried.add(where)
         fewer = {"num_warps": str(present // 2)}
-        follow = Candidate(f"launch_knobs at {at.site.function}:{at.site.line} (num_warps={present // 2}: "
-                           f"{warps} ran at x{speedup:.2f})", cand.origin, "launch_knobs", module,
-                           at.site.function, fewer, PRIOR_SPEEDUP, "", cand.decided_by,
-                           _rewrite(at.program, at.module, at.transform, at.source, at.site, fewer))  # fmt: skip
+        follow = Candidate(
+            f"launch_knobs at {at.site.function}:{at.site.line} (num_warps={present // 2}: "
+            f"{warps} ran at x{speedup:.2f})",
+            cand.origin,
+            "launch_knobs",
+            module,
+            at.site.function,
+            fewer,
+            PRIOR_SPEEDUP,
+            "",
+            cand.decided_by,
+            _rewrite(at.program, at.module, at.transform, at.source, at.site, fewer),
+        )
         self._knobs[follow.key] = at  # so that its own measurement is recorded too
         return follow
 
@@ -988,8 +1103,9 @@ class SkillProposer(Proposer):
             return self._ladder_step(cand, base, 2.0, 1, kernel)
         return None
 
-    def _ladder_step(self, cand: Candidate, program: Program | None, factor: float, steps: int,
-                     kernel: str | None) -> Candidate | None:  # fmt: skip
+    def _ladder_step(
+        self, cand: Candidate, program: Program | None, factor: float, steps: int, kernel: str | None
+    ) -> Candidate | None:
         for module, source in _module_sources(program) if program is not None else []:
             names = [kernel] if kernel else [k for k in twin_ladders(source) if (module, k) not in self._laddered]
             for name in names:
@@ -998,9 +1114,18 @@ class SkillProposer(Proposer):
                     continue
                 self._laddered.add((module, name))
                 label = f"{name}{TWIN} warps x{factor:g} (its ladder, one rung {'down' if factor < 1 else 'up'})"
-                follow = Candidate(label, cand.origin, "launch_config", module, cand.function,
-                                   {f"{name}{TWIN}.{WARPS_NAME}": f"x{factor:g}"}, PRIOR_SPEEDUP, "", cand.decided_by,
-                                   _with_source(program, module, new))  # fmt: skip
+                follow = Candidate(
+                    label,
+                    cand.origin,
+                    "launch_config",
+                    module,
+                    cand.function,
+                    {f"{name}{TWIN}.{WARPS_NAME}": f"x{factor:g}"},
+                    PRIOR_SPEEDUP,
+                    "",
+                    cand.decided_by,
+                    _with_source(program, module, new),
+                )
                 self._ladders[follow.key] = (module, name, factor, program, steps)
                 return follow
         return None
@@ -1012,9 +1137,16 @@ class SkillProposer(Proposer):
             return None
         new = guarded(source, dict(_module_sources(rewritten))[module], kernel, guard.predicate)
         if new is None:
-            self._refuse(Refusal(skill.id, skill.transform["id"], site.function, guard.predicate,
-                                 f"holds on part of the domain ({guard.reason}); the change could not be isolated "
-                                 "behind a launch-time guard"))  # fmt: skip
+            self._refuse(
+                Refusal(
+                    skill.id,
+                    skill.transform["id"],
+                    site.function,
+                    guard.predicate,
+                    f"holds on part of the domain ({guard.reason}); the change could not be isolated "
+                    "behind a launch-time guard",
+                )
+            )
             return None
         return _with_source(program, module, new)
 
@@ -1054,16 +1186,27 @@ class SkillProposer(Proposer):
                         # attention kernel's BLOCK_M/N is a guess to try, not a measured gain)
                         dims = _tile_dims(tile)  # none: warps and stages alone, the lineage's own knobs
                         same = self._transfers(skill) and (
-                            not dims or dims == _tile_dims({t.keyword: t.value for t in tunables}))
+                            not dims or dims == _tile_dims({t.keyword: t.value for t in tunables})
+                        )
                         # the configuration's warps and stages go with its tile, onto launches that pass none
                         knobs = _missing_knobs(tunables, tile) if dims and same else {}
                         if not values and not knobs:
                             continue
                         label = launch_config.describe({**values, **knobs})
-                        (out if same else guesses).append(Candidate(
-                            f"expert tile {label}", skill.id, "launch_config", module, tunables[0].function,
-                            {**values, **knobs}, expected if same else PRIOR_SPEEDUP, "", (),
-                            functools.partial(_retuned, program, module, source, values, knobs)))  # fmt: skip
+                        (out if same else guesses).append(
+                            Candidate(
+                                f"expert tile {label}",
+                                skill.id,
+                                "launch_config",
+                                module,
+                                tunables[0].function,
+                                {**values, **knobs},
+                                expected if same else PRIOR_SPEEDUP,
+                                "",
+                                (),
+                                functools.partial(_retuned, program, module, source, values, knobs),
+                            )
+                        )
         if self.device == "cuda":  # the neighbourhood is only worth searching where speed is measured
             out.extend(self.launch_candidates(program, "launch_config", 1.0))
         return out + guesses  # after the neighbourhood: one step from a working config fails less often
@@ -1097,19 +1240,35 @@ class SkillProposer(Proposer):
                 if not sites:
                     continue
                 site = sites[0]
-                params = adapt(guard.transform.get("params") or {}, visible_code(source, site.function),
-                               transform_defaults(transform), transform.label_params)  # fmt: skip
+                params = adapt(
+                    guard.transform.get("params") or {},
+                    visible_code(source, site.function),
+                    transform_defaults(transform),
+                    transform.label_params,
+                )
                 label = f"{candidate.label}, with {transform.id} at {site.function}:{site.line} (guard {guard.id})"
-                return Candidate(label, guard.id, transform.id, module, site.function, params, candidate.expected, "",
-                                 (*candidate.decided_by, f"shared_memory_fits: refused, then {guard.id}"),
-                                 _rewrite(candidate.program, module, transform, source, site, params),
-                                 site.before)  # fmt: skip
+                return Candidate(
+                    label,
+                    guard.id,
+                    transform.id,
+                    module,
+                    site.function,
+                    params,
+                    candidate.expected,
+                    "",
+                    (*candidate.decided_by, f"shared_memory_fits: refused, then {guard.id}"),
+                    _rewrite(candidate.program, module, transform, source, site, params),
+                    site.before,
+                )
         return None
 
     def refuse_candidate(self, candidate: Candidate, predicate: str, reason: str) -> None:
         """A candidate refused after it was written (a condition decided on its program): one line each."""
-        self.refusals.append(Refusal(candidate.origin, candidate.transform, candidate.function, predicate,
-                                     f"{candidate.label}: {reason}"))  # fmt: skip
+        self.refusals.append(
+            Refusal(
+                candidate.origin, candidate.transform, candidate.function, predicate, f"{candidate.label}: {reason}"
+            )
+        )
 
     def _refuse(self, refusal: Refusal) -> None:
         key = (refusal.transform, refusal.function, refusal.predicate)  # one line per family, not per skill
@@ -1155,8 +1314,12 @@ def screen(skill: Skill, workload: Workload, source: str, kernel: str | None, de
     partial = [d for d in decisions if d.verdict == PARTIAL]
     if violated or any(not d.guardable for d in partial) or len(partial) > 1:
         d = (violated or [p for p in partial if not p.guardable] or partial)[0]
-        why = d.reason if d in violated else f"holds on part of the domain only ({d.reason}); " + (
-            "no run-time guard exists for this predicate" if not d.guardable else "more than one guard needed")
+        why = (
+            d.reason
+            if d in violated
+            else f"holds on part of the domain only ({d.reason}); "
+            + ("no run-time guard exists for this predicate" if not d.guardable else "more than one guard needed")
+        )
         return Screening(decided_by, (d.predicate, why))
     if own is not None:
         need = decide(own, workload, source, kernel, device, target)
@@ -1194,11 +1357,27 @@ def blind_params(transform: Transform, source: str, site: Site) -> dict | None:
 # rank it by). It waits for the launch configuration's own numbers: ranked ahead of MSE's block doublings, the
 # twin was kept (x1.55) and the single final program still summed one partial per 256 elements: 0.37 of the
 # roofline where blind's doublings reached 0.86 (H200, run 10).
-FORWARD_RANK = {"launch_config": 0, "rows_per_program": 0.5, "autotune_single_config": 1, "launch_knobs": 1,
-                "grouped_ordering": 2, "pipelining": 2, "block_cap_dispatch": 2, "whole_row_tile": 2,
-                "divisibility_fast_path": 3, "wrapped_indices": 3, "work_skipping": 3, "fast_math": 3,
-                "static_range": 3, "dot_precision": 3, "merged_reductions": 3, "constexpr_flags": 4,
-                "specialization": 4, "scalar_dtype_pin": 4, "inplace_aliasing": 4}  # fmt: skip
+FORWARD_RANK = {
+    "launch_config": 0,
+    "rows_per_program": 0.5,
+    "autotune_single_config": 1,
+    "launch_knobs": 1,
+    "grouped_ordering": 2,
+    "pipelining": 2,
+    "block_cap_dispatch": 2,
+    "whole_row_tile": 2,
+    "divisibility_fast_path": 3,
+    "wrapped_indices": 3,
+    "work_skipping": 3,
+    "fast_math": 3,
+    "static_range": 3,
+    "dot_precision": 3,
+    "merged_reductions": 3,
+    "constexpr_flags": 4,
+    "specialization": 4,
+    "scalar_dtype_pin": 4,
+    "inplace_aliasing": 4,
+}
 
 
 def _ordered(candidates: list[Candidate]) -> list[Candidate]:
@@ -1228,9 +1407,21 @@ class BlindProposer(Proposer):
                 params = blind_params(transform, source, site)
                 if params is not None:
                     label = f"{transform.id} at {site.function}:{site.line}"
-                    out.append(Candidate(label, "catalog", transform.id, module, site.function, params, 1.0, "", (),
-                                         _rewrite(program, module, transform, source, site, params),
-                                         site.before))  # fmt: skip
+                    out.append(
+                        Candidate(
+                            label,
+                            "catalog",
+                            transform.id,
+                            module,
+                            site.function,
+                            params,
+                            1.0,
+                            "",
+                            (),
+                            _rewrite(program, module, transform, source, site, params),
+                            site.before,
+                        )
+                    )
         out.extend(self.launch_candidates(program, "launch_config", 1.0))
         return _ordered(out)
 
@@ -1246,9 +1437,21 @@ class AutotuneProposer(Proposer):
         for module, source, site in _sites(knobs, program):
             for warps in ("2", "8", "16"):
                 params = {"num_warps": warps}
-                out.append(Candidate(f"num_warps={warps} at {site.function}", "launch_config", "launch_knobs", module,
-                                     site.function, params, 1.0, "", (),
-                                     _rewrite(program, module, knobs, source, site, params), site.before))  # fmt: skip
+                out.append(
+                    Candidate(
+                        f"num_warps={warps} at {site.function}",
+                        "launch_config",
+                        "launch_knobs",
+                        module,
+                        site.function,
+                        params,
+                        1.0,
+                        "",
+                        (),
+                        _rewrite(program, module, knobs, source, site, params),
+                        site.before,
+                    )
+                )
         return _ordered(out)
 
 
@@ -1279,7 +1482,8 @@ def _remembered(program, module, transform, source, site, params) -> Program | N
     """The remembered parameters, else the family's defaults where those do not fit this program."""
     fallback = blind_params(transform, source, site)
     new = _apply(transform, source, site, params) or (
-        _apply(transform, source, site, fallback) if fallback is not None else None)
+        _apply(transform, source, site, fallback) if fallback is not None else None
+    )
     return _with_source(program, module, new) if new is not None else None
 
 
@@ -1298,8 +1502,16 @@ class MemoryProposer(Proposer):
         here = features(program, self.workload)
         # log-speedup plus a small bonus for a pass: a slowdown or a failure scores below zero and is not proposed
         ranked = sorted(
-            ((similarity(here, e.features) * (math.log(max(e.speedup or 1.0, 1e-3)) + (0.01 if e.passed else -1)),
-              i, e) for i, e in enumerate(self.memory)), key=lambda t: -t[0])  # fmt: skip
+            (
+                (
+                    similarity(here, e.features) * (math.log(max(e.speedup or 1.0, 1e-3)) + (0.01 if e.passed else -1)),
+                    i,
+                    e,
+                )
+                for i, e in enumerate(self.memory)
+            ),
+            key=lambda t: -t[0],
+        )
         out = []
         for score, i, entry in ranked:
             if score <= 0:
@@ -1309,19 +1521,44 @@ class MemoryProposer(Proposer):
                 for module, source in _module_sources(program):
                     tunables = launch_config.tunables(source)
                     names = {t.keyword: t for t in tunables}
-                    values = {names[k.split(".")[-1]].key: v for k, v in entry.params.items()
-                              if k.split(".")[-1] in names and names[k.split(".")[-1]].value != v}  # fmt: skip
+                    values = {
+                        names[k.split(".")[-1]].key: v
+                        for k, v in entry.params.items()
+                        if k.split(".")[-1] in names and names[k.split(".")[-1]].value != v
+                    }
                     if values:
-                        out.append(Candidate(f"remembered {launch_config.describe(values)}", f"memory:{i}",
-                                             "launch_config", module, tunables[0].function, values, expected, "", (),
-                                             functools.partial(_retuned, program, module, source, values)))  # fmt: skip
+                        out.append(
+                            Candidate(
+                                f"remembered {launch_config.describe(values)}",
+                                f"memory:{i}",
+                                "launch_config",
+                                module,
+                                tunables[0].function,
+                                values,
+                                expected,
+                                "",
+                                (),
+                                functools.partial(_retuned, program, module, source, values),
+                            )
+                        )
                 continue
             transform = self.transforms.get(entry.transform)
             if transform is None:
                 continue
             for module, source, site in _sites(transform, program):
-                out.append(Candidate(f"remembered {transform.id} at {site.function}:{site.line}", f"memory:{i}",
-                                     transform.id, module, site.function, entry.params, expected, "", (),
-                                     functools.partial(_remembered, program, module, transform, source, site,
-                                                       entry.params), site.before))  # fmt: skip
+                out.append(
+                    Candidate(
+                        f"remembered {transform.id} at {site.function}:{site.line}",
+                        f"memory:{i}",
+                        transform.id,
+                        module,
+                        site.function,
+                        entry.params,
+                        expected,
+                        "",
+                        (),
+                        functools.partial(_remembered, program, module, transform, source, site, entry.params),
+                        site.before,
+                    )
+                )
         return _ordered(out)

@@ -43,8 +43,9 @@ class Model(_original.ModelNew):
 def self_reference_workload(inputs: Path, program: Program, data_dir: Path) -> Path:
     """Write the workload that makes `program` (a file) its own reference; return its path."""
     if program.path is None or not Path(program.path).is_file():
-        raise WorkloadError("--self-reference: the original program must be a single file (kernels in it or in an "
-                            "installed package)")  # fmt: skip
+        raise WorkloadError(
+            "--self-reference: the original program must be a single file (kernels in it or in an installed package)"
+        )
     if program.modules:
         raise WorkloadError("--self-reference: a program directory with rewritten modules cannot be the reference")
     inputs = Path(inputs).resolve()
@@ -54,6 +55,12 @@ def self_reference_workload(inputs: Path, program: Program, data_dir: Path) -> P
     folder = Path(data_dir) / "self_reference" / f"{program.name}-self-reference-{program.hash[:8]}"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "workload.py"
-    path.write_text(TEMPLATE.format(program_path=str(Path(program.path).resolve()), program_hash=program.hash,
-                                    inputs_path=str(inputs), inputs_hash=source_hash(inputs.read_text())))  # fmt: skip
+    path.write_text(
+        TEMPLATE.format(
+            program_path=str(Path(program.path).resolve()),
+            program_hash=program.hash,
+            inputs_path=str(inputs),
+            inputs_hash=source_hash(inputs.read_text()),
+        )
+    )
     return path

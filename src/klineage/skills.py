@@ -50,8 +50,9 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def skills_from_lineage(lineage: Lineage, probes: dict[int, list[dict]] | None = None,
-                        context: dict[str, float] | None = None) -> list[Skill]:  # fmt: skip
+def skills_from_lineage(
+    lineage: Lineage, probes: dict[int, list[dict]] | None = None, context: dict[str, float] | None = None
+) -> list[Skill]:
     """One optimization skill per accepted step (its conditions from `probes` where the step was probed), one guard
     skill per rejected step. `context`: the expert's features (klineage.features), recorded in the provenance so a
     forward walk can tell how alike a target is."""
@@ -87,28 +88,44 @@ def skills_from_lineage(lineage: Lineage, probes: dict[int, list[dict]] | None =
 def _location(step: Step, cls, optimize_direction: bool) -> dict:
     site = step.site
     before, after = (site["after"], site["before"]) if optimize_direction else (site["before"], site["after"])
-    return {"module": step.module, "function": site["function"], "line": site["line"], "construct": cls.id,
-            "before": before, "after": after}  # fmt: skip
+    return {
+        "module": step.module,
+        "function": site["function"],
+        "line": site["line"],
+        "construct": cls.id,
+        "before": before,
+        "after": after,
+    }
 
 
 def _optimization(step: Step, cls, provenance: dict, probed: list[dict] | None) -> Skill:
     if probed is None:
         conditions = [
-            {"predicate": name, "description": CONDITIONS[name], "status": "unprobed",
-             "evidence": "not probed: the predicate comes from the family's vocabulary"}
+            {
+                "predicate": name,
+                "description": CONDITIONS[name],
+                "status": "unprobed",
+                "evidence": "not probed: the predicate comes from the family's vocabulary",
+            }
             for name in cls.conditions
-        ]  # fmt: skip
+        ]
     else:
         conditions = [{k: c[k] for k in ("predicate", "description", "status", "evidence", "probe")} for c in probed]
     # a counterexample either breaks the optimized form (a condition: the failure its assumptions avoid, where they
     # hold) or the simple one (required: the failure that applying the optimization avoids)
     broken = {"condition": ("parent", "optimized"), "required": ("child", "simple")}
     failures = [
-        {"violated": c["predicate"], "gate": "correctness", "code": c[broken[c["status"]][0]]["code"],
-         "detail": c[broken[c["status"]][0]]["reason"], "case": c["probe"].get("name", ""),
-         "breaks": broken[c["status"]][1]}
-        for c in probed or [] if c["status"] in broken
-    ]  # fmt: skip
+        {
+            "violated": c["predicate"],
+            "gate": "correctness",
+            "code": c[broken[c["status"]][0]]["code"],
+            "detail": c[broken[c["status"]][0]]["reason"],
+            "case": c["probe"].get("name", ""),
+            "breaks": broken[c["status"]][1],
+        }
+        for c in probed or []
+        if c["status"] in broken
+    ]
     # keyed by the device that timed the step: the walk's own, or the GPU that retimed a walk made on the CPU
     measured_on = step.effect.get("device", provenance["device"])
     effect = {measured_on: {"case": step.effect.get("case", "bench"), **step.effect}}
@@ -138,9 +155,14 @@ def _guard(step: Step, cls, provenance: dict) -> Skill:
         transform={"id": cls.id, "tag": cls.tag, "params": step.site.get("params", {})},
         location=_location(step, cls, optimize_direction=False),
         # a rejected step has no correct simple form to time against: the effect says so, never a number
-        effect={provenance["device"]: {"case": "bench", "measured": False,
-                                       "why": f"a guard: without it the {failed['gate']} gate fails "
-                                              f"({failed['code']}), so there is no correct version to time"}},
+        effect={
+            provenance["device"]: {
+                "case": "bench",
+                "measured": False,
+                "why": f"a guard: without it the {failed['gate']} gate fails "
+                f"({failed['code']}), so there is no correct version to time",
+            }
+        },
         failures=[
             {
                 "violated": "removal of the construct",
@@ -149,7 +171,7 @@ def _guard(step: Step, cls, provenance: dict) -> Skill:
                 "detail": failed["reason"],
                 "case": "the workload's check cases",
             }
-        ],  # fmt: skip
+        ],
         provenance=provenance,
     )
 
@@ -160,10 +182,25 @@ def _guard(step: Step, cls, provenance: dict) -> Skill:
 def card(skill: Skill) -> str:
     """The Markdown card: what a reader (or a model) needs to apply the skill and to trust it."""
     loc = skill.location
-    lines = [f"# {skill.name}", "", f"`{skill.id}` ({skill.kind}; family {skill.family}, transform "
-             f"`{skill.transform['id']}`, tag {skill.transform['tag']})", "", "## Intent", "", skill.intent, "",
-             "## Where it applies", "", f"In `{loc['function']}` ({loc['module']}, line {loc['line']}):", "",
-             "```python", f"# before\n{loc['before']}\n# after\n{loc['after']}", "```", ""]  # fmt: skip
+    lines = [
+        f"# {skill.name}",
+        "",
+        f"`{skill.id}` ({skill.kind}; family {skill.family}, transform "
+        f"`{skill.transform['id']}`, tag {skill.transform['tag']})",
+        "",
+        "## Intent",
+        "",
+        skill.intent,
+        "",
+        "## Where it applies",
+        "",
+        f"In `{loc['function']}` ({loc['module']}, line {loc['line']}):",
+        "",
+        "```python",
+        f"# before\n{loc['before']}\n# after\n{loc['after']}",
+        "```",
+        "",
+    ]
     params = skill.transform["params"]
     if params:
         lines += ["Parameters the expert used: " + ", ".join(f"`{k}={v}`" for k, v in params.items()), ""]
@@ -173,19 +210,26 @@ def card(skill: Skill) -> str:
     lines += ["", "## Effect", ""]
     for device, effect in skill.effect.items():
         if effect.get("measured"):
-            lines.append(f"- {device}, case {effect['case']}: {effect['parent_ms']:.4g} ms with it, "
-                         f"{effect['child_ms']:.4g} ms without (x{effect['speedup']:.3f}, spreads "
-                         f"{effect['parent_spread']:.1%} / {effect['child_spread']:.1%})")  # fmt: skip
+            lines.append(
+                f"- {device}, case {effect['case']}: {effect['parent_ms']:.4g} ms with it, "
+                f"{effect['child_ms']:.4g} ms without (x{effect['speedup']:.3f}, spreads "
+                f"{effect['parent_spread']:.1%} / {effect['child_spread']:.1%})"
+            )
         else:
             lines.append(f"- {device}: not measured ({effect.get('why', 'no timing')})")
         if effect.get("static_delta"):
             delta = ", ".join(f"{k} {-v:+g}" for k, v in effect["static_delta"].items() if v)
             lines.append(f"  - static metrics with the optimization: {delta or 'unchanged'}")
     lines += ["", "## Failures avoided", ""]
-    broke = {"optimized": " (breaks the optimized form)", "simple": " (breaks the simple form; the optimization "
-             "handles it)"}  # fmt: skip
-    lines += [f"- {f['violated']}{broke.get(f.get('breaks'), '')}: {f['gate']} gate `{f['code']}` on "
-              f"{f['case'] or 'the check cases'}: {f['detail']}" for f in skill.failures]  # fmt: skip
+    broke = {
+        "optimized": " (breaks the optimized form)",
+        "simple": " (breaks the simple form; the optimization handles it)",
+    }
+    lines += [
+        f"- {f['violated']}{broke.get(f.get('breaks'), '')}: {f['gate']} gate `{f['code']}` on "
+        f"{f['case'] or 'the check cases'}: {f['detail']}"
+        for f in skill.failures
+    ]
     probed = skill.conditions and all(c["status"] != "unprobed" for c in skill.conditions)
     if not skill.failures:
         lines.append("- none found by probing" if probed else "- none recorded (conditions not probed)")

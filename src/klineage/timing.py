@@ -47,7 +47,10 @@ def _quantile(values: Sequence[float], q: float) -> float:
 
 
 def time_calls(
-    calls: Sequence[Callable[[], object]], warmup_ms: float = 25.0, rep_ms: float = 200.0, min_reps: int = 30,
+    calls: Sequence[Callable[[], object]],
+    warmup_ms: float = 25.0,
+    rep_ms: float = 200.0,
+    min_reps: int = 30,
     first_calls_alone: bool = False,
 ) -> list[Timing]:
     """Time several callables interleaved (A B A B ...) so slow drifts of the machine hit all of them alike.

@@ -214,8 +214,9 @@ class NodeTransform(Transform):
         return _run(source, self.node_type, self.plain, self._optimized_default, None, self.id)[1]
 
     def optimize(self, source: str, site: Site, params: dict) -> str:
-        return _run(source, self.node_type, self.plain, lambda n, ctx: self.optimized(n, {**ctx, **params}),
-                    site.index, self.id)[0]  # fmt: skip
+        return _run(
+            source, self.node_type, self.plain, lambda n, ctx: self.optimized(n, {**ctx, **params}), site.index, self.id
+        )[0]
 
     def _optimized_default(self, node, context: dict):
         try:  # a preview for the site's `after`; without parameters some families cannot show one

@@ -202,8 +202,9 @@ def _probe_overrides(declared, fail) -> dict[str, list[dict]]:
 # --- inputs (used inside the sandbox) -------------------------------------------------------------------------
 
 
-def make_case_inputs(module: types.ModuleType, case: dict, seed: int, distribution: str = "normal",
-                     probe: str | None = None) -> list:  # fmt: skip
+def make_case_inputs(
+    module: types.ModuleType, case: dict, seed: int, distribution: str = "normal", probe: str | None = None
+) -> list:
     """Inputs for one case and seed, on the CPU. Floating tensors are redrawn from `distribution` (same shape, dtype
     and seed) so that a check sees heavy-tailed and signed data, not only what the workload's maker draws. With
     `probe` (a condition predicate the workload lists in PROBES), the workload's `make_probe_inputs(predicate,
@@ -242,16 +243,18 @@ def make_case_inputs(module: types.ModuleType, case: dict, seed: int, distributi
 INPUT_CACHE_MIN_BYTES = 32 * 2**20
 
 
-def _input_cache_path(module: types.ModuleType, case: dict, seed: int, distribution: str,
-                      probe: str | None) -> Path | None:  # fmt: skip
+def _input_cache_path(
+    module: types.ModuleType, case: dict, seed: int, distribution: str, probe: str | None
+) -> Path | None:
     """Where $KLINEAGE_INPUT_CACHE (a directory; a tmpfs such as /dev/shm serves best) keeps these inputs: keyed by
     the workload file's content, the case, seed, distribution and probe. Unset: nothing is cached."""
     root = os.environ.get("KLINEAGE_INPUT_CACHE")
     source_file = getattr(module, "__file__", None)
     if not root or not source_file:
         return None
-    key = json.dumps([source_hash(Path(source_file).read_text()), case, seed, distribution, probe], sort_keys=True,
-                     default=str)  # fmt: skip
+    key = json.dumps(
+        [source_hash(Path(source_file).read_text()), case, seed, distribution, probe], sort_keys=True, default=str
+    )
     return Path(root) / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.pt"
 
 

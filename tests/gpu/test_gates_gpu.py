@@ -19,8 +19,9 @@ def settings(gpu_home):
     return Settings(data_dir=gpu_home, use_cache=False)
 
 
-PAIRS = [(w, p) for w, p in bundled_examples() if p.stem != "liger" or __import__("importlib").util.find_spec(
-    "liger_kernel")]  # fmt: skip
+PAIRS = [
+    (w, p) for w, p in bundled_examples() if p.stem != "liger" or __import__("importlib").util.find_spec("liger_kernel")
+]
 
 
 @pytest.mark.parametrize("workload, program", PAIRS, ids=[f"{w.parent.name}-{p.stem}" for w, p in PAIRS])

@@ -112,14 +112,26 @@ def test_carried_warps_are_capped_by_what_the_bench_case_launched(settings, sand
     proposer = SkillProposer(wl, settings, "cuda", [make_skill("launch_knobs", {"num_warps": "8"}, (), speedup=1.16)])
     t = optimize(wl, prog, proposer, settings, "cuda", budget=3, sandbox=sandbox)
     bench = wl.cases["bench"]
-    assert proposer.launched[prog.hash] == [{"kernel": "rope_kernel", "constexprs": {"BLOCK": bench["D"] // 2},
-                                             "num_warps": None,
-                                             "programs": bench["B"] * bench["S"] * bench["H"]}]  # fmt: skip
+    assert proposer.launched[prog.hash] == [
+        {
+            "kernel": "rope_kernel",
+            "constexprs": {"BLOCK": bench["D"] // 2},
+            "num_warps": None,
+            "programs": bench["B"] * bench["S"] * bench["H"],
+        }
+    ]
     assert not any(int(a.candidate.params.get("num_warps") or 0) > 4 for a in t.attempts)
 
 
-@pytest.mark.parametrize("name, family", [("rope", "rows_per_program"), ("softmax_scale_mask", "rows_per_program"),
-                                          ("log_softmax", "whole_row_tile"), ("kl_div", "whole_row_tile")])
+@pytest.mark.parametrize(
+    "name, family",
+    [
+        ("rope", "rows_per_program"),
+        ("softmax_scale_mask", "rows_per_program"),
+        ("log_softmax", "whole_row_tile"),
+        ("kl_div", "whole_row_tile"),
+    ],
+)
 def test_generated_twins_pass_the_gates_on_every_case_and_the_profile_times_them(name, family, settings, sandbox):
     """On a GPU the correctness gate runs every named case, the bench case among them, where the dispatch takes
     the twin at full size (on the CPU only the tiny cases run). The profile gate then times the twin; its
@@ -133,8 +145,11 @@ def test_generated_twins_pass_the_gates_on_every_case_and_the_profile_times_them
     transform = TRANSFORMS[family]()
     folder = SUITES["heldout"] / name
     wl, source = load_workload(folder / "workload.py"), (folder / "naive.py").read_text()
-    site = next(s for s in transform.optimize_sites(source) if s.params.get("kernel") and
-                (family != "whole_row_tile" or s.params["width"] == "n_cols"))  # fmt: skip
+    site = next(
+        s
+        for s in transform.optimize_sites(source)
+        if s.params.get("kernel") and (family != "whole_row_tile" or s.params["width"] == "n_cols")
+    )
     twin = Program(name, transform.optimize(source, site, {}))
     report = check(wl, twin, settings, "cuda", ("correctness", "profile"), sandbox)
     correct, profile = report.verdicts
@@ -159,8 +174,9 @@ def test_the_merged_argmax_twin_and_a_larger_chunk_pass_the_gate_on_every_case(n
     wl, source = load_workload(folder / "workload.py"), (folder / "naive.py").read_text()
     if name == "row_argmax":
         tile = TRANSFORMS["whole_row_tile"]()
-        source = tile.optimize(source, next(s for s in tile.optimize_sites(source) if s.params["width"] == "n_cols"),
-                               {})  # fmt: skip
+        source = tile.optimize(
+            source, next(s for s in tile.optimize_sites(source) if s.params["width"] == "n_cols"), {}
+        )
         merge = TRANSFORMS["merged_reductions"]()
         while sites := merge.optimize_sites(source):
             source = merge.optimize(source, sites[0], {})

@@ -73,8 +73,9 @@ def test_torch_compile_probe_runs_the_forward_compiled(gpu_home, sandbox):
     settings = Settings(data_dir=gpu_home / "compile", seeds=2, use_cache=False)
     workload = load_workload(FIXTURES / "hinted" / "workload.py")
     probe = {"name": "compiled", "case": workload.cases["tiny"], "layout": None, "compile": True}
-    request = GateRequest(str(workload.path), load_program(FIXTURES / "hinted" / "expert.py"), "cuda", settings,
-                          probe=probe)  # fmt: skip
+    request = GateRequest(
+        str(workload.path), load_program(FIXTURES / "hinted" / "expert.py"), "cuda", settings, probe=probe
+    )
     verdict = run_gate("correctness", request, sandbox)
     assert verdict.passed, (verdict.code, verdict.reason, verdict.evidence.get("log", "")[-1500:])
 

@@ -16,18 +16,32 @@ CPU_CASES = [c for c in CASES if not c.gpu_only]
 def test_corpus_is_large_enough():
     assert len(CASES) >= 14
     assert {c.expected[0] for c in CASES} >= {
-        "torch_compute", "output_not_from_kernel", "unwritten_output", "stale_output", "input_mutated",
-        "out_of_bounds_write", "background_thread", "tensor_subclass", "mismatch", "nan_mismatch",
-        "shape_mismatch", "dtype_mismatch", "side_stream",
-    }  # fmt: skip
+        "torch_compute",
+        "output_not_from_kernel",
+        "unwritten_output",
+        "stale_output",
+        "input_mutated",
+        "out_of_bounds_write",
+        "background_thread",
+        "tensor_subclass",
+        "mismatch",
+        "nan_mismatch",
+        "shape_mismatch",
+        "dtype_mismatch",
+        "side_stream",
+    }
 
 
 @pytest.mark.parametrize("case", CPU_CASES, ids=[c.program.removeprefix("programs/") for c in CPU_CASES])
 def test_cheat_fails_for_the_right_reason(case, settings, sandbox):
     report = check(
-        load_workload(ROOT / case.workload), load_program(ROOT / case.program), settings, "cpu", ("correctness",),
+        load_workload(ROOT / case.workload),
+        load_program(ROOT / case.program),
+        settings,
+        "cpu",
+        ("correctness",),
         sandbox,
-    )  # fmt: skip
+    )
     verdict = report.verdicts[0]
     assert verdict.status == "fail", f"{case.program} passed: {case.why}"
     assert verdict.code in case.expected, f"{case.program}: got {verdict.code} ({verdict.reason}); {case.why}"
@@ -50,5 +64,6 @@ def test_every_autotune_config_is_checked_on_every_named_case(settings, sandbox)
     assert verdict.passed, verdict.reason
     assert verdict.metrics["autotune_configs"] == 3
     tuned = [t for t in verdict.evidence["trials"] if "autotune config" in t]
-    assert sorted(tuned) == sorted(f"case {case}, seed 0, normal inputs, autotune config {k}"
-                                   for case in ("tiny", "wide") for k in (2, 3))  # fmt: skip
+    assert sorted(tuned) == sorted(
+        f"case {case}, seed 0, normal inputs, autotune config {k}" for case in ("tiny", "wide") for k in (2, 3)
+    )

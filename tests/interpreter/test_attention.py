@@ -24,8 +24,9 @@ ATTENTION = EXAMPLES / "attention"
 @pytest.mark.parametrize("program", ["naive", "expert"])
 def test_attention_programs_pass_compile_and_correctness(program, settings, sandbox):
     workload = load_workload(ATTENTION / "workload.py")
-    report = check(workload, load_program(ATTENTION / f"{program}.py"), settings, "cpu", ("compile", "correctness"),
-                   sandbox)  # fmt: skip
+    report = check(
+        workload, load_program(ATTENTION / f"{program}.py"), settings, "cpu", ("compile", "correctness"), sandbox
+    )
     compile_v, correct_v = report.verdicts
     assert compile_v.passed, compile_v.reason
     assert correct_v.passed, f"{correct_v.code}: {correct_v.reason}"
@@ -46,15 +47,28 @@ def test_expert_mines_at_least_four_steps_down_to_one_masked_loop(tmp_path, sand
     lineage = mine(workload, expert, settings, "cpu", sandbox)
     accepted = {s.transform for s in lineage.accepted}
     assert len(lineage.accepted) >= 4, [(s.transform, s.verdicts) for s in lineage.steps]
-    assert {"pipelining", "divisibility_fast_path", "alignment_hints", "causal_bound", "exp2_folded_scale",
-            "masked_stage_split"} <= accepted
+    assert {
+        "pipelining",
+        "divisibility_fast_path",
+        "alignment_hints",
+        "causal_bound",
+        "exp2_folded_scale",
+        "masked_stage_split",
+    } <= accepted
     # P rounded to V's dtype is what lets the 128 x 128 tile at 3 stages fit: raising V to fp32 instead needs more
     # shared memory than an sm_90 block has, so the step is refused at compile and kept as a guard
     (operand,) = [s for s in lineage.steps if s.transform == "dot_operand_dtype"]
     assert not operand.accepted and "shared memory" in operand.verdicts[0]["reason"]
     simplest = LineageStore(tmp_path / "lineages" / lineage.id).load_program(lineage.simplest, expert.name).source
-    undone_forms = ("if EVEN:", "tl.range(mid", "tl.multiple_of(start_n", ".to(tl.int64)", "tl.minimum(q_start",
-                    "tl.exp2(", "LOG2E / math.sqrt(D)")
+    undone_forms = (
+        "if EVEN:",
+        "tl.range(mid",
+        "tl.multiple_of(start_n",
+        ".to(tl.int64)",
+        "tl.minimum(q_start",
+        "tl.exp2(",
+        "LOG2E / math.sqrt(D)",
+    )
     for undone in undone_forms:
         assert undone not in simplest
     # the mask-free TMA stage is gone; the masked stage, from the first key block, does all of the work
@@ -86,8 +100,14 @@ def test_naive_attention_with_the_folded_base2_scale(settings, sandbox):
     (site,) = transform.optimize_sites(naive.source)
     source = transform.optimize(naive.source, site, {"form": "div", "constant": "LOG2E"})
     assert "1.4426950408889634 / D**0.5" in source and "tl.exp(" not in source
-    report = check(workload, Program(name="naive_exp2", source=source, path=None), settings, "cpu",
-                   ("compile", "correctness"), sandbox)  # fmt: skip
+    report = check(
+        workload,
+        Program(name="naive_exp2", source=source, path=None),
+        settings,
+        "cpu",
+        ("compile", "correctness"),
+        sandbox,
+    )
     assert report.verdict("correctness").passed, report.verdict("correctness").reason
 
 
@@ -106,6 +126,12 @@ def test_naive_attention_with_the_mask_free_stage(past, settings, sandbox):
     assert causal in source
     if past:
         source = source.replace(causal, f"{causal} + BLOCK_N", 1)
-    report = check(workload, Program(name="naive_split", source=source, path=None), settings, "cpu",
-                   ("compile", "correctness"), sandbox)  # fmt: skip
+    report = check(
+        workload,
+        Program(name="naive_split", source=source, path=None),
+        settings,
+        "cpu",
+        ("compile", "correctness"),
+        sandbox,
+    )
     assert report.verdict("correctness").passed is not past, report.verdict("correctness").reason

@@ -48,8 +48,9 @@ def test_check_cli_json_and_table():
 
 def test_check_cli_fails_with_exit_1(tmp_path):
     bad = tmp_path / "torchy.py"
-    bad.write_text("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x, y):\n"
-                   "        return 2 * x + y\n")  # fmt: skip
+    bad.write_text(
+        "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x, y):\n        return 2 * x + y\n"
+    )
     result = CliRunner().invoke(main, ["check", str(FIXTURES / "scale_add.py"), str(bad), "--device", "cpu"])
     assert result.exit_code == 1 and "torch_compute" in result.output
 
@@ -69,8 +70,12 @@ def test_check_cli_fails_with_exit_1(tmp_path):
 def test_user_mistakes_are_one_line_and_exit_2(tmp_path, args, message):
     (tmp_path / "bad_program.py").write_text("class ModelNew(:\n")
     (tmp_path / "bad_workload.py").write_text("def get_inputs():\n    return []\n")
-    paths = {"scale_add": FIXTURES / "scale_add.py", "ok": FIXTURES / "scale_add_ok.py",
-             "bad_program": tmp_path / "bad_program.py", "bad_workload": tmp_path / "bad_workload.py"}  # fmt: skip
+    paths = {
+        "scale_add": FIXTURES / "scale_add.py",
+        "ok": FIXTURES / "scale_add_ok.py",
+        "bad_program": tmp_path / "bad_program.py",
+        "bad_workload": tmp_path / "bad_workload.py",
+    }
     result = CliRunner().invoke(main, [a.format(**paths) for a in args])
     assert result.exit_code == 2
     assert message in result.output
@@ -83,8 +88,9 @@ def test_cuda_device_without_gpu_is_a_user_error():
 
     if cuda_available():
         pytest.skip("this machine has a GPU")
-    result = CliRunner().invoke(main, ["check", str(FIXTURES / "scale_add.py"), str(FIXTURES / "scale_add_ok.py"),
-                                       "--device", "cuda"])  # fmt: skip
+    result = CliRunner().invoke(
+        main, ["check", str(FIXTURES / "scale_add.py"), str(FIXTURES / "scale_add_ok.py"), "--device", "cuda"]
+    )
     assert result.exit_code == 2 and "no CUDA GPU" in result.output
 
 

@@ -16,8 +16,9 @@ pytestmark = pytest.mark.interpreter
 
 MATMUL = EXAMPLES / "matmul"
 # 4 stages of a 256x128 A tile and a 128x256 B tile in bf16: 512 KiB of shared memory, where sm_90 allows 227 KiB
-TOO_BIG = ('triton.Config({"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 128, "GROUP_SIZE_M": 8}, num_stages=4, '
-           "num_warps=8)")
+TOO_BIG = (
+    'triton.Config({"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 128, "GROUP_SIZE_M": 8}, num_stages=4, num_warps=8)'
+)
 FITS = 'triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_SIZE_M": 8}, num_stages=3, num_warps=4)'
 
 
@@ -51,19 +52,22 @@ def test_an_autotune_config_that_cannot_fit_is_passed_over_as_on_the_gpu(setting
     assert small.verdicts[0].passed, small.verdicts[0].reason
 
 
-REFUSED = '''
+REFUSED = """
 from triton.runtime.errors import OutOfResources
 
 
 def _refused(nargs):  # stands in for the GPU's loader refusing this config (the interpreter never runs out)
     raise OutOfResources(294944, 232448, "shared memory")
-'''
+"""
 
 
 def _softmax_with_refused(which: list[int]) -> Program:
     source = (ROOT / "controls/softmax_autotuned_ok.py").read_text()
-    configs = ['triton.Config({"BLOCK": 64}, num_warps=1', 'triton.Config({"BLOCK": 256}, num_warps=4',
-               'triton.Config({"BLOCK": 32}, num_warps=2']  # fmt: skip
+    configs = [
+        'triton.Config({"BLOCK": 64}, num_warps=1',
+        'triton.Config({"BLOCK": 256}, num_warps=4',
+        'triton.Config({"BLOCK": 32}, num_warps=2',
+    ]
     for k in which:
         assert configs[k] in source
         source = source.replace(configs[k] + ")", configs[k] + ", pre_hook=_refused)")
@@ -98,8 +102,11 @@ class _Deciding(FixedProposer):
     def refuse_candidate(self, candidate, predicate, reason):
         from klineage.proposers import Refusal
 
-        self.refusals.append(Refusal(candidate.origin, candidate.transform, candidate.function, predicate,
-                                     f"{candidate.label}: {reason}"))  # fmt: skip
+        self.refusals.append(
+            Refusal(
+                candidate.origin, candidate.transform, candidate.function, predicate, f"{candidate.label}: {reason}"
+            )
+        )
 
 
 def test_a_candidate_that_cannot_load_is_refused_without_spending_an_evaluation(settings, sandbox):
@@ -113,7 +120,8 @@ def test_a_candidate_that_cannot_load_is_refused_without_spending_an_evaluation(
 
     def tiled(m, n, warps, stages):
         source = naive.replace("BLOCK_M = BLOCK_N = 32", f"BLOCK_M, BLOCK_N = {m}, {n}").replace(
-            "num_warps=4, num_stages=1", f"num_warps={warps}, num_stages={stages}")  # fmt: skip
+            "num_warps=4, num_stages=1", f"num_warps={warps}, num_stages={stages}"
+        )
         assert source != naive
         return Program(f"{m}x{n}", source)
 
@@ -134,11 +142,24 @@ def _shared_memory_guard():
     from tests.optimize.skillmaker import make_skill
 
     base = make_skill("dot_operand_dtype", {"operand": 0, "cast": "other"})
-    detail = ("case bench: OutOfResources: out of resource: shared memory, Required: 263184, Hardware limit: "
-              "232448. Reducing block sizes or `num_stages` may help. (the sm_90 limit)")  # fmt: skip
-    return dataclasses.replace(base, id="guard.dot_operand_dtype.attention.expert.s7", kind="guard", failures=[
-        {"violated": "removal of the construct", "gate": "compile", "code": "compile_error", "detail": detail,
-         "case": "the workload's check cases"}])  # fmt: skip
+    detail = (
+        "case bench: OutOfResources: out of resource: shared memory, Required: 263184, Hardware limit: "
+        "232448. Reducing block sizes or `num_stages` may help. (the sm_90 limit)"
+    )
+    return dataclasses.replace(
+        base,
+        id="guard.dot_operand_dtype.attention.expert.s7",
+        kind="guard",
+        failures=[
+            {
+                "violated": "removal of the construct",
+                "gate": "compile",
+                "code": "compile_error",
+                "detail": detail,
+                "case": "the workload's check cases",
+            }
+        ],
+    )
 
 
 class _GuardedTiles:
@@ -149,8 +170,13 @@ class _GuardedTiles:
 
         class Listing(SkillProposer):
             def propose(self, program):
-                return [Candidate(p.name, "tiles.test.s0", "autotune_single_config", "program", "forward", {}, 1.0,
-                                  "", (), p) for p in programs if p.hash != program.hash]  # fmt: skip
+                return [
+                    Candidate(
+                        p.name, "tiles.test.s0", "autotune_single_config", "program", "forward", {}, 1.0, "", (), p
+                    )
+                    for p in programs
+                    if p.hash != program.hash
+                ]
 
         return Listing(workload, settings, "cpu", guards)
 
@@ -166,8 +192,12 @@ def test_a_tile_refused_for_shared_memory_is_tried_with_a_guard_that_saves_it(se
 
     folder = EXAMPLES / "attention"
     wl, naive = load_workload(folder / "workload.py"), (folder / "naive.py").read_text()
-    tiled = Program("128x128", naive.replace("BLOCK_M = BLOCK_N = 32", "BLOCK_M, BLOCK_N = 128, 128").replace(
-        "num_warps=4, num_stages=1", "num_warps=8, num_stages=3"))  # fmt: skip
+    tiled = Program(
+        "128x128",
+        naive.replace("BLOCK_M = BLOCK_N = 32", "BLOCK_M, BLOCK_N = 128, 128").replace(
+            "num_warps=4, num_stages=1", "num_warps=8, num_stages=3"
+        ),
+    )
     guard = _shared_memory_guard()
     proposer = _GuardedTiles(wl, settings, [tiled], [guard])
     t = optimize(wl, Program("naive", naive), proposer, settings, "cpu", budget=2, sandbox=sandbox, explore=True)

@@ -81,8 +81,9 @@ def test_compile_for_every_target_without_a_gpu(target, settings, sandbox):
     from tests.conftest import FIXTURES
 
     wl = load_workload(FIXTURES / "scale_add.py")
-    report = check(wl, load_program(FIXTURES / "scale_add_ok.py"), settings.replace(target=target), "cpu",
-                   ("compile",), sandbox)  # fmt: skip
+    report = check(
+        wl, load_program(FIXTURES / "scale_add_ok.py"), settings.replace(target=target), "cpu", ("compile",), sandbox
+    )
     verdict = report.verdicts[0]
     assert verdict.passed, verdict.reason
     assert verdict.evidence["target"] == target
@@ -124,10 +125,12 @@ def test_softmax_expert_looped_kernel(block, settings, sandbox, tmp_path):
     source = load_program(SOFTMAX_EXPERT).source
     assert source.count(SOFTMAX_CAP) == 1 and source.count("BLOCK=4096") == 1
     source = source.replace(SOFTMAX_CAP, "MAX_FUSED_SIZE = 16").replace("BLOCK=4096", f"BLOCK={block}")
-    wl = _softmax_workload(tmp_path, '"tiny": {"M": 5, "N": 300, "dtype": "float32"}',
-                           '"odd": {"M": 3, "N": 37, "dtype": "float16"}')  # fmt: skip
-    report = check(wl, Program(f"softmax-expert-looped-{block}", source), settings, "cpu", ("compile", "correctness"),
-                   sandbox)  # fmt: skip
+    wl = _softmax_workload(
+        tmp_path, '"tiny": {"M": 5, "N": 300, "dtype": "float32"}', '"odd": {"M": 3, "N": 37, "dtype": "float16"}'
+    )
+    report = check(
+        wl, Program(f"softmax-expert-looped-{block}", source), settings, "cpu", ("compile", "correctness"), sandbox
+    )
     compile_v, correct_v = report.verdicts
     assert compile_v.passed, compile_v.reason  # the looped kernel compiles for sm_90 too
     assert correct_v.passed, f"{correct_v.code}: {correct_v.reason}"

@@ -60,10 +60,13 @@ def test_one_tile_twin_passes_and_a_truncating_one_fails(name, settings, sandbox
     assert not report.verdicts[-1].passed
 
 
-@pytest.mark.parametrize("name, kernel, signature, loads", [
-    ("log_softmax", "log_softmax_kernel", {"x_ptr": "*fp32", "y_ptr": "*fp32"}, 1),
-    ("kl_div", "kl_rows_kernel", {"q_ptr": "*bf16", "p_ptr": "*bf16", "row_kl_ptr": "*fp32"}, 2),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, kernel, signature, loads",
+    [
+        ("log_softmax", "log_softmax_kernel", {"x_ptr": "*fp32", "y_ptr": "*fp32"}, 1),
+        ("kl_div", "kl_rows_kernel", {"q_ptr": "*bf16", "p_ptr": "*bf16", "row_kl_ptr": "*fp32"}, 2),
+    ],
+)
 def test_the_twin_reads_each_input_row_once(name, kernel, signature, loads, tmp_path):
     """Static, no GPU: compiled for sm_90 at the bench case's 32768-wide tile, the twin of log-softmax loads x once
     and KL divergence's twin q and p once each (before `one_load`, 2 and 4 loads: their last sweep fills masked
@@ -98,8 +101,11 @@ ONE_ID = ("+ tl.arange(0, BLOCK_ROW)[:, None]", "+ 0 * tl.arange(0, BLOCK_ROW)[:
 WHOLE_BLOCK = ("axis=1, keep_dims=True", "axis=None, keep_dims=True")
 
 
-@pytest.mark.parametrize("name, wrong", [("rope", ONE_ID), ("mse_loss", ONE_ID), ("softmax_scale_mask", WHOLE_BLOCK)],
-                         ids=["rope", "mse_loss", "softmax_scale_mask"])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, wrong",
+    [("rope", ONE_ID), ("mse_loss", ONE_ID), ("softmax_scale_mask", WHOLE_BLOCK)],
+    ids=["rope", "mse_loss", "softmax_scale_mask"],
+)
 def test_rows_twin_passes_and_a_broken_one_fails(name, wrong, settings, sandbox):
     """rows_per_program's generated twin (BLOCK_ROW rows per program, masked to the live rows) is right on the
     held-out kernels that handle a narrow row or block per program; their tiny cases take the twin, with the last
@@ -139,7 +145,8 @@ def test_the_check_records_what_each_launch_asked_for(settings, sandbox):
     wl = load_workload(workload)
     report = check(wl, load_program(program), settings, "cpu", ("correctness",), sandbox)
     assert report.verdicts[-1].evidence["launches"] == {
-        "tiny": [{"kernel": "rope_kernel", "constexprs": {"BLOCK": 16}, "num_warps": None, "programs": 12}]}
+        "tiny": [{"kernel": "rope_kernel", "constexprs": {"BLOCK": 16}, "num_warps": None, "programs": 12}]
+    }
     source = program.read_text()
     (site,) = [s for s in RowsPerProgram().optimize_sites(source) if s.params.get("kernel")]
     twin = RowsPerProgram().optimize(source, site, {}).replace("BLOCK=triton", "num_warps=2, BLOCK=triton")
@@ -147,7 +154,8 @@ def test_the_check_records_what_each_launch_asked_for(settings, sandbox):
     report = check(wl, twin, settings, "cpu", ("correctness",), sandbox)
     assert report.verdicts[-1].passed, report.verdicts[-1].reason
     assert report.verdicts[-1].evidence["launches"]["tiny"] == [
-        {"kernel": "rope_kernel_rows", "constexprs": {"BLOCK_ROW": 16, "BLOCK": 16}, "num_warps": 2, "programs": 1}]
+        {"kernel": "rope_kernel_rows", "constexprs": {"BLOCK_ROW": 16, "BLOCK": 16}, "num_warps": 2, "programs": 1}
+    ]
 
 
 @pytest.mark.parametrize("twin", [False, True], ids=["loop", "one_tile_twin"])

@@ -27,11 +27,13 @@ def summary(lineage):
 
 
 def test_walk_is_deterministic_and_resumes_after_kill(tmp_path, sandbox):
-    reference = mine(load_workload(WORKLOAD), load_program(EXPERT), Settings(data_dir=tmp_path / "a", seeds=3),
-                     "cpu", sandbox)  # fmt: skip
+    reference = mine(
+        load_workload(WORKLOAD), load_program(EXPERT), Settings(data_dir=tmp_path / "a", seeds=3), "cpu", sandbox
+    )
     assert len(reference.accepted) >= 4
-    again = mine(load_workload(WORKLOAD), load_program(EXPERT), Settings(data_dir=tmp_path / "b", seeds=3),
-                 "cpu", sandbox)  # fmt: skip
+    again = mine(
+        load_workload(WORKLOAD), load_program(EXPERT), Settings(data_dir=tmp_path / "b", seeds=3), "cpu", sandbox
+    )
     assert summary(again) == summary(reference)
     # the finished walk read back as recorded, as a GPU box takes a walk made on the CPU (no gate runs)
     recorded = recorded_walk(load_workload(WORKLOAD), load_program(EXPERT), Settings(data_dir=tmp_path / "a"), "cpu")
@@ -40,11 +42,19 @@ def test_walk_is_deterministic_and_resumes_after_kill(tmp_path, sandbox):
     home = tmp_path / "killed"
     lid = lineage_id(load_workload(WORKLOAD), load_program(EXPERT), "cpu")
     steps_file = home / "lineages" / lid / "steps.jsonl"
-    env = {**os.environ, "KLINEAGE_HOME": str(home), "KLINEAGE_SEEDS": "3",
-           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}  # fmt: skip
-    proc = subprocess.Popen([sys.executable, "-m", "klineage", "mine", str(WORKLOAD), str(EXPERT), "--device", "cpu",
-                             "--no-probe"], env=env, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    env = {
+        **os.environ,
+        "KLINEAGE_HOME": str(home),
+        "KLINEAGE_SEEDS": "3",
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "klineage", "mine", str(WORKLOAD), str(EXPERT), "--device", "cpu", "--no-probe"],
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 120
     while time.time() < deadline and (not steps_file.is_file() or len(steps_file.read_text().splitlines()) < 2):
         time.sleep(0.05)
@@ -98,9 +108,19 @@ def test_retime_measures_accepted_steps_again_and_keeps_the_earlier_measurement(
             self.jobs.append(job)
             if len(self.jobs) == 2:
                 return SandboxResult(False, error="timing failed")
-            return SandboxResult(True, value={"measured": True, "speedup": 1.5, "parent_spread": 0.01,
-                                              "child_spread": 0.02, "significant": True, "parent_ms": 0.2,
-                                              "child_ms": 0.3, "device": "Fake GPU"})  # fmt: skip
+            return SandboxResult(
+                True,
+                value={
+                    "measured": True,
+                    "speedup": 1.5,
+                    "parent_spread": 0.01,
+                    "child_spread": 0.02,
+                    "significant": True,
+                    "parent_ms": 0.2,
+                    "child_ms": 0.3,
+                    "device": "Fake GPU",
+                },
+            )
 
     fake = FakeGpu([])
     again = retime(lineage, workload, settings, "cuda", fake)
@@ -146,9 +166,19 @@ def test_a_stopped_retime_keeps_its_timings_and_mining_saves_skills_before_probi
             self.jobs.append(job)
             if len(self.jobs) == self.stop_at:
                 raise KeyboardInterrupt
-            return SandboxResult(True, value={"measured": True, "speedup": 1.25, "parent_spread": 0.01,
-                                              "child_spread": 0.01, "significant": True, "parent_ms": 0.1,
-                                              "child_ms": 0.125, "device": "Fake GPU"})  # fmt: skip
+            return SandboxResult(
+                True,
+                value={
+                    "measured": True,
+                    "speedup": 1.25,
+                    "parent_spread": 0.01,
+                    "child_spread": 0.01,
+                    "significant": True,
+                    "parent_ms": 0.1,
+                    "child_ms": 0.125,
+                    "device": "Fake GPU",
+                },
+            )
 
     with pytest.raises(KeyboardInterrupt):
         retime(lineage, workload, settings, "cuda", StoppedGpu([], stop_at=2))
@@ -170,8 +200,13 @@ def test_a_stopped_retime_keeps_its_timings_and_mining_saves_skills_before_probi
     # probes that finished before a stop are read back, over the walk device's for the steps not probed yet
     first = again.accepted[0].index
     folder = tmp_path / "home" / "lineages" / lineage.id
-    condition = {"predicate": "contiguous", "description": "d", "status": "not_a_condition", "evidence": "e",
-                 "probe": {}}  # fmt: skip
+    condition = {
+        "predicate": "contiguous",
+        "description": "d",
+        "status": "not_a_condition",
+        "evidence": "e",
+        "probe": {},
+    }
     (folder / "probes.json").write_text(json.dumps({str(first): [condition]}))
     assert stored_probes(again, settings, "cuda") == {first: [condition]}
     gpu_condition = {**condition, "status": "condition"}
@@ -210,8 +245,18 @@ def test_probing_on_another_device_takes_the_walks_answers_and_probes_only_what_
     assert len(predicates) >= 2
     answered, left_open = predicates[0], predicates[1:]
     folder = tmp_path / "home" / "lineages" / lineage.id
-    gpu_probes = [{"predicate": p, "description": "d", "status": "not_probed" if p in left_open else "condition",
-                   "evidence": "on the GPU", "probe": {}, "parent": {}, "child": {}} for p in predicates]  # fmt: skip
+    gpu_probes = [
+        {
+            "predicate": p,
+            "description": "d",
+            "status": "not_probed" if p in left_open else "condition",
+            "evidence": "on the GPU",
+            "probe": {},
+            "parent": {},
+            "child": {},
+        }
+        for p in predicates
+    ]
     (folder / "probes.json").write_text(json.dumps({str(step.index): gpu_probes}))
     probes = probe_lineage(lineage, workload, settings, "cpu", sandbox)
     assert (folder / "probes-cpu.json").is_file()

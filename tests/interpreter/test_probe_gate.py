@@ -11,8 +11,14 @@ from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.interpreter
 
-PROBE = {"name": "pieces", "case": {"n": 5000, "dtype": "float16"}, "layout": None, "trials": 1, "runs": 1,
-         "chunk": 1024}  # fmt: skip
+PROBE = {
+    "name": "pieces",
+    "case": {"n": 5000, "dtype": "float16"},
+    "layout": None,
+    "trials": 1,
+    "runs": 1,
+    "chunk": 1024,
+}
 
 
 def test_chunked_probe_passes_a_right_program_and_fails_a_wrong_one(tmp_path, sandbox):
@@ -22,14 +28,19 @@ def test_chunked_probe_passes_a_right_program_and_fails_a_wrong_one(tmp_path, sa
     verdict = run_gate("correctness", GateRequest(str(workload.path), right, "cpu", settings, probe=PROBE), sandbox)
     assert verdict.passed and verdict.metrics["trials"] == 1, (verdict.code, verdict.reason)
     # wrong only past the first piece: a chunked comparison must still look at every piece
-    wrong = Program("wrong", right.source.replace("tl.store(y_ptr + offs, x * 2, mask=mask)",
-                                                  "tl.store(y_ptr + offs, tl.where(offs < 4096, x * 2, x), mask=mask)"))
+    wrong = Program(
+        "wrong",
+        right.source.replace(
+            "tl.store(y_ptr + offs, x * 2, mask=mask)",
+            "tl.store(y_ptr + offs, tl.where(offs < 4096, x * 2, x), mask=mask)",
+        ),
+    )
     assert wrong.source != right.source
     verdict = run_gate("correctness", GateRequest(str(workload.path), wrong, "cpu", settings, probe=PROBE), sandbox)
     assert verdict.status == "fail" and verdict.code == "mismatch", (verdict.code, verdict.reason)
 
 
-STRIDED = '''
+STRIDED = """
 import torch
 
 
@@ -47,7 +58,7 @@ def make_inputs(case, seed):
 
 def get_init_inputs():
     return []
-'''
+"""
 
 
 @pytest.mark.parametrize("n, hinted_bits", [(1024, 128), (1000, 32)])
@@ -60,9 +71,13 @@ def test_the_contiguity_hint_widens_strided_loads(tmp_path, sandbox, n, hinted_b
     path.write_text(STRIDED.replace("__N__", str(n)))
     settings = Settings(data_dir=tmp_path, seeds=2)
     expert = load_program(FIXTURES / "hinted" / "expert.py")
-    plain = Program("plain", expert.source.replace("tl.max_contiguous(tl.multiple_of(offs * stride, BLOCK), BLOCK)",
-                                                   "offs * stride"))  # fmt: skip
+    plain = Program(
+        "plain",
+        expert.source.replace("tl.max_contiguous(tl.multiple_of(offs * stride, BLOCK), BLOCK)", "offs * stride"),
+    )
     assert plain.source != expert.source
-    bits = [run_gate("compile", GateRequest(str(path), p, "cpu", settings), sandbox).metrics["max_load_bits"]
-            for p in (expert, plain)]  # fmt: skip
+    bits = [
+        run_gate("compile", GateRequest(str(path), p, "cpu", settings), sandbox).metrics["max_load_bits"]
+        for p in (expert, plain)
+    ]
     assert bits == [hinted_bits, 32]

@@ -73,5 +73,4 @@ def test_a_warm_child_inherits_the_servers_preloads(sandbox):
     found = sandbox.run(Job("tests.fixtures.crashers:inherited", None)).value
     assert found == {"dynamo": True, "triton_key": True}
     with Sandbox(warm=False) as cold:  # the control: a fresh process has done neither
-        assert cold.run(Job("tests.fixtures.crashers:inherited", None)).value == {"dynamo": False,
-                                                                                  "triton_key": False}
+        assert cold.run(Job("tests.fixtures.crashers:inherited", None)).value == {"dynamo": False, "triton_key": False}

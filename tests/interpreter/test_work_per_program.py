@@ -17,6 +17,12 @@ def test_a_larger_chunk_passes_and_one_narrower_than_the_tile_fails(settings, sa
     folder = SUITES["heldout"] / "atomic_rowsum"
     wl, source = load_workload(folder / "workload.py"), (folder / "naive.py").read_text()
     for chunk, right in ((2048, True), (64, False)):
-        report = check(wl, Program("atomic_rowsum", with_values(source, {"CHUNK": chunk})), settings, "cpu",
-                       ("compile", "correctness"), sandbox)  # fmt: skip
+        report = check(
+            wl,
+            Program("atomic_rowsum", with_values(source, {"CHUNK": chunk})),
+            settings,
+            "cpu",
+            ("compile", "correctness"),
+            sandbox,
+        )
         assert report.verdicts[-1].passed is right, (chunk, report.verdicts[-1].reason)

@@ -13,17 +13,24 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 Script = str | dict | Callable[[dict], "str | dict"]
 
 
-def reply(text: str, prompt_tokens: int = 100, completion_tokens: int | None = None, finish: str = "stop",
-          usage: bool = True) -> dict:  # fmt: skip
+def reply(
+    text: str, prompt_tokens: int = 100, completion_tokens: int | None = None, finish: str = "stop", usage: bool = True
+) -> dict:
     """A scripted 200 response. Token counts are the script's own numbers, not a model's."""
     body = {
-        "id": "chatcmpl-loopback", "object": "chat.completion", "created": int(time.time()), "model": "loopback",
+        "id": "chatcmpl-loopback",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": "loopback",
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
-    }  # fmt: skip
+    }
     if usage:
         completion = completion_tokens if completion_tokens is not None else max(1, len(text) // 4)
-        body["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion,
-                         "total_tokens": prompt_tokens + completion}  # fmt: skip
+        body["usage"] = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion,
+            "total_tokens": prompt_tokens + completion,
+        }
     return {"status": 200, "body": body}
 
 

@@ -21,8 +21,9 @@ from tests.llm.programs import EXP2, NAIVE, NO_MODEL, RENAMED, SYNTAX, answer
 
 
 def _client(server: Loopback, **caps) -> LLMClient:
-    config = LLMConfig(model="loopback-model", base_url=server.base_url, api_key="not-needed", backoff_s=0.0,
-                       timeout_s=10)  # fmt: skip
+    config = LLMConfig(
+        model="loopback-model", base_url=server.base_url, api_key="not-needed", backoff_s=0.0, timeout_s=10
+    )
     return LLMClient(config, **caps)
 
 
@@ -108,14 +109,17 @@ def test_the_last_python_block_is_taken():
     assert code_block("no code") is None
 
 
-@pytest.mark.parametrize("text, reason", [
-    ("I would use exp2 here, it is faster.", "no_code_block"),
-    (answer(SYNTAX), "syntax_error"),
-    (answer(NO_MODEL), "no_model_new"),
-    (answer(RENAMED), "kernel_renamed"),
-    (answer(NAIVE), "unchanged"),
-    ("x" * 200_000 + answer(EXP2), "too_long"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("I would use exp2 here, it is faster.", "no_code_block"),
+        (answer(SYNTAX), "syntax_error"),
+        (answer(NO_MODEL), "no_model_new"),
+        (answer(RENAMED), "kernel_renamed"),
+        (answer(NAIVE), "unchanged"),
+        ("x" * 200_000 + answer(EXP2), "too_long"),
+    ],
+)
 def test_malformed_replies_are_rejected_as_values(text, reason):
     got = parse_program(Reply(text, 1, 1, "stop"), NAIVE)
     assert isinstance(got, Failure) and got.reason == reason, got

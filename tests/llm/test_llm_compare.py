@@ -46,9 +46,27 @@ def test_llm_compare_runs_both_arms_under_one_budget(tmp_path, monkeypatch):
     with Loopback(default=respond) as server:
         monkeypatch.setenv("KLINEAGE_LLM_BASE_URL", server.base_url)
         monkeypatch.setenv("KLINEAGE_LLM_MODEL", "loopback-model")
-        result = CliRunner().invoke(main, ["llm-compare", str(WORKLOAD), str(NAIVE_PATH), "--library", str(library),
-                                           "--memory", str(memory), "--budget", "4", "--max-calls", "3", "--device",
-                                           "cpu", "--out", str(out), "--json"])  # fmt: skip
+        result = CliRunner().invoke(
+            main,
+            [
+                "llm-compare",
+                str(WORKLOAD),
+                str(NAIVE_PATH),
+                "--library",
+                str(library),
+                "--memory",
+                str(memory),
+                "--budget",
+                "4",
+                "--max-calls",
+                "3",
+                "--device",
+                "cpu",
+                "--out",
+                str(out),
+                "--json",
+            ],
+        )
         prompts = server.prompts()
     assert result.exit_code == 0, result.output + str(result.exception)
     s = json.loads(result.output)

@@ -28,8 +28,22 @@ def test_mine_with_a_model_beyond_the_catalog(tmp_path, monkeypatch):
         monkeypatch.setenv("KLINEAGE_LLM_BASE_URL", server.base_url)
         monkeypatch.setenv("KLINEAGE_LLM_MODEL", "loopback-model")
         # --max-steps 0: no mechanical step (the catalog walk is tested elsewhere); the model walks from the expert
-        result = CliRunner().invoke(main, ["mine", str(WORKLOAD), str(expert), "--library", str(library), "--device",
-                                           "cpu", "--max-steps", "0", "--llm", "--json"])  # fmt: skip
+        result = CliRunner().invoke(
+            main,
+            [
+                "mine",
+                str(WORKLOAD),
+                str(expert),
+                "--library",
+                str(library),
+                "--device",
+                "cpu",
+                "--max-steps",
+                "0",
+                "--llm",
+                "--json",
+            ],
+        )
         prompts = server.prompts()
     assert result.exit_code == 0, result.output + str(result.exception)
     out = json.loads(result.output)

@@ -48,9 +48,25 @@ def test_optimize_with_the_llm_materializer_end_to_end(tmp_path, monkeypatch):
     with Loopback(default=respond) as server:
         monkeypatch.setenv("KLINEAGE_LLM_BASE_URL", server.base_url)
         monkeypatch.setenv("KLINEAGE_LLM_MODEL", "loopback-model")
-        result = CliRunner().invoke(main, ["optimize", str(WORKLOAD), str(NAIVE_PATH), "--library", str(library),
-                                           "--materializer", "llm", "--budget", "5", "--device", "cpu",
-                                           "--out", str(out), "--json"])  # fmt: skip
+        result = CliRunner().invoke(
+            main,
+            [
+                "optimize",
+                str(WORKLOAD),
+                str(NAIVE_PATH),
+                "--library",
+                str(library),
+                "--materializer",
+                "llm",
+                "--budget",
+                "5",
+                "--device",
+                "cpu",
+                "--out",
+                str(out),
+                "--json",
+            ],
+        )
         prompts = server.prompts()
     assert result.exit_code == 0, result.output + str(result.exception)
     t = json.loads(result.output)
@@ -68,7 +84,11 @@ def test_optimize_with_the_llm_materializer_end_to_end(tmp_path, monkeypatch):
     assert llm["prompt_tokens"] == 5 * 1000 + 900 and llm["completion_tokens"] > 300
     rejected = llm["rejected"]
     assert {k: rejected[k] for k in ("no_code_block", "syntax_error", "kernel_renamed", "too_long")} == {
-        "no_code_block": 1, "syntax_error": 1, "kernel_renamed": 1, "too_long": 1}  # fmt: skip
+        "no_code_block": 1,
+        "syntax_error": 1,
+        "kernel_renamed": 1,
+        "too_long": 1,
+    }
     assert [k for k in rejected if k.startswith("gate:")] and sum(rejected.values()) == 5
     assert "tl.exp2(" in (out / "program.py").read_text() and "torch.softmax" not in (out / "program.py").read_text()
     saved = json.loads((out / "trajectory.json").read_text())
@@ -82,7 +102,16 @@ def test_the_llm_materializer_without_a_model_is_one_line(monkeypatch, tmp_path)
     monkeypatch.delenv("KLINEAGE_LLM_MODEL", raising=False)
     with Library(tmp_path / "library") as lib:
         lib.save(llm_skill("a", 0))
-    args = ["optimize", str(WORKLOAD), str(NAIVE_PATH), "--library", str(tmp_path / "library"), "--materializer",
-            "llm", "--device", "cpu"]  # fmt: skip
+    args = [
+        "optimize",
+        str(WORKLOAD),
+        str(NAIVE_PATH),
+        "--library",
+        str(tmp_path / "library"),
+        "--materializer",
+        "llm",
+        "--device",
+        "cpu",
+    ]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2 and "KLINEAGE_LLM_MODEL" in result.output

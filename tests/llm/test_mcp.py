@@ -30,10 +30,14 @@ async def _session(library, home, body):
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    env = {"KLINEAGE_HOME": str(home), "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-           "PATH": os.environ.get("PATH", "")}  # fmt: skip
-    params = StdioServerParameters(command=sys.executable, args=["-m", "klineage", "mcp", "--library", str(library)],
-                                   env=env, cwd=str(ROOT))  # fmt: skip
+    env = {
+        "KLINEAGE_HOME": str(home),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "PATH": os.environ.get("PATH", ""),
+    }
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "klineage", "mcp", "--library", str(library)], env=env, cwd=str(ROOT)
+    )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         return await body(session)
@@ -72,8 +76,12 @@ def test_an_agent_uses_the_mcp_server_over_stdio(tmp_path):
         missing = await session.call_tool("apply_skill", {"skill_id": "no.such.skill", **args})
         assert missing.is_error and "no skill" in missing.content[0].text
 
-        checked = _structured(await session.call_tool("check_program", {
-            "workload": str(WORKLOAD), "source": CHEAT, "gates": "compile,correctness", "device": "cpu"}))  # fmt: skip
+        checked = _structured(
+            await session.call_tool(
+                "check_program",
+                {"workload": str(WORKLOAD), "source": CHEAT, "gates": "compile,correctness", "device": "cpu"},
+            )
+        )
         assert checked["passed"] is False
         correctness = next(v for v in checked["verdicts"] if v["gate"] == "correctness")
         assert correctness["status"] == "fail" and correctness["code"] == "torch_compute"

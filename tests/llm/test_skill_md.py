@@ -48,8 +48,14 @@ def test_exported_skill_md_folders_follow_the_agent_skills_format(tmp_path):
         assert set(meta) == {"name", "description"}
         assert meta["name"] == folder.name and 1 <= len(meta["name"]) <= 64 and NAME.match(meta["name"])
         assert isinstance(meta["description"], str) and 1 <= len(meta["description"]) <= 1024
-        for section in ("## Intent", "## Where it applies", "## Conditions", "## Effect", "## Failures avoided",
-                        "## Provenance"):  # fmt: skip
+        for section in (
+            "## Intent",
+            "## Where it applies",
+            "## Conditions",
+            "## Effect",
+            "## Failures avoided",
+            "## Provenance",
+        ):
             assert section in body
     odd = next(f for f in folders if f.name.startswith("guard-odd-id"))
     meta = yaml.safe_load((odd / "SKILL.md").read_text().split("---\n")[1])

@@ -8,24 +8,51 @@ from klineage.skills import Skill
 from klineage.transform import CONDITIONS, TRANSFORMS, load_families
 
 
-def make_skill(transform: str, params: dict, conditions: tuple[str, ...] = (), speedup: float | None = None,
-               status: str = "condition") -> Skill:  # fmt: skip
+def make_skill(
+    transform: str,
+    params: dict,
+    conditions: tuple[str, ...] = (),
+    speedup: float | None = None,
+    status: str = "condition",
+) -> Skill:
     load_families()
     cls = TRANSFORMS[transform]
     effect = {"measured": False, "why": "test"}
     if speedup is not None:
-        effect = {"measured": True, "case": "bench", "parent_ms": 1.0, "child_ms": speedup, "speedup": speedup,
-                  "parent_spread": 0.01, "child_spread": 0.01, "significant": True}  # fmt: skip
+        effect = {
+            "measured": True,
+            "case": "bench",
+            "parent_ms": 1.0,
+            "child_ms": speedup,
+            "speedup": speedup,
+            "parent_spread": 0.01,
+            "child_spread": 0.01,
+            "significant": True,
+        }
     return Skill(
-        id=f"{transform}.test.s0", name=f"{transform} (test)", family=cls.family, kind="optimization",
-        intent=cls.intent, transform={"id": transform, "tag": cls.tag, "params": params},
+        id=f"{transform}.test.s0",
+        name=f"{transform} (test)",
+        family=cls.family,
+        kind="optimization",
+        intent=cls.intent,
+        transform={"id": transform, "tag": cls.tag, "params": params},
         location={"module": "program", "function": "k", "line": 1, "construct": transform, "before": "", "after": ""},
-        conditions=[{"predicate": p, "description": CONDITIONS[p], "status": status, "evidence": "test",
-                     "probe": {}} for p in conditions],
+        conditions=[
+            {"predicate": p, "description": CONDITIONS[p], "status": status, "evidence": "test", "probe": {}}
+            for p in conditions
+        ],
         effect={"NVIDIA H200": effect},
-        provenance={"expert": "test", "expert_hash": "0", "workload": "test", "lineage": "test", "step": 0,
-                    "device": "NVIDIA H200", "versions": {}, "date": "2026-11-30"},
-    )  # fmt: skip
+        provenance={
+            "expert": "test",
+            "expert_hash": "0",
+            "workload": "test",
+            "lineage": "test",
+            "step": 0,
+            "device": "NVIDIA H200",
+            "versions": {},
+            "date": "2026-11-30",
+        },
+    )
 
 
 class FixedProposer:
@@ -37,8 +64,11 @@ class FixedProposer:
     def propose(self, program):
         from klineage.proposers import Candidate
 
-        return [Candidate(f"variant {i}", "catalog", "launch_knobs", "program", "forward", {}, 1.0, "", (), p)
-                for i, p in enumerate(self.programs) if p.hash != program.hash]  # fmt: skip
+        return [
+            Candidate(f"variant {i}", "catalog", "launch_knobs", "program", "forward", {}, 1.0, "", (), p)
+            for i, p in enumerate(self.programs)
+            if p.hash != program.hash
+        ]
 
     def observe(self, attempt, evaluations_left):
         return None

@@ -78,8 +78,9 @@ class RaisingHarness:
         if self.raises:
             self.raises -= 1
             return SandboxResult(False, error="FileNotFoundError: [Errno 2] No such file", kind="exception")
-        return SandboxResult(True, value=Verdict("correctness", self.then, "" if self.then == "pass" else "mismatch",
-                                                 "rows wrong"))  # fmt: skip
+        return SandboxResult(
+            True, value=Verdict("correctness", self.then, "" if self.then == "pass" else "mismatch", "rows wrong")
+        )
 
 
 def test_an_escape_recheck_whose_harness_raises_runs_again_and_is_never_an_escape(settings):
@@ -105,15 +106,47 @@ def test_shards_split_a_suite_and_merge_back(settings):
     assert sorted(i.name for p in parts for i in p) == sorted(i.name for i in instances)
     with pytest.raises(UserError):
         shard(instances, "4/3")
-    stamp = {"methods": ["klineage"], "budget": 4, "commit": "abc", "device": "cpu", "instances": [], "seconds": 1.0,
-             "timed": False, "versions": {}, "date": "d"}  # fmt: skip
-    row = {"instance": "x", "method": "klineage", "speedup": 2.0, "expert_fraction": None, "roofline_fraction": None,
-           "vs_torch_compile": None, "evaluations": 4, "evaluations_to_95": 2, "failed_share": 0.0, "kept": 1,
-           "refusals": 0, "escapes": [], "seconds": 1.0, "stop": "s", "best_hash": "h"}  # fmt: skip
-    a = {"stamp": {**stamp, "instances": ["x"]}, "rows": [row], "references": {}, "trajectories": {},
-         "costs": {"x": {"references_s": 1.0, "escapes_s": 2.0}}}  # fmt: skip
-    b = {"stamp": {**stamp, "instances": ["y"]}, "rows": [{**row, "instance": "y", "speedup": 8.0}],
-         "references": {}, "trajectories": {}}  # fmt: skip
+    stamp = {
+        "methods": ["klineage"],
+        "budget": 4,
+        "commit": "abc",
+        "device": "cpu",
+        "instances": [],
+        "seconds": 1.0,
+        "timed": False,
+        "versions": {},
+        "date": "d",
+    }
+    row = {
+        "instance": "x",
+        "method": "klineage",
+        "speedup": 2.0,
+        "expert_fraction": None,
+        "roofline_fraction": None,
+        "vs_torch_compile": None,
+        "evaluations": 4,
+        "evaluations_to_95": 2,
+        "failed_share": 0.0,
+        "kept": 1,
+        "refusals": 0,
+        "escapes": [],
+        "seconds": 1.0,
+        "stop": "s",
+        "best_hash": "h",
+    }
+    a = {
+        "stamp": {**stamp, "instances": ["x"]},
+        "rows": [row],
+        "references": {},
+        "trajectories": {},
+        "costs": {"x": {"references_s": 1.0, "escapes_s": 2.0}},
+    }
+    b = {
+        "stamp": {**stamp, "instances": ["y"]},
+        "rows": [{**row, "instance": "y", "speedup": 8.0}],
+        "references": {},
+        "trajectories": {},
+    }
     merged = merge([a, b])
     assert merged["costs"] == {"x": {"references_s": 1.0, "escapes_s": 2.0}}  # b predates costs
     assert merged["stamp"]["instances"] == ["x", "y"] and merged["stamp"]["shards"] == 2
@@ -129,12 +162,35 @@ def test_a_report_written_before_unchecked_existed_files_its_harness_errors_ther
     those rows count no escape, and the report says which re-checks could not run."""
     from klineage.bench import merge
 
-    stamp = {"methods": ["blind"], "budget": 4, "commit": "f551bab", "device": "d", "instances": ["x"],
-             "seconds": 1.0, "timed": True, "versions": {}, "date": "d"}  # fmt: skip
+    stamp = {
+        "methods": ["blind"],
+        "budget": 4,
+        "commit": "f551bab",
+        "device": "d",
+        "instances": ["x"],
+        "seconds": 1.0,
+        "timed": True,
+        "versions": {},
+        "date": "d",
+    }
     raised = {"check": "hidden seeds", "code": "error", "reason": "FileNotFoundError: [Errno 2] No such file"}
-    row = {"instance": "x", "method": "blind", "speedup": 1.17, "expert_fraction": None, "roofline_fraction": None,
-           "vs_torch_compile": None, "evaluations": 4, "evaluations_to_95": 2, "failed_share": 0.0, "kept": 1,
-           "refusals": 0, "escapes": [raised], "seconds": 1.0, "stop": "s", "best_hash": "h"}  # fmt: skip
+    row = {
+        "instance": "x",
+        "method": "blind",
+        "speedup": 1.17,
+        "expert_fraction": None,
+        "roofline_fraction": None,
+        "vs_torch_compile": None,
+        "evaluations": 4,
+        "evaluations_to_95": 2,
+        "failed_share": 0.0,
+        "kept": 1,
+        "refusals": 0,
+        "escapes": [raised],
+        "seconds": 1.0,
+        "stop": "s",
+        "best_hash": "h",
+    }
     merged = merge([{"stamp": stamp, "rows": [row], "references": {}, "trajectories": {}}])
     assert merged["rows"][0]["escapes"] == [] and merged["rows"][0]["unchecked"] == [raised]
     assert merged["summary"]["blind"]["escapes"] == 0 and merged["summary"]["blind"]["unchecked"] == 1
@@ -169,8 +225,7 @@ def test_joined_suites_prefix_each_name_and_a_cut_run_keeps_what_it_finished(set
     assert "naive:softmax" in names and all(n.split(":")[0] in ("naive", "heldout") for n in names)
     two = [i for i in joined if i.name in ("naive:softmax", "naive:rmsnorm")]
     seen = []
-    result = run_bench(two, ["autotune"], 1, settings, "cpu", None,
-                       on_instance=lambda partial: seen.append(partial))  # fmt: skip
+    result = run_bench(two, ["autotune"], 1, settings, "cpu", None, on_instance=lambda partial: seen.append(partial))
     assert len(seen) == 1 and seen[0]["stamp"]["partial"] and len(seen[0]["rows"]) == 1
     assert seen[0]["stamp"]["instances"] == [two[0].name] and not result["stamp"]["partial"]
     assert "Partial: the run was cut short" in markdown(seen[0]) and "Partial" not in markdown(result)
@@ -229,13 +284,31 @@ def test_shards_sharing_a_queue_take_each_instance_once_and_the_merge_names_what
 
     from klineage.cli import main
 
-    both = CliRunner().invoke(main, ["bench", "naive", "--methods", "autotune", "--shard", "1/2", "--queue",
-                                     str(tmp_path / "q2")])
+    both = CliRunner().invoke(
+        main, ["bench", "naive", "--methods", "autotune", "--shard", "1/2", "--queue", str(tmp_path / "q2")]
+    )
     assert both.exit_code == 2 and both.output.count("\n") == 1 and "give one" in both.output
     # --instances in the order given (h200_eval.sh hands the longest out first)
-    given = CliRunner().invoke(main, ["bench", "naive", "--methods", "autotune", "--budget", "1", "--device", "cpu",
-                                      "--instances", "softmax,rmsnorm", "--queue", str(tmp_path / "q3"), "--out",
-                                      str(tmp_path / "given"), "--json"])  # fmt: skip
+    given = CliRunner().invoke(
+        main,
+        [
+            "bench",
+            "naive",
+            "--methods",
+            "autotune",
+            "--budget",
+            "1",
+            "--device",
+            "cpu",
+            "--instances",
+            "softmax,rmsnorm",
+            "--queue",
+            str(tmp_path / "q3"),
+            "--out",
+            str(tmp_path / "given"),
+            "--json",
+        ],
+    )
     assert given.exit_code == 0, given.output
     assert json.loads((tmp_path / "given" / "bench.json").read_text())["stamp"]["instances"] == ["softmax", "rmsnorm"]
 
@@ -246,8 +319,11 @@ def test_a_start_that_fails_its_gates_is_skipped_with_why_and_the_suite_goes_on(
     from klineage.bench import build_memory
 
     softmax = next(i for i in suite("naive", settings) if i.name == "softmax")
-    broken = replace(softmax, name="broken", start=Program("broken", softmax.start.source.replace(
-        "num = tl.exp(x - x_max)", "num = tl.exp(x * 2 - x_max)")))  # fmt: skip
+    broken = replace(
+        softmax,
+        name="broken",
+        start=Program("broken", softmax.start.source.replace("num = tl.exp(x - x_max)", "num = tl.exp(x * 2 - x_max)")),
+    )
     assert broken.start.source != softmax.start.source
     result = run_bench([broken, softmax], ["autotune"], 1, settings, "cpu", None)
     assert [r["instance"] for r in result["rows"]] == ["softmax"]
@@ -267,8 +343,9 @@ def test_memory_build_keeps_each_attempt_as_it_is_made(settings, tmp_path, monke
     softmax = next(i for i in suite("naive", settings) if i.name == "softmax")
 
     def killed_after_one(workload, start, proposer, settings, device, budget, sandbox, explore, on_attempt):
-        cand = Candidate("BLOCK: 128 -> 256", "catalog", "launch_config", "program", "forward", {"BLOCK": 256}, 1.0,
-                         "", (), start)  # fmt: skip
+        cand = Candidate(
+            "BLOCK: 128 -> 256", "catalog", "launch_config", "program", "forward", {"BLOCK": 256}, 1.0, "", (), start
+        )
         on_attempt(Attempt(2, cand, False, "not_faster", [], {"measured": True, "speedup": 0.9}))
         raise SystemExit("killed at the deadline")
 
@@ -320,10 +397,18 @@ def test_evaluations_to_95_are_also_compared_on_the_instances_both_methods_impro
     rows = [row("a", "klineage", 2), row("a", "blind", 2), row("b", "klineage", 4), row("b", "blind", None)]
     summary = summarize(rows, ["klineage", "blind"])
     assert summary["klineage"]["mean_evaluations_to_95"] == 3.0 and summary["blind"]["mean_evaluations_to_95"] == 2.0
-    assert summary["klineage"]["paired_evaluations_to_95"] == {"blind": {"instances": 1, "klineage": 2.0,
-                                                                         "blind": 2.0}}  # fmt: skip
-    stamp = {"methods": ["klineage", "blind"], "budget": 4, "commit": "c", "device": "d", "instances": ["a", "b"],
-             "seconds": 1.0, "timed": True, "versions": {}, "date": "d"}  # fmt: skip
+    assert summary["klineage"]["paired_evaluations_to_95"] == {"blind": {"instances": 1, "klineage": 2.0, "blind": 2.0}}
+    stamp = {
+        "methods": ["klineage", "blind"],
+        "budget": 4,
+        "commit": "c",
+        "device": "d",
+        "instances": ["a", "b"],
+        "seconds": 1.0,
+        "timed": True,
+        "versions": {},
+        "date": "d",
+    }
     text = markdown({"stamp": stamp, "rows": [asdict(r) for r in rows], "summary": summary})
     assert "paired (instances where both methods improved): klineage 2.0 vs blind 2.0 on 1." in text
 
@@ -334,8 +419,10 @@ def test_evaluations_to_the_instances_best_do_not_reward_stopping_early():
     from klineage.bench import markdown, summarize, to_instance_best
 
     def trajectory(*steps):  # (evaluation, speedup, kept)
-        return {"timed": True, "attempts": [{"evaluation": e, "kept": k, "effect": {"measured": True, "speedup": x}}
-                                            for e, x, k in steps]}  # fmt: skip
+        return {
+            "timed": True,
+            "attempts": [{"evaluation": e, "kept": k, "effect": {"measured": True, "speedup": x}} for e, x, k in steps],
+        }
 
     trajectories = {
         "a/klineage": trajectory((2, 3.0, True), (3, 0.9, False)),
@@ -347,16 +434,28 @@ def test_evaluations_to_the_instances_best_do_not_reward_stopping_early():
         "d/klineage": trajectory((2, 2.0, True)),  # memory never ran d: not comparable, not counted
     }
     found = to_instance_best(trajectories, ["klineage", "memory"], budget=4)
-    assert found == {"klineage": {"instances": 2, "reached": 2, "mean": 2.5},
-                     "memory": {"instances": 2, "reached": 1, "mean": 4.0}}  # fmt: skip
+    assert found == {
+        "klineage": {"instances": 2, "reached": 2, "mean": 2.5},
+        "memory": {"instances": 2, "reached": 1, "mean": 4.0},
+    }
     summary = summarize([], ["klineage", "memory"], trajectories, 4)
     assert summary["memory"]["evaluations_to_95_of_best"] == found["memory"]
-    stamp = {"methods": ["klineage", "memory"], "budget": 4, "commit": "c", "device": "d", "instances": ["a", "b"],
-             "seconds": 1.0, "timed": True, "versions": {}, "date": "d"}  # fmt: skip
+    stamp = {
+        "methods": ["klineage", "memory"],
+        "budget": 4,
+        "commit": "c",
+        "device": "d",
+        "instances": ["a", "b"],
+        "seconds": 1.0,
+        "timed": True,
+        "versions": {},
+        "date": "d",
+    }
     text = markdown({"stamp": stamp, "rows": [], "summary": summary})
     assert "on the 2 instances some method improved; a miss counts 5): klineage 2.5 (2 reached); memory 4.0" in text
-    assert "of the instance's best" not in markdown({"stamp": {**stamp, "timed": False}, "rows": [],
-                                                     "summary": summary})  # fmt: skip
+    assert "of the instance's best" not in markdown(
+        {"stamp": {**stamp, "timed": False}, "rows": [], "summary": summary}
+    )
 
 
 def test_a_final_that_escaped_counts_as_its_start_and_sets_no_target():
@@ -367,20 +466,37 @@ def test_a_final_that_escaped_counts_as_its_start_and_sets_no_target():
     from klineage.bench import Row, markdown, summarize
 
     escape = [{"check": "hidden seeds", "code": "mismatch", "reason": "half the rows"}]
-    rows = [Row("a", "klineage", 1.2, 0.6, 0.5, 1.0, 4, 2, 0.0, 1, 0, [], 1.0, "s", "h"),
-            Row("a", "memory", 1.8, 0.9, 0.9, 1.5, 4, 2, 0.0, 1, 0, escape, 1.0, "s", "m")]  # fmt: skip
-    trajectories = {"a/klineage": {"timed": True, "attempts": [
-                        {"evaluation": 2, "kept": True, "effect": {"measured": True, "speedup": 1.2}}]},
-                    "a/memory": {"timed": True, "attempts": [
-                        {"evaluation": 2, "kept": True, "effect": {"measured": True, "speedup": 1.8}}]}}  # fmt: skip
+    rows = [
+        Row("a", "klineage", 1.2, 0.6, 0.5, 1.0, 4, 2, 0.0, 1, 0, [], 1.0, "s", "h"),
+        Row("a", "memory", 1.8, 0.9, 0.9, 1.5, 4, 2, 0.0, 1, 0, escape, 1.0, "s", "m"),
+    ]
+    trajectories = {
+        "a/klineage": {
+            "timed": True,
+            "attempts": [{"evaluation": 2, "kept": True, "effect": {"measured": True, "speedup": 1.2}}],
+        },
+        "a/memory": {
+            "timed": True,
+            "attempts": [{"evaluation": 2, "kept": True, "effect": {"measured": True, "speedup": 1.8}}],
+        },
+    }
     summary = summarize(rows, ["klineage", "memory"], trajectories, 4)
     memory = summary["memory"]
     assert memory["geomean_speedup"] == 1.0 and memory["escapes"] == 1 and memory["fast_1"] == 0.0
     assert abs(memory["geomean_expert_fraction"] - 0.5) < 1e-12 and memory["mean_evaluations_to_95"] is None
     assert summary["klineage"]["evaluations_to_95_of_best"] == {"instances": 1, "reached": 1, "mean": 2.0}
     assert memory["evaluations_to_95_of_best"] == {"instances": 1, "reached": 0, "mean": 5.0}
-    stamp = {"methods": ["klineage", "memory"], "budget": 4, "commit": "c", "device": "d", "instances": ["a"],
-             "seconds": 1.0, "timed": True, "versions": {}, "date": "d"}  # fmt: skip
+    stamp = {
+        "methods": ["klineage", "memory"],
+        "budget": 4,
+        "commit": "c",
+        "device": "d",
+        "instances": ["a"],
+        "seconds": 1.0,
+        "timed": True,
+        "versions": {},
+        "date": "d",
+    }
     text = markdown({"stamp": stamp, "rows": [asdict(r) for r in rows], "summary": summary})
     assert "| a | memory | 1.800 |" in text and "counts as its start in these summaries" in text
 
@@ -394,28 +510,47 @@ def test_the_report_counts_memory_bound_instances_at_the_roofline_target_per_sui
     from klineage.bench import Row, summarize
 
     def row(instance, method, roofline, bound, escapes=()):
-        return Row(instance, method, 2.0, None, roofline, None, 4, 2, 0.0, 1, 0, list(escapes), 1.0, "s", "h",
-                   bound=bound)  # fmt: skip
+        return Row(
+            instance, method, 2.0, None, roofline, None, 4, 2, 0.0, 1, 0, list(escapes), 1.0, "s", "h", bound=bound
+        )
 
     escape = {"check": "hidden seeds", "code": "mismatch", "reason": "rows wrong"}
-    rows = [row("heldout:kl_div", "klineage", 0.42, "memory"), row("heldout:rope", "klineage", 0.93, "memory"),
-            row("heldout:bmm_fp32", "klineage", 0.30, "compute"), row("naive:softmax", "klineage", 0.97, "memory"),
-            row("heldout:kl_div", "memory", 0.23, "memory"), row("heldout:rope", "memory", 0.90, "memory", [escape]),
-            row("heldout:bmm_fp32", "memory", 0.20, "compute"), row("naive:softmax", "memory", 0.86, None)]
+    rows = [
+        row("heldout:kl_div", "klineage", 0.42, "memory"),
+        row("heldout:rope", "klineage", 0.93, "memory"),
+        row("heldout:bmm_fp32", "klineage", 0.30, "compute"),
+        row("naive:softmax", "klineage", 0.97, "memory"),
+        row("heldout:kl_div", "memory", 0.23, "memory"),
+        row("heldout:rope", "memory", 0.90, "memory", [escape]),
+        row("heldout:bmm_fp32", "memory", 0.20, "compute"),
+        row("naive:softmax", "memory", 0.86, None),
+    ]
     summary = summarize(rows, ["klineage", "memory"])
     assert summary["klineage"]["memory_bound_at_target"] == {
         "heldout": {"instances": 2, "reached": 1, "under": {"kl_div": 0.42}},
-        "naive": {"instances": 1, "reached": 1, "under": {}}}
+        "naive": {"instances": 1, "reached": 1, "under": {}},
+    }
     # memory's RoPE escaped: credited with its start's fraction (0.90 / 2.0), under the line; a row with no bound
     # (written before rows carried it) is not counted
     assert summary["memory"]["memory_bound_at_target"] == {
-        "heldout": {"instances": 2, "reached": 0, "under": {"kl_div": 0.23, "rope": 0.45}}}
-    stamp = {"methods": ["klineage", "memory"], "budget": 4, "commit": "c", "device": "d",
-             "instances": ["heldout:kl_div", "heldout:rope", "heldout:bmm_fp32", "naive:softmax"], "seconds": 1.0,
-             "timed": True, "versions": {}, "date": "d"}  # fmt: skip
+        "heldout": {"instances": 2, "reached": 0, "under": {"kl_div": 0.23, "rope": 0.45}}
+    }
+    stamp = {
+        "methods": ["klineage", "memory"],
+        "budget": 4,
+        "commit": "c",
+        "device": "d",
+        "instances": ["heldout:kl_div", "heldout:rope", "heldout:bmm_fp32", "naive:softmax"],
+        "seconds": 1.0,
+        "timed": True,
+        "versions": {},
+        "date": "d",
+    }
     text = markdown({"stamp": stamp, "rows": [asdict(r) for r in rows], "summary": summary})
-    assert ("Memory-bound instances at 85% of the roofline or better (the bench case's bound, from the profile "
-            "gate): heldout: klineage 1 of 2 (under: kl_div 0.42), memory 0 of 2; naive: klineage 1 of 1.") in text
+    assert (
+        "Memory-bound instances at 85% of the roofline or better (the bench case's bound, from the profile "
+        "gate): heldout: klineage 1 of 2 (under: kl_div 0.42), memory 0 of 2; naive: klineage 1 of 1."
+    ) in text
     untimed = markdown({"stamp": {**stamp, "timed": False}, "rows": [], "summary": summary})
     assert "Memory-bound instances" not in untimed
 
@@ -429,9 +564,12 @@ def test_bench_costs_splits_an_attempt_into_gates_and_its_timing_job():
     bench_costs = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench_costs)
     timed = {"measured": True, "job_s": 12.0, "setup_s": 3.0, "gpu_wait_s": 6.0, "gpu_held_s": 1.5}
-    report = {"trajectories": {
-        "i/klineage": {"seconds": 40.0, "attempts": [{"seconds": 20.0, "check_seconds": 7.0, "effect": timed}]},
-        "i/blind": {"seconds": 1.0, "attempts": [{"seconds": 0.0, "effect": {**timed, "reused": True}}]}}}
+    report = {
+        "trajectories": {
+            "i/klineage": {"seconds": 40.0, "attempts": [{"seconds": 20.0, "check_seconds": 7.0, "effect": timed}]},
+            "i/blind": {"seconds": 1.0, "attempts": [{"seconds": 0.0, "effect": {**timed, "reused": True}}]},
+        }
+    }
     out = bench_costs.costs([report])
     assert out["klineage"]["job"] == [12.0] and out["klineage"]["setup"] == [3.0] and out["klineage"]["check"] == [7.0]
     assert out["blind"]["reused"] == 1 and out["blind"]["job"] == [] and out["blind"]["wait"] == []

@@ -29,8 +29,10 @@ from tests.conftest import EXAMPLES, FIXTURES
 from tests.optimize.skillmaker import FixedProposer, make_skill
 
 OPT = FIXTURES / "optimize"
-AUTOTUNE = {"configs": "[triton.Config({'BLOCK': 128}, num_warps=8), triton.Config({'BLOCK': 32}, num_warps=2)]",
-            "key": "['N']"}  # fmt: skip
+AUTOTUNE = {
+    "configs": "[triton.Config({'BLOCK': 128}, num_warps=8), triton.Config({'BLOCK': 32}, num_warps=2)]",
+    "key": "['N']",
+}
 
 
 def _rowsum():
@@ -39,8 +41,9 @@ def _rowsum():
 
 def test_autotune_is_refused_on_an_accumulating_kernel_without_spending_budget(settings):
     wl, prog = _rowsum()
-    proposer = SkillProposer(wl, settings, "cpu", [make_skill("autotune_single_config", AUTOTUNE,
-                                                              ("idempotent_launch",))])  # fmt: skip
+    proposer = SkillProposer(
+        wl, settings, "cpu", [make_skill("autotune_single_config", AUTOTUNE, ("idempotent_launch",))]
+    )
     assert [c for c in proposer.propose(prog) if c.transform == "autotune_single_config"] == []
     (refusal,) = proposer.refusals
     assert refusal.predicate == "idempotent_launch" and "atomic" in refusal.reason
@@ -56,8 +59,9 @@ def test_blind_autotune_on_the_accumulating_kernel_fails_the_correctness_gate(se
         def propose(self, program):
             return [c for c in super().propose(program) if c.transform == "autotune_single_config"]
 
-    trajectory = optimize(wl, prog, BlindAutotune(wl, settings, "cpu"), settings, "cpu", budget=3, sandbox=sandbox,
-                          explore=True)  # fmt: skip
+    trajectory = optimize(
+        wl, prog, BlindAutotune(wl, settings, "cpu"), settings, "cpu", budget=3, sandbox=sandbox, explore=True
+    )
     tried = [a for a in trajectory.attempts if a.candidate.transform == "autotune_single_config"]
     assert tried and all(a.outcome == "failed_gate" for a in tried)
     assert any(v["gate"] == "correctness" and v["status"] == "fail" for v in tried[0].verdicts)
@@ -66,8 +70,9 @@ def test_blind_autotune_on_the_accumulating_kernel_fails_the_correctness_gate(se
 @pytest.mark.interpreter
 def test_a_partial_condition_is_applied_behind_a_launch_guard(settings, sandbox):
     wl, prog = load_workload(OPT / "scale_workload.py"), load_program(OPT / "scale_naive.py")
-    hints = make_skill("alignment_hints", {"hints": [["tl.max_contiguous", "128"], ["tl.multiple_of", "128"]]},
-                       ("contiguous",))  # fmt: skip
+    hints = make_skill(
+        "alignment_hints", {"hints": [["tl.max_contiguous", "128"], ["tl.multiple_of", "128"]]}, ("contiguous",)
+    )
     proposer = SkillProposer(wl, settings, "cpu", [hints])
     (candidate,) = proposer.propose(prog)
     assert candidate.guard == "contiguous" and "contiguous: partial" in candidate.decided_by
@@ -81,10 +86,13 @@ def test_a_partial_condition_is_applied_behind_a_launch_guard(settings, sandbox)
 @pytest.mark.interpreter
 def test_skills_are_kept_on_cpu_without_inventing_a_time(settings, sandbox):
     wl, prog = load_workload(EXAMPLES / "softmax" / "workload.py"), load_program(EXAMPLES / "softmax" / "naive.py")
-    skills = [make_skill("cache_hints", {"eviction_policy": '"evict_first"'}, ("contiguous",)),
-              make_skill("launch_knobs", {"num_warps": "8"}, ())]  # a number: needs a timer, not tried here
-    trajectory = optimize(wl, prog, SkillProposer(wl, settings, "cpu", skills), settings, "cpu", budget=4,
-                          sandbox=sandbox)  # fmt: skip
+    skills = [
+        make_skill("cache_hints", {"eviction_policy": '"evict_first"'}, ("contiguous",)),
+        make_skill("launch_knobs", {"num_warps": "8"}, ()),
+    ]  # a number: needs a timer, not tried here
+    trajectory = optimize(
+        wl, prog, SkillProposer(wl, settings, "cpu", skills), settings, "cpu", budget=4, sandbox=sandbox
+    )
     kept = [a for a in trajectory.attempts if a.kept]
     assert kept and 'eviction_policy="evict_first"' in trajectory.best.source
     assert not any(a.candidate.transform == "launch_knobs" for a in trajectory.attempts)
@@ -92,8 +100,13 @@ def test_skills_are_kept_on_cpu_without_inventing_a_time(settings, sandbox):
     assert trajectory.speedup is None and trajectory.evaluations_to(0.95) is None
     text = report(trajectory)
     assert "No GPU: no time was taken" in text and " ms" not in text
-    assert trajectory.as_dict()["evidence"] == {"skills": 2, "measured": 0, "measured_here": 0,
-                                                "device": trajectory.device, "imported": 0}  # fmt: skip
+    assert trajectory.as_dict()["evidence"] == {
+        "skills": 2,
+        "measured": 0,
+        "measured_here": 0,
+        "device": trajectory.device,
+        "imported": 0,
+    }
     phases = trajectory.as_dict()["phases"]  # no final pair without a GPU; the start's check took real time
     assert phases["start_check_s"] > 0 and phases["final_s"] == 0 and sum(phases.values()) < trajectory.seconds
     assert f"Seconds: the start's check {phases['start_check_s']:.0f} s, {len(trajectory.attempts)} attempt" in text
@@ -123,8 +136,10 @@ def test_blind_spends_nothing_on_cpu_without_evidence(settings, sandbox):
 def test_memory_retrieves_by_similarity_and_ignores_conditions(settings, tmp_path):
     wl, prog = _rowsum()
     feats = features(prog, wl)
-    entries = [MemoryEntry(feats, "autotune_single_config", AUTOTUNE, 1.5, True, "past"),
-               MemoryEntry({"dot": 1.0}, "launch_knobs", {"num_warps": "4"}, 1.01, True, "other")]  # fmt: skip
+    entries = [
+        MemoryEntry(feats, "autotune_single_config", AUTOTUNE, 1.5, True, "past"),
+        MemoryEntry({"dot": 1.0}, "launch_knobs", {"num_warps": "4"}, 1.01, True, "other"),
+    ]
     candidates = MemoryProposer(wl, settings, "cpu", entries).propose(prog)
     assert candidates[0].transform == "autotune_single_config"  # the unsafe one, first: memory knows no conditions
     assert candidates[0].expected > 1
@@ -134,9 +149,11 @@ def test_memory_skips_past_slowdowns_and_failures(settings):
     # an H200 run had entries with speedup < 1: the score must go negative (skipped), not take the log of one
     wl, prog = _rowsum()
     feats = features(prog, wl)
-    entries = [MemoryEntry(feats, "autotune_single_config", AUTOTUNE, 0.5, True, "slower"),
-               MemoryEntry(feats, "launch_knobs", {"num_warps": "4"}, None, False, "failed"),
-               MemoryEntry(feats, "autotune_single_config", AUTOTUNE, 1.3, True, "faster")]  # fmt: skip
+    entries = [
+        MemoryEntry(feats, "autotune_single_config", AUTOTUNE, 0.5, True, "slower"),
+        MemoryEntry(feats, "launch_knobs", {"num_warps": "4"}, None, False, "failed"),
+        MemoryEntry(feats, "autotune_single_config", AUTOTUNE, 1.3, True, "faster"),
+    ]
     candidates = MemoryProposer(wl, settings, "cpu", entries).propose(prog)
     assert [c.transform for c in candidates] == ["autotune_single_config"]
     assert candidates[0].expected > 1
@@ -145,8 +162,9 @@ def test_memory_skips_past_slowdowns_and_failures(settings):
 @pytest.mark.interpreter
 def test_remember_appends_outcomes(settings, sandbox, tmp_path):
     wl, prog = load_workload(OPT / "scale_workload.py"), load_program(OPT / "scale_naive.py")
-    trajectory = optimize(wl, prog, BlindProposer(wl, settings, "cpu"), settings, "cpu", budget=3, sandbox=sandbox,
-                          explore=True)  # fmt: skip
+    trajectory = optimize(
+        wl, prog, BlindProposer(wl, settings, "cpu"), settings, "cpu", budget=3, sandbox=sandbox, explore=True
+    )
     path = tmp_path / "memory.json"
     assert remember(trajectory, wl, path) == len(trajectory.attempts) >= 1
     loaded = load_memory(path)
@@ -158,9 +176,23 @@ def test_cli_optimize_writes_program_diff_trajectory_and_report(settings, data_d
     with Library(tmp_path / "lib") as lib:
         lib.save(make_skill("cache_hints", {"eviction_policy": '"evict_first"'}, ("contiguous",)))
     out = tmp_path / "out"
-    result = CliRunner().invoke(main, ["optimize", str(EXAMPLES / "softmax" / "workload.py"),
-                                       str(EXAMPLES / "softmax" / "naive.py"), "--library", str(tmp_path / "lib"),
-                                       "--budget", "3", "--device", "cpu", "--out", str(out), "--json"])  # fmt: skip
+    result = CliRunner().invoke(
+        main,
+        [
+            "optimize",
+            str(EXAMPLES / "softmax" / "workload.py"),
+            str(EXAMPLES / "softmax" / "naive.py"),
+            "--library",
+            str(tmp_path / "lib"),
+            "--budget",
+            "3",
+            "--device",
+            "cpu",
+            "--out",
+            str(out),
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["method"] == "klineage" and data["attempts"][0]["kept"]
@@ -210,13 +242,16 @@ def test_autotune_carried_to_a_host_sized_grid_reads_its_tiles_from_meta(setting
     from klineage.check import check
 
     wl, prog = load_workload(EXAMPLES / "matmul" / "workload.py"), load_program(EXAMPLES / "matmul" / "naive.py")
-    configs = ("[triton.Config({'BLOCK_M': 64, 'BLOCK_N': 64, 'BLOCK_K': 32}, num_warps=4, num_stages=2), "
-               "triton.Config({'BLOCK_M': 32, 'BLOCK_N': 64, 'BLOCK_K': 32}, num_warps=4)]")  # fmt: skip
+    configs = (
+        "[triton.Config({'BLOCK_M': 64, 'BLOCK_N': 64, 'BLOCK_K': 32}, num_warps=4, num_stages=2), "
+        "triton.Config({'BLOCK_M': 32, 'BLOCK_N': 64, 'BLOCK_K': 32}, num_warps=4)]"
+    )
     skill = make_skill("autotune_single_config", {"config_list": configs, "key": "['M', 'N', 'K']"}, ())
-    (candidate,) = [c for c in SkillProposer(wl, settings, "cpu", [skill]).propose(prog)
-                    if c.transform == "autotune_single_config"]  # fmt: skip
+    (candidate,) = [
+        c for c in SkillProposer(wl, settings, "cpu", [skill]).propose(prog) if c.transform == "autotune_single_config"
+    ]
     source = candidate.program.source
-    assert "grid = lambda META: (triton.cdiv(M, META[\"BLOCK_M\"])" in source and "triton.autotune" in source
+    assert 'grid = lambda META: (triton.cdiv(M, META["BLOCK_M"])' in source and "triton.autotune" in source
     assert check(wl, candidate.program, settings, "cpu", ("correctness",), sandbox).passed
 
 
@@ -227,8 +262,10 @@ def test_an_experts_launch_configuration_travels_whole_and_its_evidence_is_spent
     from dataclasses import replace
 
     wl, prog = load_workload(EXAMPLES / "matmul" / "workload.py"), load_program(EXAMPLES / "matmul" / "naive.py")
-    configs = ("[triton.Config({'BLOCK_M': 128, 'BLOCK_N': 256, 'BLOCK_K': 64}, num_warps=8, num_stages=3), "
-               "triton.Config({'BLOCK_M': 64, 'BLOCK_N': 64, 'BLOCK_K': 64}, num_warps=4, num_stages=4)]")  # fmt: skip
+    configs = (
+        "[triton.Config({'BLOCK_M': 128, 'BLOCK_N': 256, 'BLOCK_K': 64}, num_warps=8, num_stages=3), "
+        "triton.Config({'BLOCK_M': 64, 'BLOCK_N': 64, 'BLOCK_K': 64}, num_warps=4, num_stages=4)]"
+    )
     autotune = make_skill("autotune_single_config", {"config_list": configs, "key": "['M', 'N', 'K']"}, (), 0.99)
     knobs = replace(make_skill("launch_knobs", {"num_warps": "8", "num_stages": "3"}, (), 4.7), id="knobs.s2")
     proposer = SkillProposer(wl, settings, "cpu", [autotune, knobs])
@@ -236,11 +273,15 @@ def test_an_experts_launch_configuration_travels_whole_and_its_evidence_is_spent
     assert [c.params.get("BLOCK_N") for c in tiles] == [256, 64]  # the configs, nothing knobs-only
     assert proposer.expected(autotune) < 1 < proposer.expected(knobs)
     assert all(c.expected == pytest.approx(proposer.expected(knobs)) for c in tiles)  # the lineage's best evidence
-    alone = [c for c in SkillProposer(wl, settings, "cpu", [knobs])._expert_tiles(prog)
-             if c.label.startswith("expert tile")]  # fmt: skip
+    alone = [
+        c for c in SkillProposer(wl, settings, "cpu", [knobs])._expert_tiles(prog) if c.label.startswith("expert tile")
+    ]
     assert [c.params for c in alone] == [{"matmul_kernel.num_warps": 8, "matmul_kernel.num_stages": 3}]
-    after = [c for c in SkillProposer(wl, settings, "cpu", [autotune, knobs])._expert_tiles(tiles[0].program)
-             if c.label.startswith("expert tile")]  # fmt: skip
+    after = [
+        c
+        for c in SkillProposer(wl, settings, "cpu", [autotune, knobs])._expert_tiles(tiles[0].program)
+        if c.label.startswith("expert tile")
+    ]
     assert [c.params.get("BLOCK_N") for c in after] == [64] and after[0].expected == 1.0
 
 
@@ -324,8 +365,9 @@ def test_methods_of_one_instance_share_measurements_but_spend_their_own_budget(m
     def fake_pair(workload, current, candidate, settings, device, sandbox):
         calls["pair"] += 1
         ms = 0.5 if candidate.hash == a.hash else 2.0  # A is twice as fast, B twice as slow
-        return SandboxResult(True, value={"case": "bench", "parent_ms": 1.0, "child_ms": ms, "parent_spread": 0.01,
-                                          "child_spread": 0.01})  # fmt: skip
+        return SandboxResult(
+            True, value={"case": "bench", "parent_ms": 1.0, "child_ms": ms, "parent_spread": 0.01, "child_spread": 0.01}
+        )
 
     monkeypatch.setattr(opt, "check", fake_check)
     monkeypatch.setattr(opt, "time_pair", fake_pair)
@@ -333,12 +375,12 @@ def test_methods_of_one_instance_share_measurements_but_spend_their_own_budget(m
     memo: dict = {}
     first = optimize(wl, start, FixedProposer("one", [b, a]), settings, "cuda", budget=3, sandbox=object(), memo=memo)
     checks, pairs = calls["check"], calls["pair"]
-    second = optimize(wl, start, FixedProposer("two", [b, a]), settings, "cuda", budget=3, sandbox=object(),
-                      memo=memo)  # fmt: skip
+    second = optimize(wl, start, FixedProposer("two", [b, a]), settings, "cuda", budget=3, sandbox=object(), memo=memo)
     assert first.evaluations == second.evaluations == 3  # start, B, A: each method spends its own budget
     assert [x.outcome for x in second.attempts] == [x.outcome for x in first.attempts] == ["not_faster", "kept"]
     assert all(x.effect.get("reused") for x in second.attempts) and not any(
-        x.effect.get("reused") for x in first.attempts)  # fmt: skip
+        x.effect.get("reused") for x in first.attempts
+    )
     assert second.best.hash == a.hash and second.speedup == first.speedup == 2.0
     # the second method re-ran only its candidates' correctness checks (2): no profile of the start, of the
     # result, and no timing at all
@@ -410,13 +452,23 @@ def _fake_gates(monkeypatch, evidence: dict | None = None, child_ms: float = 1.0
     from klineage.sandbox import SandboxResult
 
     def fake_check(workload, program, settings, device="cpu", gates=(), sandbox=None, on_gate=None):
-        verdicts = (Verdict("correctness", "pass", evidence=evidence or {}),
-                    Verdict("profile", "pass", metrics={"median_ms": 1.0}))  # fmt: skip
+        verdicts = (
+            Verdict("correctness", "pass", evidence=evidence or {}),
+            Verdict("profile", "pass", metrics={"median_ms": 1.0}),
+        )
         return CheckReport(workload.name, program.name, program.hash, device, "fake", "fake", verdicts, (False,) * 2)
 
     def fake_pair(workload, current, candidate, settings, device, sandbox):
-        return SandboxResult(True, value={"case": "bench", "parent_ms": 1.0, "child_ms": child_ms,
-                                          "parent_spread": 0.01, "child_spread": 0.01})  # fmt: skip
+        return SandboxResult(
+            True,
+            value={
+                "case": "bench",
+                "parent_ms": 1.0,
+                "child_ms": child_ms,
+                "parent_spread": 0.01,
+                "child_spread": 0.01,
+            },
+        )
 
     monkeypatch.setattr(opt, "check", fake_check)
     monkeypatch.setattr(opt, "time_pair", fake_pair)
@@ -439,8 +491,11 @@ def test_a_tile_computed_at_launch_caps_carried_warps_by_the_size_the_bench_case
     def knobs(launched, expected=False):
         proposer = SkillProposer(wl, settings, "cuda", skills)
         proposer.launched[prog.hash] = launched
-        return {(c.params["num_warps"], c.expected) if expected else c.params["num_warps"]
-                for c in proposer.propose(prog) if c.transform == "launch_knobs"}  # fmt: skip
+        return {
+            (c.params["num_warps"], c.expected) if expected else c.params["num_warps"]
+            for c in proposer.propose(prog)
+            if c.transform == "launch_knobs"
+        }
 
     def at(block):
         return [{"kernel": "rope_kernel", "constexprs": {"BLOCK": block}, "num_warps": None, "programs": 2**20}]
@@ -453,12 +508,21 @@ def test_a_tile_computed_at_launch_caps_carried_warps_by_the_size_the_bench_case
     # the rows twin, once kept, launches through a grid lambda (`META["BLOCK_ROW"]`): its launch is the twin's,
     # 16 rows of 64, 1024 elements a program, no room for 8 warps either (it had been taken for no kernel's launch)
     # and 2 are tried instead
-    twin = next(c for c in SkillProposer(wl, settings, "cuda", [make_skill("rows_per_program", {}, ())]).propose(prog)
-                if c.transform == "rows_per_program").program  # fmt: skip
+    twin = next(
+        c
+        for c in SkillProposer(wl, settings, "cuda", [make_skill("rows_per_program", {}, ())]).propose(prog)
+        if c.transform == "rows_per_program"
+    ).program
     proposer = SkillProposer(wl, settings, "cuda", skills)
     assert {c.params["num_warps"] for c in proposer.propose(twin) if c.transform == "launch_knobs"} == {"8", "16", "32"}
-    proposer.launched[twin.hash] = [{"kernel": "rope_kernel_rows", "constexprs": {"BLOCK_ROW": 16, "BLOCK": 64},
-                                     "num_warps": None, "programs": 2**16}]  # fmt: skip
+    proposer.launched[twin.hash] = [
+        {
+            "kernel": "rope_kernel_rows",
+            "constexprs": {"BLOCK_ROW": 16, "BLOCK": 64},
+            "num_warps": None,
+            "programs": 2**16,
+        }
+    ]
     assert [c.params for c in proposer.propose(twin) if c.transform == "launch_knobs"] == [{"num_warps": "2"}]
 
     _fake_gates(monkeypatch, {"launches": {"tiny": at(16), "bench": at(64)}}, child_ms=0.8)
@@ -478,8 +542,9 @@ def test_the_rows_twin_is_refused_where_the_bench_case_would_not_take_it(setting
 
     def rows(block):
         proposer = SkillProposer(wl, settings, "cuda", [make_skill("rows_per_program", {}, ())])
-        proposer.launched[prog.hash] = [{"kernel": "rope_kernel", "constexprs": {"BLOCK": block}, "num_warps": None,
-                                         "programs": 2**20}]  # fmt: skip
+        proposer.launched[prog.hash] = [
+            {"kernel": "rope_kernel", "constexprs": {"BLOCK": block}, "num_warps": None, "programs": 2**20}
+        ]
         found = [c for c in proposer.propose(prog) if c.transform == "rows_per_program"]
         return found, [r for r in proposer.refusals if r.transform == "rows_per_program"]
 
@@ -499,13 +564,29 @@ def test_a_launch_whose_kernel_never_ran_is_not_gated(settings, monkeypatch):
 
     rope = SUITES["heldout"] / "rope"
     wl, prog = load_workload(rope / "workload.py"), load_program(rope / "naive.py")
-    twin = next(c for c in SkillProposer(wl, settings, "cpu", [make_skill("rows_per_program", {}, ())]).propose(prog)
-                if c.transform == "rows_per_program").program  # fmt: skip
+    twin = next(
+        c
+        for c in SkillProposer(wl, settings, "cpu", [make_skill("rows_per_program", {}, ())]).propose(prog)
+        if c.transform == "rows_per_program"
+    ).program
     knobs = _transforms()["launch_knobs"]
     sites = knobs.optimize_sites(twin.source)
-    cands = [Candidate(f"8 warps at {s.line}", "catalog", "launch_knobs", "program", s.function, {"num_warps": "8"},
-                       1.0, "", (), _rewrite(twin, "program", knobs, twin.source, s, {"num_warps": "8"}), s.before)
-             for s in sites]  # fmt: skip
+    cands = [
+        Candidate(
+            f"8 warps at {s.line}",
+            "catalog",
+            "launch_knobs",
+            "program",
+            s.function,
+            {"num_warps": "8"},
+            1.0,
+            "",
+            (),
+            _rewrite(twin, "program", knobs, twin.source, s, {"num_warps": "8"}),
+            s.before,
+        )
+        for s in sites
+    ]
     assert sorted(launched_kernel(c, twin) for c in cands) == ["rope_kernel", "rope_kernel_rows"]
 
     _fake_gates(monkeypatch, {"functions_run": ["forward", "rope_kernel_rows"]})
@@ -521,8 +602,10 @@ def test_evidence_of_a_slowdown_within_one_percent_does_not_hold_a_candidate_bac
 
     wl, start = _rowsum()
     noise, slower = (start.__class__(f"v{i}", start.source + f"\nVARIANT = {i}\n") for i in (1, 2))
-    cands = [Candidate("x0.98", "s.slower", "rows_per_program", "program", "forward", {}, 0.98, "", (), slower),
-             Candidate("x0.999", "s.noise", "rows_per_program", "program", "forward", {}, 0.999, "", (), noise)]
+    cands = [
+        Candidate("x0.98", "s.slower", "rows_per_program", "program", "forward", {}, 0.98, "", (), slower),
+        Candidate("x0.999", "s.noise", "rows_per_program", "program", "forward", {}, 0.999, "", (), noise),
+    ]
 
     _fake_gates(monkeypatch, child_ms=0.5)
     trajectory = optimize(wl, start, _FixedCandidates(cands), settings, "cuda", budget=4, sandbox=object(), memo={})
@@ -549,8 +632,9 @@ def test_a_carried_name_must_be_visible_where_it_is_used(settings):
 
     folder = SUITES["heldout"] / "softmax_scale_mask"
     wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
-    elsewhere = prog.__class__("elsewhere", prog.source + "\n\ndef _settings(n):\n    num_warps = 4 if n < 2048 else 8"
-                               "\n    return num_warps\n")  # fmt: skip
+    elsewhere = prog.__class__(
+        "elsewhere", prog.source + "\n\ndef _settings(n):\n    num_warps = 4 if n < 2048 else 8\n    return num_warps\n"
+    )
     skill = make_skill("launch_knobs", {"num_warps": "num_warps"}, (), speedup=1.16)
     knobs = [c for c in SkillProposer(wl, settings, "cpu", [skill]).propose(elsewhere) if c.transform == "launch_knobs"]
     assert knobs and all(c.params.get("num_warps") != "num_warps" for c in knobs)
@@ -573,10 +657,15 @@ def test_a_launch_configuration_is_evidence_only_for_its_element_size(settings, 
     from dataclasses import replace
 
     monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")  # proposing, not running
-    skill = make_skill("autotune_single_config", {"configs": "[triton.Config({'BLOCK_M': 128, 'BLOCK_N': 256, "
-                                                  "'BLOCK_K': 64}, num_warps=8, num_stages=3)]"}, (), speedup=4.7)
-    skill = replace(skill, provenance={**skill.provenance, "features": {"dot": 1.0, "compute_bound": 1.0,
-                                                                         "dtype_bfloat16": 1.0}})
+    skill = make_skill(
+        "autotune_single_config",
+        {"configs": "[triton.Config({'BLOCK_M': 128, 'BLOCK_N': 256, 'BLOCK_K': 64}, num_warps=8, num_stages=3)]"},
+        (),
+        speedup=4.7,
+    )
+    skill = replace(
+        skill, provenance={**skill.provenance, "features": {"dot": 1.0, "compute_bound": 1.0, "dtype_bfloat16": 1.0}}
+    )
     for name, carried in (("bmm_fp32", False), ("matmul_odd_k", True)):
         folder = SUITES["heldout"] / name
         wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
@@ -600,21 +689,29 @@ def test_an_expert_autotune_list_is_carried_only_onto_a_launch_it_tiles(settings
     from klineage.proposers import _sites, _transforms, blind_params
 
     monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
-    skill = make_skill("autotune_single_config", {"configs": "[triton.Config({'BLOCK_M': 128, 'BLOCK_N': 256, "
-                                                  "'BLOCK_K': 64}, num_warps=8, num_stages=3)]"}, (), speedup=4.7)
-    skill = replace(skill, provenance={**skill.provenance, "features": {"dot": 1.0, "compute_bound": 1.0,
-                                                                         "dtype_bfloat16": 1.0}})
+    skill = make_skill(
+        "autotune_single_config",
+        {"configs": "[triton.Config({'BLOCK_M': 128, 'BLOCK_N': 256, 'BLOCK_K': 64}, num_warps=8, num_stages=3)]"},
+        (),
+        speedup=4.7,
+    )
+    skill = replace(
+        skill, provenance={**skill.provenance, "features": {"dot": 1.0, "compute_bound": 1.0, "dtype_bfloat16": 1.0}}
+    )
     autotune = _transforms()["autotune_single_config"]
     for name, expert in (("layernorm", False), ("matmul_odd_k", True)):
         folder = SUITES["heldout"] / name
         wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
-        cands = [c for c in SkillProposer(wl, settings, "cuda", [skill]).propose(prog)
-                 if c.transform == "autotune_single_config"]  # fmt: skip
+        cands = [
+            c
+            for c in SkillProposer(wl, settings, "cuda", [skill]).propose(prog)
+            if c.transform == "autotune_single_config"
+        ]
         assert len(cands) == 1 and cands[0].origin == skill.id, name
         configs = cands[0].params["configs"]
         assert ("'BLOCK_M': 128" in configs) == expert, (name, configs)
         if not expert:
-            (_, source, site), = [x for x in _sites(autotune, prog)]
+            ((_, source, site),) = [x for x in _sites(autotune, prog)]
             assert cands[0].params == blind_params(autotune, source, site)
 
 
@@ -626,8 +723,12 @@ def test_an_expert_configuration_brings_its_warps_onto_a_launch_that_passes_none
     from klineage.program import Program
 
     monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
-    skill = make_skill("autotune_single_config", {"configs": "[triton.Config({'BLOCK_M': 128, 'BLOCK_N': 256, "
-                                                  "'BLOCK_K': 64}, num_warps=8, num_stages=3)]"}, (), speedup=5.4)
+    skill = make_skill(
+        "autotune_single_config",
+        {"configs": "[triton.Config({'BLOCK_M': 128, 'BLOCK_N': 256, 'BLOCK_K': 64}, num_warps=8, num_stages=3)]"},
+        (),
+        speedup=5.4,
+    )
     wl = load_workload(EXAMPLES / "matmul" / "workload.py")
     source = (EXAMPLES / "matmul" / "naive.py").read_text()
     source = source.replace("BLOCK_M = BLOCK_N = BLOCK_K = 32", "BLOCK_M, BLOCK_N, BLOCK_K = 128, 256, 64")
@@ -637,8 +738,9 @@ def test_an_expert_configuration_brings_its_warps_onto_a_launch_that_passes_none
         (tmp_path / "p.py").write_text(text)
         prog = load_program(tmp_path / "p.py")
         assert isinstance(prog, Program)
-        tiles = [c for c in SkillProposer(wl, settings, "cuda", [skill]).propose(prog)
-                 if c.label.startswith("expert tile")]  # fmt: skip
+        tiles = [
+            c for c in SkillProposer(wl, settings, "cuda", [skill]).propose(prog) if c.label.startswith("expert tile")
+        ]
         if knobs is None:  # the launch passes its knobs: they are tunables, set like the tile
             assert tiles and all("matmul_kernel.num_warps" in c.params for c in tiles[:1])
             continue
@@ -664,8 +766,14 @@ def test_a_measured_slowdown_of_more_warps_turns_the_search_to_fewer(settings, m
     assert first.params == {"num_warps": "8"} and {"num_warps": "16"} in [c.params for c in rest]
 
     def measured(cand, speedup, spread=0.01):
-        return Attempt(2, cand, False, "not_faster", [], {"measured": True, "speedup": speedup,
-                                                          "current_spread": spread, "candidate_spread": spread})
+        return Attempt(
+            2,
+            cand,
+            False,
+            "not_faster",
+            [],
+            {"measured": True, "speedup": speedup, "current_spread": spread, "candidate_spread": spread},
+        )
 
     assert proposer.observe(measured(first, 0.99), 3) is None  # within the noise: more warps may still pay
     assert all(proposer.worth(c) for c in rest)
@@ -694,8 +802,9 @@ def test_after_fewer_warps_pay_the_search_does_not_go_back(settings, monkeypatch
     proposer = SkillProposer(wl, settings, "cuda", [skill])
     first = next(c for c in proposer.propose(prog) if c.transform == "launch_knobs")
     spread = {"current_spread": 0.01, "candidate_spread": 0.01}
-    fewer = proposer.observe(Attempt(2, first, False, "not_faster", [], {"measured": True, "speedup": 0.68, **spread}),
-                             3)  # fmt: skip
+    fewer = proposer.observe(
+        Attempt(2, first, False, "not_faster", [], {"measured": True, "speedup": 0.68, **spread}), 3
+    )
     assert fewer.params == {"num_warps": "2"}
     proposer.observe(Attempt(3, fewer, True, "kept", [], {"measured": True, "speedup": 1.07, **spread}), 2)
     search = [c for c in proposer.propose(fewer.program) if c.origin == "launch_config"]
@@ -709,8 +818,9 @@ def test_an_exp2_skill_is_no_rewrite_of_a_square_root_and_keeps_its_form(setting
     """Cross-entropy's fast-math skill is `tl.exp2(x * LOG2_E)`; its `kind`, `order` and `parens` are the family's
     labels, not code. Read as code they had been dropped, and its `tl.exp2` was written over layer norm's
     `1 / tl.sqrt(var + eps)` (a wrong kernel the gate had to catch, an evaluation spent)."""
-    skill = make_skill("fast_math", {"kind": "exp2", "fn": "tl.exp2", "scale": "LOG2_E", "order": "x*c",
-                                     "parens": "yes"})  # fmt: skip
+    skill = make_skill(
+        "fast_math", {"kind": "exp2", "fn": "tl.exp2", "scale": "LOG2_E", "order": "x*c", "parens": "yes"}
+    )
     for name, written in (("layernorm", None), ("bias_gelu", "tl.exp2((2.0 * inner) * 1.4426950408889634)")):
         folder = SUITES["heldout"] / name
         wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
@@ -733,8 +843,9 @@ def test_an_alignment_hint_is_carried_only_onto_a_value_built_from_its_bound(set
     assert [c for c in proposer.propose(prog) if c.transform == "alignment_hints"] == []
     assert "BLOCK_M" in proposer.refusals[0].reason and proposer.refusals[0].predicate == "divisible_by_block"
     native = make_skill("alignment_hints", {"hints": [["tl.max_contiguous", "BLOCK"], ["tl.multiple_of", "BLOCK"]]})
-    (cand,) = [c for c in SkillProposer(wl, settings, "cpu", [native]).propose(prog)
-               if c.transform == "alignment_hints"]  # fmt: skip
+    (cand,) = [
+        c for c in SkillProposer(wl, settings, "cpu", [native]).propose(prog) if c.transform == "alignment_hints"
+    ]
     assert "tl.max_contiguous(tl.multiple_of(pid * BLOCK + tl.arange(0, BLOCK), BLOCK), BLOCK)" in cand.program.source
 
 
@@ -776,7 +887,7 @@ def test_an_effect_within_the_noise_is_no_evidence_of_a_gain(settings):
     wl = load_workload(EXAMPLES / "softmax" / "workload.py")
     proposer = SkillProposer(wl, settings, "cpu", [])  # the H200's measurement counts on any device
     measured = make_skill("fast_math", {"kind": "exp2", "fn": "tl.exp2"}, (), speedup=1.03)
-    (device, effect), = measured.effect.items()
+    ((device, effect),) = measured.effect.items()
     noisy = replace(measured, effect={device: {**effect, "significant": False}})
     noisy_slower = replace(measured, effect={device: {**effect, "speedup": 0.97, "significant": False}})
     slower = replace(measured, effect={device: {**effect, "speedup": 0.97}})
@@ -797,7 +908,7 @@ def test_rows_per_program_timed_within_the_noise_is_not_ranked_below_untimed_ski
     folder = SUITES["heldout"] / "rope"
     wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
     rows = make_skill("rows_per_program", {"leading": []}, speedup=0.97)
-    (device, effect), = rows.effect.items()
+    ((device, effect),) = rows.effect.items()
     rows = replace(rows, effect={device: {**effect, "parent_spread": 0.10, "significant": False}})
     untimed = [make_skill("int64_offsets", {}), make_skill("divisibility_fast_path", {})]
     ranked = [c.transform for c in SkillProposer(wl, settings, "cpu", [rows, *untimed]).propose(prog)]
@@ -823,8 +934,16 @@ def test_the_walk_gates_the_fewer_warps_next_after_a_slowdown(monkeypatch, setti
         ms = {"num_warps=8": 2.0, "num_warps=16": 4.0, "num_warps=2": 0.8}
         child = next((v for k, v in ms.items() if k in candidate.source), 1.0)
         parent = next((v for k, v in ms.items() if k in current.source), 1.0)
-        return SandboxResult(True, value={"case": "bench", "parent_ms": parent, "child_ms": child,
-                                          "parent_spread": 0.01, "child_spread": 0.01})  # fmt: skip
+        return SandboxResult(
+            True,
+            value={
+                "case": "bench",
+                "parent_ms": parent,
+                "child_ms": child,
+                "parent_spread": 0.01,
+                "child_spread": 0.01,
+            },
+        )
 
     monkeypatch.setattr(opt, "check", fake_check)
     monkeypatch.setattr(opt, "time_pair", fake_pair)
@@ -835,7 +954,9 @@ def test_the_walk_gates_the_fewer_warps_next_after_a_slowdown(monkeypatch, setti
     proposer = SkillProposer(wl, settings, "cuda", [make_skill("launch_knobs", {"num_warps": "8"}, (), speedup=1.16)])
     trajectory = optimize(wl, prog, proposer, settings, "cuda", budget=3, sandbox=object(), memo={})
     assert [(a.candidate.params, a.outcome) for a in trajectory.attempts] == [
-        ({"num_warps": "8"}, "not_faster"), ({"num_warps": "2"}, "kept")]
+        ({"num_warps": "8"}, "not_faster"),
+        ({"num_warps": "2"}, "kept"),
+    ]
     assert "num_warps=2" in trajectory.best.source
 
 
@@ -885,8 +1006,10 @@ def test_a_kept_twin_has_its_warp_ladder_searched_one_rung_at_a_time(settings, m
 
     half = proposer.observe(outcome(twin, True, 1.88), 4)
     assert half.transform == "launch_config" and "warps x0.5" in half.label
-    assert "row_warps = 2 if row_tile < 2048 else 4 if row_tile < 8192 else 8 if row_tile < 32768 else 16" in \
-        half.program.source  # fmt: skip
+    assert (
+        "row_warps = 2 if row_tile < 2048 else 4 if row_tile < 8192 else 8 if row_tile < 32768 else 16"
+        in half.program.source
+    )
     quarter = proposer.observe(outcome(half, True, 1.05), 3)
     assert "row_warps = 1 if row_tile < 2048 else 2 if" in quarter.program.source
     assert proposer.observe(outcome(quarter, False, 0.9), 2) is None  # a later step slower: the search ends
@@ -918,19 +1041,31 @@ def test_a_follow_up_made_from_a_kept_candidate_is_gated_first_in_the_next_round
             from klineage.proposers import Candidate
 
             label = f"listed {program.hash[:6]}"
-            return [Candidate(label, "catalog", "cache_hints", "program", "scale_kernel", {}, 1.0, "", (),
-                              marked(program, label))]  # fmt: skip
+            return [
+                Candidate(
+                    label, "catalog", "cache_hints", "program", "scale_kernel", {}, 1.0, "", (), marked(program, label)
+                )
+            ]
 
         def observe(self, attempt, evaluations_left):
             from klineage.proposers import Candidate
 
             if attempt.kept and attempt.candidate.label.startswith("listed") and attempt.evaluation == 2:
-                return Candidate("follow-up", "catalog", "cache_hints", "program", "scale_kernel", {}, 1.0, "", (),
-                                 marked(attempt.candidate.program, "follow-up"))  # fmt: skip
+                return Candidate(
+                    "follow-up",
+                    "catalog",
+                    "cache_hints",
+                    "program",
+                    "scale_kernel",
+                    {},
+                    1.0,
+                    "",
+                    (),
+                    marked(attempt.candidate.program, "follow-up"),
+                )
             return None
 
-    trajectory = optimize(wl, prog, Stub(wl, settings, "cpu"), settings, "cpu", budget=4, sandbox=sandbox,
-                          explore=True)  # fmt: skip
+    trajectory = optimize(wl, prog, Stub(wl, settings, "cpu"), settings, "cpu", budget=4, sandbox=sandbox, explore=True)
     labels = [a.candidate.label for a in trajectory.attempts]
     assert labels[0].startswith("listed") and labels[1] == "follow-up", labels
     assert trajectory.attempts[1].kept
@@ -945,8 +1080,11 @@ def test_rows_twin_ranks_with_the_launch_configuration_and_its_fallback_is_left_
     monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
     folder = SUITES["heldout"] / "rope"
     wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
-    skills = [make_skill("rows_per_program", {"leading": []}), make_skill("int64_offsets", {}),
-              make_skill("divisibility_fast_path", {})]  # fmt: skip
+    skills = [
+        make_skill("rows_per_program", {"leading": []}),
+        make_skill("int64_offsets", {}),
+        make_skill("divisibility_fast_path", {}),
+    ]
     proposer = SkillProposer(wl, settings, "cuda", skills)
     listed = proposer.propose(prog)
     assert listed[0].transform == "rows_per_program", [c.label for c in listed]
@@ -966,8 +1104,9 @@ def test_a_spent_rewrite_is_known_by_its_site_after_lines_move(settings, monkeyp
 
     proposer, prog, first = _twin_proposer("kl_div", settings, monkeypatch)
     proposer.observe(Attempt(2, first, False, "not_faster", [], {"measured": True, "speedup": 1.0}), 4)
-    moved = Program(prog.name, prog.source.replace("class ModelNew", "# a kept change\n\n\nclass ModelNew"),
-                    prog.modules, prog.path)  # fmt: skip
+    moved = Program(
+        prog.name, prog.source.replace("class ModelNew", "# a kept change\n\n\nclass ModelNew"), prog.modules, prog.path
+    )
     (again,) = [c for c in proposer.propose(moved) if c.transform == "whole_row_tile"]
     assert again.label != first.label  # its line moved
     assert not proposer.worth(again) and proposer.refusals[-1].predicate == "measured_here"
@@ -987,8 +1126,17 @@ def test_a_kept_tile_step_is_followed_by_the_next_step_the_same_way(settings, mo
     up = next(c for c in listed if c.label == "BLOCK: 256 -> 512")
 
     def seen(cand, kept, left=4):
-        return proposer.observe(Attempt(2, cand, kept, "kept" if kept else "not_faster", [],
-                                        {"measured": True, "speedup": 1.2 if kept else 0.98}), left)  # fmt: skip
+        return proposer.observe(
+            Attempt(
+                2,
+                cand,
+                kept,
+                "kept" if kept else "not_faster",
+                [],
+                {"measured": True, "speedup": 1.2 if kept else 0.98},
+            ),
+            left,
+        )
 
     onward = seen(up, True)
     assert onward.label == "BLOCK: 512 -> 1024" and "BLOCK = 1024" in onward.program.source
@@ -999,8 +1147,12 @@ def test_a_kept_tile_step_is_followed_by_the_next_step_the_same_way(settings, mo
     assert seen(down, True).label == "BLOCK: 128 -> 64"
     from klineage.program import Program
 
-    knobbed = Program(prog.name, prog.source.replace("n_elements, BLOCK=BLOCK)", "n_elements, BLOCK=BLOCK, "
-                                                     "num_warps=4)", 1), prog.modules, prog.path)  # fmt: skip
+    knobbed = Program(
+        prog.name,
+        prog.source.replace("n_elements, BLOCK=BLOCK)", "n_elements, BLOCK=BLOCK, num_warps=4)", 1),
+        prog.modules,
+        prog.path,
+    )
     warps = [c for c in proposer.propose(knobbed) if "num_warps: 4 -> 8" in c.label]
     assert warps and seen(warps[0], True) is None
 
@@ -1025,9 +1177,15 @@ def test_a_tile_step_that_paid_much_is_followed_by_two_steps_at_once(settings, m
     onward = kept(up, 1.99)
     assert onward.label == "BLOCK: 512 -> 2048" and "BLOCK = 2048" in onward.program.source
     top = TILE_BOUNDS[1]
-    near = next(c for c in proposer.propose(
-        prog.__class__(prog.name, prog.source.replace("BLOCK = 256", f"BLOCK = {top // 4}"), prog.modules, prog.path))
-        if c.label == f"BLOCK: {top // 4} -> {top // 2}")  # fmt: skip
+    near = next(
+        c
+        for c in proposer.propose(
+            prog.__class__(
+                prog.name, prog.source.replace("BLOCK = 256", f"BLOCK = {top // 4}"), prog.modules, prog.path
+            )
+        )
+        if c.label == f"BLOCK: {top // 4} -> {top // 2}"
+    )
     assert kept(near, 2.0).label == f"BLOCK: {top // 2} -> {top}"  # x4 is out of bounds: x2
 
 
@@ -1045,16 +1203,21 @@ def test_the_atomic_row_sums_chunk_is_searched_with_its_tile_and_followed_the_sa
     listed = [c for c in proposer.propose(prog) if c.transform == "launch_config"]
     # the first pair step goes x4: the 128-wide tile leaves each of 128 threads one element (_first_stride)
     assert [c.label for c in listed[:5]] == [
-        "CHUNK, BLOCK: 512, 128 -> 2048, 512", "CHUNK, BLOCK: 512, 128 -> 1024, 256",
-        "CHUNK, BLOCK: 512, 128 -> 256, 64", "CHUNK: 512 -> 1024", "CHUNK: 512 -> 256"], [c.label for c in listed]
+        "CHUNK, BLOCK: 512, 128 -> 2048, 512",
+        "CHUNK, BLOCK: 512, 128 -> 1024, 256",
+        "CHUNK, BLOCK: 512, 128 -> 256, 64",
+        "CHUNK: 512 -> 1024",
+        "CHUNK: 512 -> 256",
+    ], [c.label for c in listed]
     assert "CHUNK, BLOCK = 2048, 512" in listed[0].program.source
 
     def kept(cand):
         return proposer.observe(Attempt(2, cand, True, "kept", [], {"measured": True, "speedup": 1.2}), 4)
 
     onward = kept(listed[1])
-    assert onward.label == "CHUNK, BLOCK: 1024, 256 -> 2048, 512" and "CHUNK, BLOCK = 2048, 512" in \
-        onward.program.source  # fmt: skip
+    assert (
+        onward.label == "CHUNK, BLOCK: 1024, 256 -> 2048, 512" and "CHUNK, BLOCK = 2048, 512" in onward.program.source
+    )
     assert kept(listed[0]).label == "CHUNK, BLOCK: 2048, 512 -> 4096, 1024"
     assert kept(listed[3]).label == "CHUNK: 1024 -> 2048"
 
@@ -1079,8 +1242,16 @@ def test_the_roofline_fraction_comes_from_the_faster_of_the_final_programs_two_t
         return CheckReport(workload.name, program.name, program.hash, device, "fake", "fake", verdicts, (False,) * 2)
 
     def fake_pair(workload, current, candidate, settings, device, sandbox):
-        return SandboxResult(True, value={"case": "bench", "parent_ms": 1.0, "child_ms": pair_ms["final"],
-                                          "parent_spread": 0.01, "child_spread": 0.01})  # fmt: skip
+        return SandboxResult(
+            True,
+            value={
+                "case": "bench",
+                "parent_ms": 1.0,
+                "child_ms": pair_ms["final"],
+                "parent_spread": 0.01,
+                "child_spread": 0.01,
+            },
+        )
 
     monkeypatch.setattr(opt, "check", fake_check)
     monkeypatch.setattr(opt, "time_pair", fake_pair)
@@ -1108,13 +1279,14 @@ def test_the_report_says_when_a_gpu_run_had_no_timed_skill_to_order_by(settings)
     elsewhere = {**none, "measured": 2}
     assert "timed on another GPU" in evidence_line(elsewhere, timed=True)
     here = {**elsewhere, "measured_here": 2}
-    assert evidence_line(here, timed=True) == ("Library: 3 optimization skills, 2 with an effect timed on a GPU, 2 on "
-                                               "this one (NVIDIA H200).")  # fmt: skip
+    assert evidence_line(here, timed=True) == (
+        "Library: 3 optimization skills, 2 with an effect timed on a GPU, 2 on this one (NVIDIA H200)."
+    )
     assert evidence_line(here, timed=False) == "Library: 3 optimization skills, 2 with an effect timed on a GPU."
     # effects carried from another data directory (`klineage effects import`) are counted and said
     from dataclasses import replace
 
-    (device, effect), = timed[0].effect.items()
+    ((device, effect),) = timed[0].effect.items()
     carried = replace(timed[0], effect={device: {**effect, "imported": {"from": "h200.json", "exported": "today"}}})
     evidence = SkillProposer(wl, settings, "cpu", [*untimed, carried]).evidence()
     assert evidence["imported"] == 1
@@ -1122,12 +1294,15 @@ def test_the_report_says_when_a_gpu_run_had_no_timed_skill_to_order_by(settings)
     assert "imported" not in evidence_line(here, timed=True)
 
 
-@pytest.mark.parametrize("instance, first, plain", [
-    ("bias_gelu", "BLOCK: 128 -> 512", "BLOCK: 128 -> 256"),  # 128 elements on 128 threads: one each
-    ("mse_loss", "BLOCK: 256 -> 1024", "BLOCK: 256 -> 512"),  # two each: x4 leaves 8, the experts' density
-    ("transpose_copy", "BLOCK: 32 -> 64", "BLOCK: 32 -> 64"),  # a 32x32 tile, 8 each already: one doubling
-    ("matmul_odd_k", "BLOCK_M: 32 -> 64", "BLOCK_M: 32 -> 64"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "instance, first, plain",
+    [
+        ("bias_gelu", "BLOCK: 128 -> 512", "BLOCK: 128 -> 256"),  # 128 elements on 128 threads: one each
+        ("mse_loss", "BLOCK: 256 -> 1024", "BLOCK: 256 -> 512"),  # two each: x4 leaves 8, the experts' density
+        ("transpose_copy", "BLOCK: 32 -> 64", "BLOCK: 32 -> 64"),  # a 32x32 tile, 8 each already: one doubling
+        ("matmul_odd_k", "BLOCK_M: 32 -> 64", "BLOCK_M: 32 -> 64"),
+    ],
+)
 def test_a_tile_that_leaves_each_thread_few_elements_first_steps_x4(instance, first, plain, settings, monkeypatch):
     """KLineage climbed bias_gelu 128 -> 256 -> 1024 -> 4096 and softplus 128 -> 256 (-> 1024 slower) -> 512, one
     evaluation a rung, where blind's ladder showed 512 faster than 256 on 12 of 14 such kernels (H200, run 21).

@@ -45,9 +45,24 @@ def test_inputs_file_without_inputs_is_a_one_line_error(settings, tmp_path):
 def test_optimizing_liger_rmsnorm_against_the_installed_original(tmp_path):
     with Library(tmp_path / "lib") as lib:
         lib.save(make_skill("cache_hints", {"eviction_policy": '"evict_first"'}, ("contiguous",)))
-    result = CliRunner().invoke(main, ["optimize", str(RMS / "workload.py"), str(RMS / "liger.py"), "--self-reference",
-                                       "--module", "liger_kernel.ops.rms_norm", "--library", str(tmp_path / "lib"),
-                                       "--budget", "2", "--device", "cpu", "--json"])  # fmt: skip
+    result = CliRunner().invoke(
+        main,
+        [
+            "optimize",
+            str(RMS / "workload.py"),
+            str(RMS / "liger.py"),
+            "--self-reference",
+            "--module",
+            "liger_kernel.ops.rms_norm",
+            "--library",
+            str(tmp_path / "lib"),
+            "--budget",
+            "2",
+            "--device",
+            "cpu",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     (attempt,) = data["attempts"]

@@ -19,14 +19,25 @@ def _instance(name):
     return load_workload(HELD_OUT / name / "workload.py"), load_program(HELD_OUT / name / "naive.py")
 
 
-@pytest.mark.parametrize("instance, skill, predicate, reason", [
-    ("atomic_rowsum", make_skill("autotune_single_config", AUTOTUNE, ("idempotent_launch",), status="not_a_condition"),
-     "idempotent_launch", "atomics"),
-    ("inplace_residual", make_skill("autotune_single_config", AUTOTUNE, ("idempotent_launch",)),
-     "idempotent_launch", "in place"),
-    ("strided_add", make_skill("alignment_hints", HINTS, ("contiguous",)), "contiguous", "never contiguous"),
-    ("matmul_odd_k", make_skill("alignment_hints", HINTS, ("divisible_by_block",)), "divisible_by_block", "range"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "instance, skill, predicate, reason",
+    [
+        (
+            "atomic_rowsum",
+            make_skill("autotune_single_config", AUTOTUNE, ("idempotent_launch",), status="not_a_condition"),
+            "idempotent_launch",
+            "atomics",
+        ),
+        (
+            "inplace_residual",
+            make_skill("autotune_single_config", AUTOTUNE, ("idempotent_launch",)),
+            "idempotent_launch",
+            "in place",
+        ),
+        ("strided_add", make_skill("alignment_hints", HINTS, ("contiguous",)), "contiguous", "never contiguous"),
+        ("matmul_odd_k", make_skill("alignment_hints", HINTS, ("divisible_by_block",)), "divisible_by_block", "range"),
+    ],
+)
 def test_the_tempting_skill_is_refused_with_its_condition(instance, skill, predicate, reason, settings):
     wl, prog = _instance(instance)
     proposer = SkillProposer(wl, settings, "cpu", [skill])

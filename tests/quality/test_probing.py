@@ -29,8 +29,12 @@ def backed(skills) -> dict[tuple[str, str], dict]:
 def test_every_planted_optimization_is_accepted(probed):
     _, lineage, _ = probed
     assert lineage.finished and not lineage.rejected
-    assert [s.transform for s in lineage.accepted] == ["autotune_single_config", "fp32_upcast", "inplace_aliasing",
-                                                       "work_skipping"]  # fmt: skip
+    assert [s.transform for s in lineage.accepted] == [
+        "autotune_single_config",
+        "fp32_upcast",
+        "inplace_aliasing",
+        "work_skipping",
+    ]
 
 
 def test_each_condition_is_backed_by_its_counterexample(probed):
@@ -52,7 +56,7 @@ def test_autotune_condition_says_what_the_ablation_showed(probed):
     (autotune,) = [s for s in skills if s.transform["id"] == "autotune_single_config"]
     (condition,) = autotune.conditions
     assert condition["probe"]["ablation"]["removed"] == 'reset_to_zero=["s_ptr"]'
-    assert "without `reset_to_zero=[\"s_ptr\"]`" in condition["evidence"] and "not idempotent" in condition["evidence"]
+    assert 'without `reset_to_zero=["s_ptr"]`' in condition["evidence"] and "not idempotent" in condition["evidence"]
     assert autotune.transform["params"]["reset_to_zero"] == '["s_ptr"]'  # the optimize direction puts it back
 
 
@@ -93,8 +97,13 @@ def test_steps_probed_side_by_side_give_the_same_conditions(probed, tmp_path, sa
     home = tmp_path / "home"
     shutil.copytree(settings.data_dir, home)
     (home / "lineages" / lineage.id / "probes.json").unlink()
-    again = probe_lineage(lineage, load_workload(FIXTURES / "probed" / "workload.py"),
-                          settings.replace(data_dir=home, probe_workers=2), "cpu", sandbox)  # fmt: skip
+    again = probe_lineage(
+        lineage,
+        load_workload(FIXTURES / "probed" / "workload.py"),
+        settings.replace(data_dir=home, probe_workers=2),
+        "cpu",
+        sandbox,
+    )
     first = json.loads((settings.data_dir / "lineages" / lineage.id / "probes.json").read_text())
     strip = lambda rows: [(r["predicate"], r["status"], r["parent"].get("code"), r["child"].get("code")) for r in rows]
     assert {int(k): strip(v) for k, v in first.items()} == {k: strip(v) for k, v in again.items()}

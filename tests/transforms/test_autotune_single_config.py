@@ -74,11 +74,16 @@ def test_optimize_fixture():
     (site,) = t.optimize_sites(SIMPLE)
     assert t.optimize(SIMPLE, site, {"decorator": DECORATOR}) == EXPERT
     # Without the verbatim decorator: rebuilt from configs/key/reset_to_zero (same code up to layout).
-    params = {"configs": '[triton.Config({"BLOCK": 1024}, num_warps=8, num_stages=2)]', "key": '["n"]',
-              "reset_to_zero": '["out_ptr"]'}  # fmt: skip
+    params = {
+        "configs": '[triton.Config({"BLOCK": 1024}, num_warps=8, num_stages=2)]',
+        "key": '["n"]',
+        "reset_to_zero": '["out_ptr"]',
+    }
     out = t.optimize(SIMPLE, site, params)
-    assert '@triton.autotune(configs=[triton.Config({"BLOCK": 1024}, num_warps=8, num_stages=2)], key=["n"], ' \
-           'reset_to_zero=["out_ptr"])\n@triton.jit\n' in out  # fmt: skip
+    assert (
+        '@triton.autotune(configs=[triton.Config({"BLOCK": 1024}, num_warps=8, num_stages=2)], key=["n"], '
+        'reset_to_zero=["out_ptr"])\n@triton.jit\n' in out
+    )
     assert "k[grid](x, out, n)\n" in out
 
 
@@ -158,15 +163,19 @@ def test_configs_with_a_pre_hook_keep_the_first_config_in_the_decorator():
     t = AutotuneSingleConfig()
     (site,) = t.sites(HOOKED)
     simple = t.simplify(HOOKED, site)
-    assert '@triton.autotune(configs=[triton.Config({"BLOCK": 128}, num_warps=8, num_stages=3, pre_hook=_box)], ' \
-           'key=["n"])' in simple  # fmt: skip
-    assert "k[lambda META: (triton.cdiv(n, META[\"BLOCK\"]),)](x, n, seen)" in simple  # the launch unchanged
+    assert (
+        '@triton.autotune(configs=[triton.Config({"BLOCK": 128}, num_warps=8, num_stages=3, pre_hook=_box)], '
+        'key=["n"])' in simple
+    )
+    assert 'k[lambda META: (triton.cdiv(n, META["BLOCK"]),)](x, n, seen)' in simple  # the launch unchanged
     assert round_trip(t, HOOKED) == 1
     (back,) = t.optimize_sites(simple)
     assert back.function == "k" and t.optimize(simple, back, site.params) == HOOKED
     assert t.sites(simple) == []  # one config: nothing left to simplify
-    assert expert_tiles(site.params) == [{"BLOCK": 128, "num_warps": 8, "num_stages": 3},
-                                         {"BLOCK": 64, "num_warps": 4, "num_stages": 3}]  # fmt: skip
+    assert expert_tiles(site.params) == [
+        {"BLOCK": 128, "num_warps": 8, "num_stages": 3},
+        {"BLOCK": 64, "num_warps": 4, "num_stages": 3},
+    ]
 
 
 def test_the_attention_experts_hooked_configs_round_trip():

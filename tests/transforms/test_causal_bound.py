@@ -125,8 +125,12 @@ def test_simplify_fixture():
     sites = T.sites(EXPERT)
     assert [(s.function, s.before, s.after, s.params) for s in sites] == [
         ("split", "tl.minimum(q_start + BM, n)", "n", {"order": "diagonal_first", "fn": "tl.minimum"}),
-        ("inline", "tl.minimum(n, pid * BM + BM) if CAUSAL else n", "n",
-         {"order": "end_first", "fn": "tl.minimum", "inline": True}),
+        (
+            "inline",
+            "tl.minimum(n, pid * BM + BM) if CAUSAL else n",
+            "n",
+            {"order": "end_first", "fn": "tl.minimum", "inline": True},
+        ),
         ("always", "min(n, tl.program_id(0) * BM + BM)", "n", {"order": "end_first", "fn": "min"}),
     ]
     assert simplify_all(T, EXPERT) == SIMPLE
@@ -153,8 +157,9 @@ def test_round_trip_fixture():
 def test_round_trip_bundled_attention_expert():
     # the expert's masked stage stops at the diagonal block under CAUSAL; its mask-free stage has no causal mask
     sites = assert_round_trips(T, (ROOT / "src/klineage/examples/attention/expert.py").read_text())
-    assert [(s.function, s.before, s.after) for s in sites] == [("_attn_fwd", "tl.minimum(q_start + BLOCK_M, N_CTX)",
-                                                                 "N_CTX")]  # fmt: skip
+    assert [(s.function, s.before, s.after) for s in sites] == [
+        ("_attn_fwd", "tl.minimum(q_start + BLOCK_M, N_CTX)", "N_CTX")
+    ]
 
 
 def test_optimize_bundled_naive_attention():

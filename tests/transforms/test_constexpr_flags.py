@@ -68,9 +68,9 @@ def test_skips_flags_a_runtime_branch_cannot_express():
     assert [s.before for s in t.sites(rebinds)] == ["SKIP: tl.constexpr = False"]
     # used other than as an if test, or inside a return-bearing branch
     assert [s.before for s in t.sites(EXPERT.replace("mask=offs < n)\n", "mask=SKIP)\n"))] == ["HAS_BIAS: tl.constexpr"]
-    assert [s.before for s in t.sites(EXPERT.replace("    if not SKIP:\n", "    if not SKIP:\n"
-                                                     "        return\n    if n:\n"))] == [
-        "HAS_BIAS: tl.constexpr"]  # fmt: skip
+    assert [
+        s.before for s in t.sites(EXPERT.replace("    if not SKIP:\n", "    if not SKIP:\n        return\n    if n:\n"))
+    ] == ["HAS_BIAS: tl.constexpr"]
 
 
 def test_no_pattern():

@@ -45,8 +45,10 @@ SIMPLE = textwrap.dedent("""
 
 def test_simplify_fixture():
     # both operands cast, no cast, a cast to a third tensor's dtype and a host function: no site
-    assert [s.params for s in T.sites(EXPERT)] == [{"operand": 0, "cast": "other"},
-                                                   {"operand": 1, "cast": "tl.bfloat16"}]  # fmt: skip
+    assert [s.params for s in T.sites(EXPERT)] == [
+        {"operand": 0, "cast": "other"},
+        {"operand": 1, "cast": "tl.bfloat16"},
+    ]
     assert simplify_all(T, EXPERT) == SIMPLE
 
 

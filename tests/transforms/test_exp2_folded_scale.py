@@ -191,7 +191,8 @@ def test_heldout_scaled_masked_softmax_has_no_site():
 
 def test_no_expert_site_where_an_exponential_is_not_the_scales():
     # a second exp2 of a value the scale does not reach (fast_math's local form) would be undone into the wrong base
-    local = EXPERT.replace("    e = tl.exp2(z - tl.max(z, 0))\n",
-                           "    e = tl.exp2(z - tl.max(z, 0)) + tl.exp2(tl.load(x_ptr) * LOG2E)\n")  # fmt: skip
+    local = EXPERT.replace(
+        "    e = tl.exp2(z - tl.max(z, 0))\n", "    e = tl.exp2(z - tl.max(z, 0)) + tl.exp2(tl.load(x_ptr) * LOG2E)\n"
+    )
     assert local != EXPERT
     assert [s.function for s in T.sites(local)] == ["attn"]

@@ -23,17 +23,31 @@ TAIL = """\
     rn = pn * BN + tl.arange(0, BN)
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], 0.0, mask=(rm[:, None] < M) & (rn[None, :] < N))
 """
-EXPERT = HEAD + textwrap.indent(textwrap.dedent("""\
+EXPERT = (
+    HEAD
+    + textwrap.indent(
+        textwrap.dedent("""\
     width = GROUP * n_n
     gid = pid // width
     first = gid * GROUP
     gsize = tl.minimum(n_m - first, GROUP)
     pm = first + ((pid % width) % gsize)
     pn = (pid % width) // gsize
-"""), "    ") + TAIL  # fmt: skip
+"""),
+        "    ",
+    )
+    + TAIL
+)
 SIMPLE = HEAD + "    pm = pid // n_n\n    pn = pid % n_n\n" + TAIL
-PARAMS = {"GROUP_SIZE_M": "GROUP", "min": "tl.minimum", "num_pid_in_group": "width", "group_id": "gid",
-          "first_pid_m": "first", "group_size_m": "gsize", "num_pid_m": "n_m"}  # fmt: skip
+PARAMS = {
+    "GROUP_SIZE_M": "GROUP",
+    "min": "tl.minimum",
+    "num_pid_in_group": "width",
+    "group_id": "gid",
+    "first_pid_m": "first",
+    "group_size_m": "gsize",
+    "num_pid_m": "n_m",
+}
 
 
 def test_simplify_fixture():

@@ -96,7 +96,11 @@ UNREAD = textwrap.dedent("""
 def test_simplify_fixture():
     (site,) = T.sites(EXPERT)
     assert (site.function, site.before, site.after, site.params) == (
-        "rows", "for start in range(mid, n, BLOCK):", "for start in range(0, n, BLOCK):", {"mid": "mid"})
+        "rows",
+        "for start in range(mid, n, BLOCK):",
+        "for start in range(0, n, BLOCK):",
+        {"mid": "mid"},
+    )
     assert simplify_all(T, EXPERT) == SIMPLE
 
 
@@ -115,8 +119,10 @@ def test_optimize_causal_masks_under_a_flag():
     out = T.optimize(naive, site, {})
     ast.parse(out)
     # the least of the bounds check's and the causal mask's whole blocks, the causal one only when CAUSAL
-    assert ("mid = tl.minimum(seq_len // BLOCK_N * BLOCK_N, (pid_m * BLOCK_M) // BLOCK_N * BLOCK_N) if CAUSAL "
-            "else seq_len // BLOCK_N * BLOCK_N") in out  # fmt: skip
+    assert (
+        "mid = tl.minimum(seq_len // BLOCK_N * BLOCK_N, (pid_m * BLOCK_M) // BLOCK_N * BLOCK_N) if CAUSAL "
+        "else seq_len // BLOCK_N * BLOCK_N"
+    ) in out
     free, masked = out.split("for start_n in range(0, mid, BLOCK_N):")[1].split("for start_n in range(mid, ")
     assert "mask=" not in free and "tl.where" not in free and "keep" not in free and "col_ok" not in free
     assert "if CAUSAL:" not in free and "p = tl.exp(s - m_new[:, None])" in free

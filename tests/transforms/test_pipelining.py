@@ -27,8 +27,9 @@ EXPERT = textwrap.dedent(
             pass
     """
 )
-SIMPLE_0 = EXPERT.replace("tl.range(tl.program_id(0), n, NUM_SMS, flatten=True, warp_specialize=True)",
-                          "range(tl.program_id(0), n, NUM_SMS)")  # fmt: skip
+SIMPLE_0 = EXPERT.replace(
+    "tl.range(tl.program_id(0), n, NUM_SMS, flatten=True, warp_specialize=True)", "range(tl.program_id(0), n, NUM_SMS)"
+)
 SIMPLE_1 = EXPERT.replace("tl.range(0, n, BLOCK, num_stages=3)", "range(0, n, BLOCK)")
 
 

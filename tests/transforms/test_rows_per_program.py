@@ -159,7 +159,7 @@ def _twin(source: str) -> str:
 def test_the_twin_takes_a_block_of_rows_per_program():
     out = _twin(ROW_KERNEL)
     ast.parse(out)
-    twin = out[out.index("def scale_row_rows("):out.index("def scale(")]
+    twin = out[out.index("def scale_row_rows(") : out.index("def scale(")]
     assert "n_cols, BLOCK: tl.constexpr, n_programs, BLOCK_ROW: tl.constexpr):" in twin
     assert "row = (tl.program_id(0) * BLOCK_ROW + tl.arange(0, BLOCK_ROW)[:, None]).to(tl.int64)" in twin
     assert "row_live = row < n_programs" in twin
@@ -169,10 +169,12 @@ def test_the_twin_takes_a_block_of_rows_per_program():
     assert "tl.sum(x * x, axis=1, keep_dims=True), (cols < n_cols) & row_live)" in twin
     # ... and the weight row, which no row id reaches, is loaded once per program as it was
     assert "w = tl.load(w_ptr + cols, mask=cols < n_cols, other=0.0)" in twin
-    host = out[out.index("def scale("):]
+    host = out[out.index("def scale(") :]
     assert "    if triton.next_power_of_2(x.shape[1]) <= 256:\n" in host
-    assert ('scale_row_rows[lambda META: (triton.cdiv(x.shape[0], META["BLOCK_ROW"]),)](x, w, y, x.shape[1], '
-            'BLOCK=triton.next_power_of_2(x.shape[1]), n_programs=x.shape[0], BLOCK_ROW=16)') in host
+    assert (
+        'scale_row_rows[lambda META: (triton.cdiv(x.shape[0], META["BLOCK_ROW"]),)](x, w, y, x.shape[1], '
+        "BLOCK=triton.next_power_of_2(x.shape[1]), n_programs=x.shape[0], BLOCK_ROW=16)"
+    ) in host
     assert "    else:\n        scale_row[(x.shape[0],)](" in host
 
 
@@ -187,8 +189,12 @@ def test_the_twin_is_written_once_and_its_block_of_rows_is_tunable():
     assert "BLOCK_ROW=32)" in retuned and 'META["BLOCK_ROW"]' in retuned  # the grid reads the launch's value
 
 
-def _kernel(body: str, signature: str = "x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr", grid: str = "(n_rows,)",
-            launch: str = "BLOCK=128") -> str:
+def _kernel(
+    body: str,
+    signature: str = "x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr",
+    grid: str = "(n_rows,)",
+    launch: str = "BLOCK=128",
+) -> str:
     return textwrap.dedent("""
         import triton
         import triton.language as tl
@@ -212,32 +218,52 @@ PLAIN = """
 
 
 def test_a_plain_row_kernel_is_a_site():
-    assert [s.params for s in T.optimize_sites(_kernel(PLAIN))] == [
-        {"kernel": "k", "count": "n_rows", "tile": "128"}]
+    assert [s.params for s in T.optimize_sites(_kernel(PLAIN))] == [{"kernel": "k", "count": "n_rows", "tile": "128"}]
 
 
-@pytest.mark.parametrize("source", [
-    _kernel(PLAIN.replace("row = tl.program_id(0)", "row = tl.program_id(1)")),
-    _kernel(PLAIN + "    tl.store(y_ptr + tl.program_id(0), 0.0)\n"),
-    _kernel(PLAIN.replace("row = tl.program_id(0)", "row = tl.program_id(0) + tl.num_programs(0)")),
-    _kernel(PLAIN + "    for i in range(0, n_cols, BLOCK):\n        pass\n"),
-    _kernel(PLAIN + "    if n_cols > 0:\n        tl.store(y_ptr, 0.0)\n"),
-    _kernel(PLAIN + "    return\n"),
-    _kernel(PLAIN + "    tl.store(y_ptr + cols[:, None], 0.0)\n"),
-    _kernel(PLAIN + "    tl.store(y_ptr + row, tl.sum(tl.load(x_ptr + cols), axis=1))\n"),
-    _kernel(PLAIN + "    tl.store(y_ptr + row, tl.sum(tl.load(x_ptr + cols), axis=0, keep_dims=True))\n"),
-    _kernel(PLAIN + "    tl.store(y_ptr + row, tl.cumsum(tl.load(x_ptr + cols), axis=0))\n"),
-    _kernel(PLAIN + "    tl.store(y_ptr + row, helper(tl.load(x_ptr + cols)))\n"),
-    _kernel(PLAIN + "    acc = tl.zeros((BLOCK,), dtype=tl.float32)\n"),
-    _kernel(PLAIN + "    tl.store(y_ptr + row, tl.softmax(tl.load(x_ptr + cols)))\n"),
-    _kernel(PLAIN + "    row_live = 1\n"),
-    _kernel(PLAIN, signature="x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr = 128"),
-    _kernel(PLAIN, grid="(1,)"),
-    _kernel(PLAIN, launch="128"),
-    _kernel(PLAIN, launch="BLOCK=512"),
-], ids=["program_id(1)", "id read twice", "num_programs", "loop", "branch", "return", "2-D", "axis 1", "keep_dims",
-        "scan", "helper call", "tile-shaped constant", "softmax", "name taken", "default", "fixed grid",
-        "tile not by keyword", "tile wider than the cap"])
+@pytest.mark.parametrize(
+    "source",
+    [
+        _kernel(PLAIN.replace("row = tl.program_id(0)", "row = tl.program_id(1)")),
+        _kernel(PLAIN + "    tl.store(y_ptr + tl.program_id(0), 0.0)\n"),
+        _kernel(PLAIN.replace("row = tl.program_id(0)", "row = tl.program_id(0) + tl.num_programs(0)")),
+        _kernel(PLAIN + "    for i in range(0, n_cols, BLOCK):\n        pass\n"),
+        _kernel(PLAIN + "    if n_cols > 0:\n        tl.store(y_ptr, 0.0)\n"),
+        _kernel(PLAIN + "    return\n"),
+        _kernel(PLAIN + "    tl.store(y_ptr + cols[:, None], 0.0)\n"),
+        _kernel(PLAIN + "    tl.store(y_ptr + row, tl.sum(tl.load(x_ptr + cols), axis=1))\n"),
+        _kernel(PLAIN + "    tl.store(y_ptr + row, tl.sum(tl.load(x_ptr + cols), axis=0, keep_dims=True))\n"),
+        _kernel(PLAIN + "    tl.store(y_ptr + row, tl.cumsum(tl.load(x_ptr + cols), axis=0))\n"),
+        _kernel(PLAIN + "    tl.store(y_ptr + row, helper(tl.load(x_ptr + cols)))\n"),
+        _kernel(PLAIN + "    acc = tl.zeros((BLOCK,), dtype=tl.float32)\n"),
+        _kernel(PLAIN + "    tl.store(y_ptr + row, tl.softmax(tl.load(x_ptr + cols)))\n"),
+        _kernel(PLAIN + "    row_live = 1\n"),
+        _kernel(PLAIN, signature="x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr = 128"),
+        _kernel(PLAIN, grid="(1,)"),
+        _kernel(PLAIN, launch="128"),
+        _kernel(PLAIN, launch="BLOCK=512"),
+    ],
+    ids=[
+        "program_id(1)",
+        "id read twice",
+        "num_programs",
+        "loop",
+        "branch",
+        "return",
+        "2-D",
+        "axis 1",
+        "keep_dims",
+        "scan",
+        "helper call",
+        "tile-shaped constant",
+        "softmax",
+        "name taken",
+        "default",
+        "fixed grid",
+        "tile not by keyword",
+        "tile wider than the cap",
+    ],
+)
 def test_kernels_the_twin_cannot_take_are_no_sites(source):
     ast.parse(source)
     assert all(not s.params for s in T.optimize_sites(source))

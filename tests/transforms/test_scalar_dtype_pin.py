@@ -87,6 +87,7 @@ def test_a_scalar_added_into_an_address_is_an_integer_and_never_pinned():
 
     source = (SUITES["heldout"] / "rope" / "naive.py").read_text()
     assert not [s for s in T.optimize_sites(source) if "half" in s.before]
-    (kernel,) = [n for n in cst.parse_module(source).body if isinstance(n, cst.FunctionDef) and n.name.value ==
-                 "rope_kernel"]  # fmt: skip
+    (kernel,) = [
+        n for n in cst.parse_module(source).body if isinstance(n, cst.FunctionDef) and n.name.value == "rope_kernel"
+    ]
     assert "half" not in scalar_params(kernel)

@@ -23,7 +23,8 @@ LOOPED = textwrap.dedent("""
         tl.store(y_ptr + row, row_max + tl.log(tl.sum(acc, axis=0)))
 """)
 
-HEAD = textwrap.dedent("""
+HEAD = (
+    textwrap.dedent("""
     import torch
     import triton
     import triton.language as tl
@@ -37,7 +38,9 @@ HEAD = textwrap.dedent("""
         row_max = tl.max(x, axis=0)
         tl.store(y_ptr + row, row_max + tl.log(tl.sum(tl.exp(x - row_max), axis=0)))
 
-""") + LOOPED
+""")
+    + LOOPED
+)
 
 EXPERT = HEAD + textwrap.dedent("""
 
@@ -64,12 +67,15 @@ SIMPLE = HEAD + textwrap.dedent("""
         return y
 """)
 
-NAIVE = textwrap.dedent("""
+NAIVE = (
+    textwrap.dedent("""
     import torch
     import triton
     import triton.language as tl
 
-""") + LOOPED + textwrap.dedent("""
+""")
+    + LOOPED
+    + textwrap.dedent("""
 
     def lse(x):
         x2 = x.contiguous()
@@ -77,6 +83,7 @@ NAIVE = textwrap.dedent("""
         lse_looped[(x2.shape[0],)](x2, y, x2.shape[1], BLOCK=128)
         return y
 """)
+)
 
 
 def test_sites_and_params():
@@ -90,9 +97,13 @@ def test_sites_and_params():
 def test_simplify_keeps_the_looped_kernel_with_a_fixed_tile():
     assert T.simplify(EXPERT, T.sites(EXPERT)[0]) == SIMPLE
     flipped = EXPERT.replace("if n_cols <= 32768:", "if n_cols > 32768:")
-    flipped = flipped.replace("lse_one_tile[(n_rows,)](x, y, n_cols, BLOCK=BLOCK, num_warps=8)", "@@").replace(
-        "lse_looped[(n_rows,)](x, y, n_cols, BLOCK=4096)", "lse_one_tile[(n_rows,)](x, y, n_cols, BLOCK=BLOCK)"
-    ).replace("@@", "lse_looped[(n_rows,)](x, y, n_cols, BLOCK=4096)")
+    flipped = (
+        flipped.replace("lse_one_tile[(n_rows,)](x, y, n_cols, BLOCK=BLOCK, num_warps=8)", "@@")
+        .replace(
+            "lse_looped[(n_rows,)](x, y, n_cols, BLOCK=4096)", "lse_one_tile[(n_rows,)](x, y, n_cols, BLOCK=BLOCK)"
+        )
+        .replace("@@", "lse_looped[(n_rows,)](x, y, n_cols, BLOCK=4096)")
+    )
     (site,) = T.sites(flipped)  # either order
     assert "\n    lse_looped[(n_rows,)](x, y, n_cols, BLOCK=1024)\n" in T.simplify(flipped, site)
 
@@ -102,8 +113,10 @@ def test_not_sites():
     both = EXPERT.replace("lse_one_tile[(n_rows,)]", "lse_looped[(n_rows,)]")
     assert T.sites(both) == []
     # a branch with more than its launch
-    extra = EXPERT.replace("        lse_looped[(n_rows,)](x, y, n_cols, BLOCK=4096)\n",
-                           "        lse_looped[(n_rows,)](x, y, n_cols, BLOCK=4096)\n        wide = True\n")
+    extra = EXPERT.replace(
+        "        lse_looped[(n_rows,)](x, y, n_cols, BLOCK=4096)\n",
+        "        lse_looped[(n_rows,)](x, y, n_cols, BLOCK=4096)\n        wide = True\n",
+    )
     assert extra != EXPERT
     assert T.sites(extra) == []
     # different grids
@@ -126,7 +139,7 @@ def test_optimize_writes_a_twin_and_a_dispatch():
     assert "        row_tile = triton.next_power_of_2(x2.shape[1])\n" in out
     assert "lse_looped_one_tile[(x2.shape[0],)](x2, y, x2.shape[1], BLOCK=row_tile, num_warps=row_warps)" in out
     assert "    else:\n        lse_looped[(x2.shape[0],)](x2, y, x2.shape[1], BLOCK=128)\n" in out
-    twin = out[out.index("def lse_looped_one_tile"):out.index("def lse(")]
+    twin = out[out.index("def lse_looped_one_tile") : out.index("def lse(")]
     assert "for " not in twin and twin.count("    start = 0\n") == 1 and twin.count("cols = start") == 1
     # the second sweep's `start = 0` and `cols = ...` hold what the first bound: dropped, their comment kept
     assert "    # the second sweep\n    acc += tl.exp(" in twin
@@ -251,8 +264,10 @@ def test_reused_keeps_a_value_only_while_nothing_could_change_it():
     moved = SWEEPS.replace("    acc = tl.zeros((BLOCK,), dtype=tl.float32)\n    x =", "    cols = cols + 1\n    x =")
     assert _code(reused(_body(moved), frozenset({"h_ptr"}))).count("tl.load") == 2
     # writes and volatile loads are never dropped, even when repeated word for word
-    atomics = "old = tl.atomic_add(p, 1)\nold = tl.atomic_add(p, 1)\nv = tl.load(p, volatile=True)\n" \
-              "v = tl.load(p, volatile=True)\n"  # fmt: skip
+    atomics = (
+        "old = tl.atomic_add(p, 1)\nold = tl.atomic_add(p, 1)\nv = tl.load(p, volatile=True)\n"
+        "v = tl.load(p, volatile=True)\n"
+    )
     assert _code(reused(_body(atomics))) == atomics
 
 
@@ -263,13 +278,13 @@ def test_a_residual_store_between_sweeps_keeps_the_loads_only_for_a_buffer_of_it
     source = (root / "naive.py").read_text()
     (site,) = T.optimize_sites(source)
     out = T.optimize(source, site, {})
-    twin = out[out.index("def add_layernorm_kernel_one_tile"):out.index("class ModelNew")]
+    twin = out[out.index("def add_layernorm_kernel_one_tile") : out.index("class ModelNew")]
     assert twin.count("tl.load(x_ptr") == 1 and twin.count("tl.load(r_ptr") == 1  # h is torch.empty_like(x)
     # the caller passes one of its inputs as h: a store through h may change x, so the twin loads x again after
     # it (the third sweep still reuses the second's load: no store between them)
     aliased = source.replace("h = torch.empty_like(x)", "h = r")
     out = T.optimize(aliased, T.optimize_sites(aliased)[0], {})
-    twin = out[out.index("def add_layernorm_kernel_one_tile"):out.index("class ModelNew")]
+    twin = out[out.index("def add_layernorm_kernel_one_tile") : out.index("class ModelNew")]
     assert twin.count("tl.load(x_ptr") == 2
 
 
@@ -289,8 +304,12 @@ def test_one_load_writes_a_repeated_load_with_another_fill_as_the_first_one_mask
     assert 'b = tl.where(mask, tl.load(p + cols, mask=cols < n, other=-float("inf")), 0.0)\n' in out
     assert 'c = tl.load(p + cols, mask=mask, other=-float("inf"))\n' in out  # the same load already
     assert "d = tl.load(q + cols, mask=mask, other=0.0)\n" in out and "e = tl.load(p + cols)\n" in out
-    for barrier in ("tl.store(p + cols, a, mask=mask)", "cols = cols + 1", "mask = cols < m",
-                    "old = tl.atomic_add(p, 1.0)"):  # fmt: skip
+    for barrier in (
+        "tl.store(p + cols, a, mask=mask)",
+        "cols = cols + 1",
+        "mask = cols < m",
+        "old = tl.atomic_add(p, 1.0)",
+    ):
         code_ = code.replace("    b =", f"    {barrier}\n    b =")
         # b is loaded afresh (and c, after it, refills b's load: nothing lies between them)
         assert "b = tl.load(p + cols, mask=mask, other=0.0)\n" in _code(one_load(_body(code_))), barrier

@@ -8,8 +8,10 @@ from klineage.program import load_program
 from klineage.suites import SUITES
 from klineage.workload import load_workload
 
-OOM = ("OutOfMemoryError: CUDA out of memory. Tried to allocate 1.95 GiB. GPU 0 has a total capacity of 139.80 GiB "
-       "of which 1.57 GiB is free.")  # fmt: skip
+OOM = (
+    "OutOfMemoryError: CUDA out of memory. Tried to allocate 1.95 GiB. GPU 0 has a total capacity of 139.80 GiB "
+    "of which 1.57 GiB is free."
+)
 
 
 def _run(monkeypatch, settings, answers: list[Verdict]) -> tuple[Verdict, list[bool]]:
@@ -22,14 +24,21 @@ def _run(monkeypatch, settings, answers: list[Verdict]) -> tuple[Verdict, list[b
     monkeypatch.setattr(check_module, "run_gate", fake_gate)
     monkeypatch.setattr(check_module, "device_name", lambda device: "NVIDIA H200")
     folder = SUITES["heldout"] / "bias_gelu"
-    report = check(load_workload(folder / "workload.py"), load_program(folder / "naive.py"),
-                   settings.replace(use_cache=False), "cuda", ("correctness",), sandbox=object())  # fmt: skip
+    report = check(
+        load_workload(folder / "workload.py"),
+        load_program(folder / "naive.py"),
+        settings.replace(use_cache=False),
+        "cuda",
+        ("correctness",),
+        sandbox=object(),
+    )
     return report.verdicts[0], calls
 
 
 def test_a_check_out_of_device_memory_beside_others_runs_again_alone(monkeypatch, settings):
-    verdict, calls = _run(monkeypatch, settings, [Verdict("correctness", "error", "error", OOM),
-                                                   Verdict("correctness", "pass")])  # fmt: skip
+    verdict, calls = _run(
+        monkeypatch, settings, [Verdict("correctness", "error", "error", OOM), Verdict("correctness", "pass")]
+    )
     assert calls == [False, True] and verdict.passed
     assert verdict.evidence["retried_alone"].startswith("OutOfMemoryError: CUDA out of memory")
 

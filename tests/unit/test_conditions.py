@@ -31,8 +31,12 @@ def test_an_atomic_kernel_is_not_idempotent():
     source = (OPT / "rowsum_naive.py").read_text()
     decision = _decide("idempotent_launch", OPT / "rowsum_workload.py", source, "rowsum_kernel")
     assert decision.verdict == VIOLATED and "atomic" in decision.reason
-    assert _decide("idempotent_launch", OPT / "scale_workload.py", (OPT / "scale_naive.py").read_text(),
-                   "scale_kernel").verdict == HOLDS  # fmt: skip
+    assert (
+        _decide(
+            "idempotent_launch", OPT / "scale_workload.py", (OPT / "scale_naive.py").read_text(), "scale_kernel"
+        ).verdict
+        == HOLDS
+    )
 
 
 def test_in_place_workload_violates_no_aliasing():

@@ -16,17 +16,25 @@ H200 = "NVIDIA H200"
 
 
 def _step(index: int, transform: str, parent: str, child: str, effect: dict, accepted: bool = True) -> Step:
-    site = {"transform": transform, "function": "k", "index": 0, "line": 3 + index, "before": "x_ptr + offs  # SOURCE",
-            "after": "x_ptr + offs.to(tl.int64)  # SOURCE",
-            "params": {}}  # fmt: skip
+    site = {
+        "transform": transform,
+        "function": "k",
+        "index": 0,
+        "line": 3 + index,
+        "before": "x_ptr + offs  # SOURCE",
+        "after": "x_ptr + offs.to(tl.int64)  # SOURCE",
+        "params": {},
+    }
     return Step(index, transform, "program", site, parent, child, accepted, [], effect, 0.0)
 
 
 def _walk(home, effects: list[dict], hashes=(("e", "p1"), ("p1", "p2"), ("p2", "p3"))) -> Lineage:
     """A finished three-step lineage (int64 offsets, pipelining, launch knobs) written as a walk leaves it."""
     transforms = ("int64_offsets", "pipelining", "launch_knobs")
-    steps = [_step(i, t, parent, child, effect) for i, (t, (parent, child), effect)
-             in enumerate(zip(transforms, hashes, effects))]  # fmt: skip
+    steps = [
+        _step(i, t, parent, child, effect)
+        for i, (t, (parent, child), effect) in enumerate(zip(transforms, hashes, effects))
+    ]
     lineage = Lineage("w-expert-0000-cpu", "w.py", "wh", "expert", "e", "cpu-interpreter-x86_64", {}, steps, True)
     store = LineageStore(home / "lineages" / lineage.id)
     store.write_meta({"workload_hash": "wh"})
@@ -36,21 +44,37 @@ def _walk(home, effects: list[dict], hashes=(("e", "p1"), ("p1", "p2"), ("p2", "
 
 
 def _timed(speedup: float) -> dict:
-    return {"measured": True, "case": "bench", "parent_ms": 1.0, "child_ms": 1.0 / speedup, "speedup": speedup,
-            "parent_spread": 0.01, "child_spread": 0.01, "significant": True, "device": H200,
-            "versions": {"triton": "3.6.0"}, "static_delta": {"max_registers": 8}}  # fmt: skip
+    return {
+        "measured": True,
+        "case": "bench",
+        "parent_ms": 1.0,
+        "child_ms": 1.0 / speedup,
+        "speedup": speedup,
+        "parent_spread": 0.01,
+        "child_spread": 0.01,
+        "significant": True,
+        "device": H200,
+        "versions": {"triton": "3.6.0"},
+        "static_delta": {"max_registers": 8},
+    }
 
 
-PROBED = {"predicate": "offsets_below_2_31", "description": "offsets fit in 32 bits", "status": "not_probed",
-          "evidence": "no probe generator", "probe": {}, "parent": {}, "child": {}}  # fmt: skip
+PROBED = {
+    "predicate": "offsets_below_2_31",
+    "description": "offsets fit in 32 bits",
+    "status": "not_probed",
+    "evidence": "no probe generator",
+    "probe": {},
+    "parent": {},
+    "child": {},
+}
 CPU = {"measured": False, "why": "no GPU: no time was taken", "static_delta": {"max_registers": 0}}
 
 
 def test_effects_go_only_to_the_programs_they_were_measured_on(tmp_path):
     gpu, laptop = tmp_path / "gpu", tmp_path / "laptop"
     _walk(gpu, [_timed(1.2), _timed(0.99), {"measured": False, "why": "timing failed: oom"}])
-    (gpu / "lineages" / "w-expert-0000-cpu" / "probes-cuda.json").write_text(
-        json.dumps({"0": [PROBED], "2": [PROBED]}))
+    (gpu / "lineages" / "w-expert-0000-cpu" / "probes-cuda.json").write_text(json.dumps({"0": [PROBED], "2": [PROBED]}))
     # the laptop's walk made the same first step, a different second child (another commit's transform), and the
     # third step, which the GPU could not time
     _walk(laptop, [CPU, CPU, CPU], hashes=(("e", "p1"), ("p1", "p2b"), ("p2b", "p3")))
@@ -65,8 +89,12 @@ def test_effects_go_only_to_the_programs_they_were_measured_on(tmp_path):
     assert steps[0].effect["earlier"]["why"] == CPU["why"] and steps[0].effect["imported"]["from"] == "h200.json"
     assert not steps[1].effect["measured"] and not steps[2].effect["measured"]
     # the records on disk and the skills say the same
-    assert json.loads((laptop / "lineages" / "w-expert-0000-cpu" / "steps.jsonl").read_text().splitlines()[0])[
-        "effect"]["speedup"] == 1.2  # fmt: skip
+    assert (
+        json.loads((laptop / "lineages" / "w-expert-0000-cpu" / "steps.jsonl").read_text().splitlines()[0])["effect"][
+            "speedup"
+        ]
+        == 1.2
+    )
     with Library(laptop / "library") as library:
         timed = {s.id: s.timed_devices() for s in library.list()}
     assert [d for sid, d in timed.items() if sid.startswith("int64_offsets")] == [[H200]]
@@ -121,4 +149,3 @@ def test_import_into_a_data_directory_without_lineages_says_so(tmp_path):
     out.write_text(json.dumps({"format": "klineage-effects/1", "lineages": []}))
     done = runner.invoke(main, ["effects", "import", str(out), "--home", str(tmp_path / "empty")])
     assert done.exit_code == 2 and "no lineages" in done.output
-

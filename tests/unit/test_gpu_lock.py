@@ -217,8 +217,9 @@ def test_a_job_lets_go_of_its_turn_only_once_its_gpu_work_is_done(tmp_path, monk
     import types
 
     calls = []
-    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(is_initialized=lambda: True,
-                                                            synchronize=lambda: calls.append("sync")))  # fmt: skip
+    fake = types.SimpleNamespace(
+        cuda=types.SimpleNamespace(is_initialized=lambda: True, synchronize=lambda: calls.append("sync"))
+    )
     monkeypatch.setitem(sys.modules, "torch", fake)
     path = str(tmp_path / "gpu0.lock")
     monkeypatch.setenv("KLINEAGE_GPU_LOCK", path)

@@ -100,5 +100,9 @@ def test_launched_elements_read_the_tile_a_launch_asked_for():
     assert launched_elements(softmax, "softmax_kernel", [{**row, "kernel": "other"}]) is None
     assert launched_elements(softmax, "softmax_kernel", None) is None
     transpose = (EXAMPLES.parent / "suites" / "heldout" / "transpose_copy" / "naive.py").read_text()
-    assert launched_elements(transpose, "transpose_kernel", [{**row, "kernel": "transpose_kernel",
-                                                              "constexprs": {"BLOCK": 32}}]) == 32**2  # fmt: skip
+    assert (
+        launched_elements(
+            transpose, "transpose_kernel", [{**row, "kernel": "transpose_kernel", "constexprs": {"BLOCK": 32}}]
+        )
+        == 32**2
+    )

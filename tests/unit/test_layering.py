@@ -5,10 +5,43 @@ from pathlib import Path
 
 import klineage
 
-ORDER = ["config", "workload", "program", "features", "compare", "interp", "guards", "sass", "sandbox", "timing",
-         "gates", "cache", "check", "audit", "transform", "transforms", "mine", "probe", "skills", "library", "effects",
-         "reference", "suites", "llm", "llm_mine", "launch_config", "conditions", "proposers", "llm_propose",
-         "optimize", "bench", "llm_compare", "mcp_server", "cli", "__main__"]  # fmt: skip
+ORDER = [
+    "config",
+    "workload",
+    "program",
+    "features",
+    "compare",
+    "interp",
+    "guards",
+    "sass",
+    "sandbox",
+    "timing",
+    "gates",
+    "cache",
+    "check",
+    "audit",
+    "transform",
+    "transforms",
+    "mine",
+    "probe",
+    "skills",
+    "library",
+    "effects",
+    "reference",
+    "suites",
+    "llm",
+    "llm_mine",
+    "launch_config",
+    "conditions",
+    "proposers",
+    "llm_propose",
+    "optimize",
+    "bench",
+    "llm_compare",
+    "mcp_server",
+    "cli",
+    "__main__",
+]
 PACKAGE = Path(klineage.__file__).parent
 
 

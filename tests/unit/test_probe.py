@@ -24,7 +24,7 @@ from klineage.transform import load_families
 from klineage.workload import WorkloadError, load_workload
 from tests.conftest import EXAMPLES, FIXTURES
 
-ROWS_MODEL = '''
+ROWS_MODEL = """
 import torch
 
 
@@ -40,7 +40,7 @@ def make_inputs(case, seed):
 
 def get_init_inputs():
     return []
-'''
+"""
 
 
 def write_workload(tmp_path, extra: str, name: str = "rows.py"):
@@ -89,10 +89,13 @@ def test_torch_compile_probe_on_the_gpu(tmp_path):
 
 
 def test_divisibility_and_dtype_probes(tmp_path):
-    wl = write_workload(tmp_path, '''
+    wl = write_workload(
+        tmp_path,
+        """
         CASES = {"tiny": {"rows": 4, "cols": 128, "dtype": "float32"}}
         DOMAIN = {"dtype": ["float32", "float16"]}
-    ''')
+    """,
+    )
     odd, coarse = probes("divisible_by_block", wl)[0]
     assert odd["case"] == {"rows": 5, "cols": 129, "dtype": "float32"}
     assert coarse["case"] == {"rows": 4, "cols": 144, "dtype": "float32"}
@@ -126,18 +129,25 @@ def test_overflow_case_where_the_domain_forbids_it():
 
 
 def test_overflow_case_unbounded_and_listed_values(tmp_path):
-    wl = write_workload(tmp_path, '''
+    wl = write_workload(
+        tmp_path,
+        """
         CASES = {"tiny": {"rows": 4, "cols": 16, "dtype": "float32"},
                  "bench": {"rows": 1024, "cols": 1024, "dtype": "float32"}}
         DOMAIN = {"rows": [1, 1048576], "cols": [16, 64, 1024, 4096]}
-    ''')
+    """,
+    )
     case, _ = overflow_case(wl)
     # rows have the most headroom and go to their ceiling; cols then need 2176, and may only take listed values
     assert case == {"rows": 1048576, "cols": 4096, "dtype": "float16"}
-    wl = write_workload(tmp_path, '''
+    wl = write_workload(
+        tmp_path,
+        """
         CASES = {"tiny": {"rows": 4, "cols": 16, "dtype": "float32"},
                  "bench": {"rows": 1024, "cols": 1024, "dtype": "float32"}}
-    ''', "unbounded.py")
+    """,
+        "unbounded.py",
+    )
     case, _ = overflow_case(wl)  # no DOMAIN: rows grow alone, just past 2^31 elements
     assert case == {"rows": 2228224, "cols": 1024, "dtype": "float16"}
 
@@ -149,10 +159,14 @@ def test_fully_masked_rows_needs_the_workload(tmp_path):
     wl = write_workload(tmp_path, 'CASES = {"tiny": {"rows": 4, "cols": 64, "dtype": "float32"}}\n')
     found, why = probes("fully_masked_rows", wl)
     assert found == [] and "PROBES['fully_masked_rows']" in why
-    wl = write_workload(tmp_path, '''
+    wl = write_workload(
+        tmp_path,
+        """
         CASES = {"tiny": {"rows": 4, "cols": 64, "dtype": "float32", "empty_rows": 0}}
         PROBES = {"fully_masked_rows": [{"empty_rows": 2}, {"empty_rows": 4}]}
-    ''', "masked.py")
+    """,
+        "masked.py",
+    )
     first, second = probes("fully_masked_rows", wl)[0]
     assert first["case"]["empty_rows"] == 2 and second["case"]["empty_rows"] == 4
     assert first["inputs"] == "fully_masked_rows"  # the gate asks make_probe_inputs first, when there is one
@@ -160,11 +174,16 @@ def test_fully_masked_rows_needs_the_workload(tmp_path):
 
 def test_workload_probe_hooks_are_validated(tmp_path):
     with pytest.raises(WorkloadError, match="CLOBBERED_INPUTS"):
-        write_workload(tmp_path, 'CASES = {"tiny": {"rows": 1, "cols": 1, "dtype": "float32"}}\n'
-                       "MUTATED_INPUTS = (0,)\nCLOBBERED_INPUTS = (0,)\n")  # fmt: skip
+        write_workload(
+            tmp_path,
+            'CASES = {"tiny": {"rows": 1, "cols": 1, "dtype": "float32"}}\n'
+            "MUTATED_INPUTS = (0,)\nCLOBBERED_INPUTS = (0,)\n",
+        )
     with pytest.raises(WorkloadError, match="PROBES"):
-        write_workload(tmp_path, 'CASES = {"tiny": {"rows": 1, "cols": 1, "dtype": "float32"}}\n'
-                       'PROBES = {"fully_masked_rows": 3}\n')  # fmt: skip
+        write_workload(
+            tmp_path,
+            'CASES = {"tiny": {"rows": 1, "cols": 1, "dtype": "float32"}}\nPROBES = {"fully_masked_rows": 3}\n',
+        )
 
 
 # --- aliasing -----------------------------------------------------------------------------------------------------
@@ -200,10 +219,19 @@ def test_autotune_guard_is_removed_for_the_ablation():
     assert 'key=["n_cols"])' in source  # the rest of the decorator is kept
     assert autotune_guard(source, "colsum_kernel") is None  # nothing left to remove
     assert autotune_guard(expert.source, "masked_rms_kernel") is None  # not autotuned
-    (probe,), _ = probes("idempotent_launch", load_workload(FIXTURES / "probed" / "workload.py"),
-                         transform=step.transform, parent=expert, step=step)  # fmt: skip
-    assert probe["ablation"] == {"kind": "autotune_guard", "module": "program", "kernel": "colsum_kernel",
-                                 "removed": 'reset_to_zero=["s_ptr"]'}  # fmt: skip
+    (probe,), _ = probes(
+        "idempotent_launch",
+        load_workload(FIXTURES / "probed" / "workload.py"),
+        transform=step.transform,
+        parent=expert,
+        step=step,
+    )
+    assert probe["ablation"] == {
+        "kind": "autotune_guard",
+        "module": "program",
+        "kernel": "colsum_kernel",
+        "removed": 'reset_to_zero=["s_ptr"]',
+    }
     variant = ablated(expert, probe["ablation"])
     assert variant.source == source and variant.hash != expert.hash
 
@@ -239,9 +267,26 @@ def test_classify():
 
 
 def test_a_required_counterexample_is_a_failure_the_optimization_avoids():
-    step = Step(0, "int64_offsets", "program", {"function": "k", "line": 1, "before": "a", "after": "b",
-                                                "index": 0, "transform": "int64_offsets", "params": {}},
-                "p", "c", True, [], {"measured": False, "why": "cpu"}, 0.0)  # fmt: skip
+    step = Step(
+        0,
+        "int64_offsets",
+        "program",
+        {
+            "function": "k",
+            "line": 1,
+            "before": "a",
+            "after": "b",
+            "index": 0,
+            "transform": "int64_offsets",
+            "params": {},
+        },
+        "p",
+        "c",
+        True,
+        [],
+        {"measured": False, "why": "cpu"},
+        0.0,
+    )
     lineage = Lineage("lin", "w", "wh", "e", "eh", "cpu", {}, [step], True)
     probe = {"name": "largest tensor past 2^31 elements", "case": {}, "layout": None}
     result = ProbeResult("offsets_below_2_31", "required", probe, verdict("pass"), verdict("fail", "crash"))

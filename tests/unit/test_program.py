@@ -52,8 +52,11 @@ def test_install_serves_overrides_without_touching_the_original(tmp_path):
 
     original = json.__file__
     before = open(original).read()
-    program = Program("p", "import json.decoder as d\nclass ModelNew:\n    marker = d.MARKER\n",
-                      {"json.decoder": "MARKER = 'rewritten'\n"})  # fmt: skip
+    program = Program(
+        "p",
+        "import json.decoder as d\nclass ModelNew:\n    marker = d.MARKER\n",
+        {"json.decoder": "MARKER = 'rewritten'\n"},
+    )
     saved = sys.modules.get("json.decoder")
     try:
         module = install(program, tmp_path / "w")

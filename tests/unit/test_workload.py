@@ -117,12 +117,14 @@ def test_bench_sized_inputs_are_drawn_once_with_an_input_cache(tmp_path, monkeyp
     from klineage.workload import INPUT_CACHE_MIN_BYTES, make_case_inputs
 
     source = tmp_path / "wl.py"
-    source.write_text("import torch\nCALLS = []\n"
-                      "def make_inputs(case, seed):\n"
-                      "    CALLS.append(seed)\n"
-                      "    g = torch.Generator().manual_seed(seed)\n"
-                      "    x = torch.randn(case['n'], generator=g)\n"
-                      "    return [x, x[::2], 3]\n")  # fmt: skip
+    source.write_text(
+        "import torch\nCALLS = []\n"
+        "def make_inputs(case, seed):\n"
+        "    CALLS.append(seed)\n"
+        "    g = torch.Generator().manual_seed(seed)\n"
+        "    x = torch.randn(case['n'], generator=g)\n"
+        "    return [x, x[::2], 3]\n"
+    )
     module = types.ModuleType("wl")
     module.__file__ = str(source)
     exec(source.read_text(), module.__dict__)
@@ -173,5 +175,5 @@ def test_timing_inputs_of_the_strided_heldout_keep_their_stride():
     spec = importlib.util.spec_from_file_location("strided_add_wl", workload_path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    (x, y), = _input_sets(mod, mod.CASES["tiny"], 1, device="meta")
+    ((x, y),) = _input_sets(mod, mod.CASES["tiny"], 1, device="meta")
     assert x.stride() == (2,) and y.stride() == (1,)

@@ -97,8 +97,11 @@ def launch_statement(stmt: cst.CSTNode) -> cst.Call | None:
 
 def constexpr_params(fn: cst.FunctionDef) -> set[str]:
     """Parameters annotated as compile-time constants (`BLOCK: tl.constexpr`), read off the annotation's text."""
-    return {p.name.value for p in fn.params.params
-            if p.annotation is not None and "constexpr" in node_code(p.annotation.annotation)}  # fmt: skip
+    return {
+        p.name.value
+        for p in fn.params.params
+        if p.annotation is not None and "constexpr" in node_code(p.annotation.annotation)
+    }
 
 
 def names_in(node: cst.CSTNode) -> set[str]:
@@ -292,8 +295,9 @@ class AnchoredTransform(Transform):
                 )
             except (KeyError, ValueError, cst.ParserSyntaxError):
                 after = node  # a preview needs parameters some families cannot guess
-            sites.append(Site(self.id, module.function_of(node), i, module.line(node), node_code(node),
-                              node_code(after), params))  # fmt: skip
+            sites.append(
+                Site(self.id, module.function_of(node), i, module.line(node), node_code(node), node_code(after), params)
+            )
         return sites
 
     def _apply(self, source: str, site: Site, plain: bool, params: dict | None) -> str:
@@ -343,8 +347,9 @@ def _comma_text(comma) -> str:
     neighbour when it is put back)."""
     if not isinstance(comma, cst.Comma):
         return ""
-    if isinstance(comma.whitespace_after, cst.SimpleWhitespace) and isinstance(comma.whitespace_before,
-                                                                             cst.SimpleWhitespace):  # fmt: skip
+    if isinstance(comma.whitespace_after, cst.SimpleWhitespace) and isinstance(
+        comma.whitespace_before, cst.SimpleWhitespace
+    ):
         return comma.whitespace_before.value + "," + comma.whitespace_after.value
     return ",\n"
 

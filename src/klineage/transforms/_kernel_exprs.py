@@ -77,8 +77,12 @@ def cast_of(node: cst.CSTNode, dtype: str) -> cst.BaseExpression | None:
 def is_cast_receiver(module: Module, node: cst.CSTNode) -> bool:
     """`node` is already the receiver of some `.to(...)` call."""
     parent = module.parents.get(node)
-    return (isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value == "to"
-            and isinstance(module.parents.get(parent), cst.Call))  # fmt: skip
+    return (
+        isinstance(parent, cst.Attribute)
+        and parent.value is node
+        and parent.attr.value == "to"
+        and isinstance(module.parents.get(parent), cst.Call)
+    )
 
 
 def strip_parens(node: cst.BaseExpression) -> cst.BaseExpression:
@@ -146,8 +150,12 @@ def int_like(node: cst.BaseExpression, calls: tuple[str, ...] = INDEX_CALLS) -> 
 def single_name_assign_value(module: Module, node: cst.CSTNode) -> bool:
     """`node` is the whole value of `name = node` (one target, a plain name)."""
     parent = module.parents.get(node)
-    return (isinstance(parent, cst.Assign) and parent.value is node and len(parent.targets) == 1
-            and isinstance(parent.targets[0].target, cst.Name))  # fmt: skip
+    return (
+        isinstance(parent, cst.Assign)
+        and parent.value is node
+        and len(parent.targets) == 1
+        and isinstance(parent.targets[0].target, cst.Name)
+    )
 
 
 class StatementSites:

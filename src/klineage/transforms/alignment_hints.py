@@ -14,8 +14,12 @@ WRAPPERS = ("tl.multiple_of", "tl.max_contiguous")
 def _unwrap(node: cst.BaseExpression) -> tuple[cst.BaseExpression, list[list[str]]]:
     """Peel a nest of hint calls: the innermost value and the wrappers, outermost first, as [function, bound]."""
     chain = []
-    while (isinstance(node, cst.Call) and dotted(node.func) in WRAPPERS and len(node.args) == 2
-           and all(a.keyword is None and not a.star for a in node.args)):  # fmt: skip
+    while (
+        isinstance(node, cst.Call)
+        and dotted(node.func) in WRAPPERS
+        and len(node.args) == 2
+        and all(a.keyword is None and not a.star for a in node.args)
+    ):
         chain.append([dotted(node.func), node_code(node.args[1].value)])
         node = node.args[0].value
     return node, chain

@@ -13,8 +13,13 @@ def _assumption(stmt: cst.CSTNode) -> str | None:
     if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Expr):
         return None
     call = stmt.body[0].value
-    if (isinstance(call, cst.Call) and dotted(call.func) == "tl.assume" and len(call.args) == 1
-            and call.args[0].keyword is None and not call.args[0].star):  # fmt: skip
+    if (
+        isinstance(call, cst.Call)
+        and dotted(call.func) == "tl.assume"
+        and len(call.args) == 1
+        and call.args[0].keyword is None
+        and not call.args[0].star
+    ):
         return node_code(call.args[0].value)
     return None
 

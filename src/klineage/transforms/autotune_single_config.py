@@ -51,8 +51,12 @@ def _helper_list(name: str, module: cst.Module) -> cst.List | None:
 
 
 def _is_docstring(stmt: cst.BaseStatement) -> bool:
-    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
-            and isinstance(stmt.body[0].value, cst.SimpleString | cst.ConcatenatedString))  # fmt: skip
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, cst.SimpleString | cst.ConcatenatedString)
+    )
 
 
 def config_list(expr: cst.BaseExpression, module: cst.Module) -> list[cst.Call] | None:

@@ -16,8 +16,11 @@ def _capped(value: cst.BaseExpression) -> cst.BaseExpression | None:
         return None
     if any(a.keyword is not None or a.star for a in value.args):
         return None
-    pow2 = [a.value for a in value.args if isinstance(a.value, cst.Call)
-            and dotted(a.value.func) in ("triton.next_power_of_2", "next_power_of_2")]  # fmt: skip
+    pow2 = [
+        a.value
+        for a in value.args
+        if isinstance(a.value, cst.Call) and dotted(a.value.func) in ("triton.next_power_of_2", "next_power_of_2")
+    ]
     if len(pow2) != 1:
         return None
     return next(a.value for a in value.args if a.value is not pow2[0])
@@ -58,8 +61,12 @@ def _feeds_looped_kernel(module: Module, assign: cst.Assign, name: str) -> bool:
 
 def _assigns(module: Module):
     for node in module.positions:
-        if (isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)
-                and module.enclosing(node) is not None):  # fmt: skip
+        if (
+            isinstance(node, cst.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0].target, cst.Name)
+            and module.enclosing(node) is not None
+        ):
             yield node, node.targets[0].target.value
 
 
@@ -106,8 +113,11 @@ class BlockCapDispatch(AnchoredTransform):
         return node.with_changes(value=cst.Integer(str(block)))
 
     def plain_anchors(self, module: Module):
-        return [(node, {}) for node, name in _assigns(module)
-                if isinstance(node.value, cst.Integer) and _feeds_looped_kernel(module, node, name)]  # fmt: skip
+        return [
+            (node, {})
+            for node, name in _assigns(module)
+            if isinstance(node.value, cst.Integer) and _feeds_looped_kernel(module, node, name)
+        ]
 
     def optimized(self, node, params):
         return node.with_changes(value=cst.parse_expression(params["value"]))

@@ -47,9 +47,13 @@ class CacheHints(AnchoredTransform):
         return found
 
     def plain_anchors(self, module: Module):
-        return [(call, {}) for call in kernel_nodes(module, cst.Call)
-                if dotted(call.func) in ACCESSES and not any(a.star for a in call.args)
-                and not any(a.keyword is not None and a.keyword.value in HINTS for a in call.args)]  # fmt: skip
+        return [
+            (call, {})
+            for call in kernel_nodes(module, cst.Call)
+            if dotted(call.func) in ACCESSES
+            and not any(a.star for a in call.args)
+            and not any(a.keyword is not None and a.keyword.value in HINTS for a in call.args)
+        ]
 
     def simple(self, node: cst.Call, params: dict) -> cst.Call:
         call = without_kwargs(node, set(HINTS))
@@ -70,9 +74,14 @@ class CacheHints(AnchoredTransform):
         between = node.args[-2].comma if len(node.args) >= 2 and isinstance(node.args[-2].comma, cst.Comma) else last
         args = [*node.args[:-1], node.args[-1].with_changes(comma=between)]
         for i, (name, code) in enumerate(hints.items()):
-            args.append(cst.Arg(value=cst.parse_expression(code), keyword=cst.Name(name),
-                                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-                                comma=last if i == len(hints) - 1 else between))  # fmt: skip
+            args.append(
+                cst.Arg(
+                    value=cst.parse_expression(code),
+                    keyword=cst.Name(name),
+                    equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+                    comma=last if i == len(hints) - 1 else between,
+                )
+            )
         return node.with_changes(args=args)
 
     def default_params(self) -> dict:

@@ -27,8 +27,12 @@ def _arange_offset(value: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.B
     if not (isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add)):
         return None
     for start, arange in ((value.left, value.right), (value.right, value.left)):
-        if (isinstance(arange, cst.Call) and dotted(arange.func) == "tl.arange" and len(arange.args) == 2
-                and node_code(arange.args[0].value) == "0"):  # fmt: skip
+        if (
+            isinstance(arange, cst.Call)
+            and dotted(arange.func) == "tl.arange"
+            and len(arange.args) == 2
+            and node_code(arange.args[0].value) == "0"
+        ):
             return start, arange.args[1].value
     return None
 
@@ -91,10 +95,15 @@ def _causal_loops(module: Module, fn: cst.FunctionDef) -> list[_Loop]:
             continue
         bound = positional[1] if len(positional) >= 2 else positional[0]
         index = loop.target.value
-        cols = {t.target.value for a in nodes_under(loop.body, cst.Assign) for t in a.targets
-                if isinstance(t.target, cst.Name) and isinstance(a.value, cst.BinaryOperation)
-                and isinstance(a.value.operator, cst.Add)
-                and index in (node_code(a.value.left), node_code(a.value.right))}  # fmt: skip
+        cols = {
+            t.target.value
+            for a in nodes_under(loop.body, cst.Assign)
+            for t in a.targets
+            if isinstance(t.target, cst.Name)
+            and isinstance(a.value, cst.BinaryOperation)
+            and isinstance(a.value.operator, cst.Add)
+            and index in (node_code(a.value.left), node_code(a.value.right))
+        }
         for cmp in nodes_under(loop.body, cst.Comparison):
             rows = _causal_rows(cmp, cols, set(rows_of))
             flag = _causal_flag(module, cmp, loop, flags) if rows else False
@@ -113,7 +122,7 @@ def _causal_rows(cmp: cst.Comparison, cols: set[str], rows: set[str]) -> str | N
 
     def named(node, names, index):
         ok = isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and node.value.value in names
-        return node.value.value if ok and _squeezed(node)[len(node.value.value):] == index else None
+        return node.value.value if ok and _squeezed(node)[len(node.value.value) :] == index else None
 
     if isinstance(op, cst.LessThanEqual | cst.LessThan) and named(left, cols, _COL):
         return named(right, rows, _ROW)
@@ -195,8 +204,11 @@ class CausalBound(AnchoredTransform):
     def expert_anchors(self, module: Module):
         found = []
         for site, value in _sites(module):
-            if (isinstance(value, cst.IfExp) and node_code(value.test) == (site.flag or "")
-                    and (order := _is_cut(value.body, site.diagonal))):  # fmt: skip
+            if (
+                isinstance(value, cst.IfExp)
+                and node_code(value.test) == (site.flag or "")
+                and (order := _is_cut(value.body, site.diagonal))
+            ):
                 found.append((value, {"order": order, "fn": dotted(value.body.func), "inline": True}))
             elif order := _is_cut(value, site.diagonal):
                 found.append((value, {"order": order, "fn": dotted(value.func)}))
@@ -227,10 +239,15 @@ class CausalBound(AnchoredTransform):
         cut = call_with(fn, *((diagonal, end) if order == "diagonal_first" else (end, diagonal)))
         if not params.get("flag"):
             return cut
-        return cst.IfExp(test=cst.Name(params["flag"]), body=cut, orelse=end,
-                         whitespace_before_if=cst.SimpleWhitespace(" "), whitespace_after_if=cst.SimpleWhitespace(" "),
-                         whitespace_before_else=cst.SimpleWhitespace(" "),
-                         whitespace_after_else=cst.SimpleWhitespace(" "))  # fmt: skip
+        return cst.IfExp(
+            test=cst.Name(params["flag"]),
+            body=cut,
+            orelse=end,
+            whitespace_before_if=cst.SimpleWhitespace(" "),
+            whitespace_after_if=cst.SimpleWhitespace(" "),
+            whitespace_before_else=cst.SimpleWhitespace(" "),
+            whitespace_after_else=cst.SimpleWhitespace(" "),
+        )
 
     def default_params(self) -> dict:
         return {"order": "end_first", "fn": MINIMUM[0]}

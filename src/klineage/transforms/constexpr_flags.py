@@ -175,9 +175,18 @@ class ConstexprFlags(Transform):
             _, found = _find(source, True)
         except cst.ParserSyntaxError:
             return []
-        return [Site(self.id, fn.name.value, i, line, node_code(p).rstrip(","),
-                     node_code(p.with_changes(annotation=None)).rstrip(","), params)
-                for i, (fn, p, params, line) in enumerate(found)]  # fmt: skip
+        return [
+            Site(
+                self.id,
+                fn.name.value,
+                i,
+                line,
+                node_code(p).rstrip(","),
+                node_code(p.with_changes(annotation=None)).rstrip(","),
+                params,
+            )
+            for i, (fn, p, params, line) in enumerate(found)
+        ]
 
     def simplify(self, source: str, site: Site) -> str:
         module, found = _find(source, True)
@@ -203,5 +212,8 @@ class ConstexprFlags(Transform):
 
     @staticmethod
     def _annotate(param: cst.Param, annotation: str) -> cst.Param:
-        return param.with_changes(annotation=cst.Annotation(
-            cst.parse_expression(annotation), whitespace_before_indicator=cst.SimpleWhitespace("")))  # fmt: skip
+        return param.with_changes(
+            annotation=cst.Annotation(
+                cst.parse_expression(annotation), whitespace_before_indicator=cst.SimpleWhitespace("")
+            )
+        )

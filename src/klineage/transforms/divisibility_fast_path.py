@@ -44,9 +44,13 @@ def _divisibility_flag(element) -> str | None:
         return None
     test = fn.body
     target = test.comparisons[0]
-    if not (isinstance(test.left, cst.BinaryOperation) and isinstance(test.left.operator, cst.Modulo)
-            and isinstance(target.operator, cst.Equal) and isinstance(target.comparator, cst.Integer)
-            and target.comparator.value == "0"):  # fmt: skip
+    if not (
+        isinstance(test.left, cst.BinaryOperation)
+        and isinstance(test.left.operator, cst.Modulo)
+        and isinstance(target.operator, cst.Equal)
+        and isinstance(target.comparator, cst.Integer)
+        and target.comparator.value == "0"
+    ):
         return None
     name = ast.literal_eval(element.key.value)
     return name if isinstance(name, str) and name.isidentifier() else None

@@ -52,9 +52,14 @@ class DotPrecision(AnchoredTransform):
         return found
 
     def plain_anchors(self, module: Module):
-        return [(call, {}) for call in kernel_nodes(module, cst.Call)
-                if dotted(call.func) == "tl.dot" and kwarg(call, "allow_tf32") is None
-                and (p := kwarg(call, "input_precision")) is not None and _literal(p.value) == "ieee"]  # fmt: skip
+        return [
+            (call, {})
+            for call in kernel_nodes(module, cst.Call)
+            if dotted(call.func) == "tl.dot"
+            and kwarg(call, "allow_tf32") is None
+            and (p := kwarg(call, "input_precision")) is not None
+            and _literal(p.value) == "ieee"
+        ]
 
     def simple(self, node: cst.Call, params: dict) -> cst.Call:
         return _replace(node, params["kwarg"], "input_precision", '"ieee"')
@@ -70,6 +75,10 @@ class DotPrecision(AnchoredTransform):
 
 def _replace(call: cst.Call, old: str, new: str, value: str) -> cst.Call:
     """Swap keyword argument `old` for `new=value` in place, keeping its `=` spacing and comma."""
-    args = [a.with_changes(keyword=cst.Name(new), value=cst.parse_expression(value))
-            if a.keyword is not None and a.keyword.value == old else a for a in call.args]  # fmt: skip
+    args = [
+        a.with_changes(keyword=cst.Name(new), value=cst.parse_expression(value))
+        if a.keyword is not None and a.keyword.value == old
+        else a
+        for a in call.args
+    ]
     return call.with_changes(args=args)

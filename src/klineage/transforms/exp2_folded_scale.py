@@ -157,9 +157,12 @@ def _reaches_addresses(fns: list[cst.FunctionDef], reached: set[tuple[str, str]]
             if name in INDEX_ARGS:
                 parts = [a.value for a in call.args]
             elif name in MEMORY or name.startswith("tl.atomic_") or method in ("load", "store"):
-                parts = [a.value for i, a in enumerate(call.args)
-                         if (a.keyword is None and i == 0) or (a.keyword is not None and a.keyword.value in
-                                                               ("pointer", "mask", "base", "offsets"))]  # fmt: skip
+                parts = [
+                    a.value
+                    for i, a in enumerate(call.args)
+                    if (a.keyword is None and i == 0)
+                    or (a.keyword is not None and a.keyword.value in ("pointer", "mask", "base", "offsets"))
+                ]
                 if method in ("load",) and name not in MEMORY:
                     parts = [a.value for a in call.args]  # a descriptor's load: every argument is an offset
             else:
@@ -354,4 +357,3 @@ class Exp2FoldedScale(Transform):
         if site.index >= len(plans):
             raise ValueError(f"{self.id}: no site {site.index} in this program")
         return plans[site.index]
-

@@ -86,8 +86,18 @@ class FastMath(AnchoredTransform):
                     continue
                 for order, scale, x in (("x*c", arg.right, arg.left), ("c*x", arg.left, arg.right)):
                     if is_log2e(scale) and not is_log2e(x):
-                        found.append((call, {"kind": "exp2", "fn": fn, "scale": node_code(scale), "order": order,
-                                             "parens": "yes" if getattr(x, "lpar", ()) else "no"}))  # fmt: skip
+                        found.append(
+                            (
+                                call,
+                                {
+                                    "kind": "exp2",
+                                    "fn": fn,
+                                    "scale": node_code(scale),
+                                    "order": order,
+                                    "parens": "yes" if getattr(x, "lpar", ()) else "no",
+                                },
+                            )
+                        )
                         break
             elif fn in rsqrt and tl == "tl":
                 parens = isinstance(module.parents.get(call), _OPERAND_OF)
@@ -103,9 +113,14 @@ class FastMath(AnchoredTransform):
                 found.append((node, {"form": "exp"}))
         for node in kernel_nodes(module, cst.BinaryOperation):
             right = node.right
-            if (isinstance(node.operator, cst.Divide) and isinstance(node.left, cst.Float | cst.Integer)
-                    and float(node.left.value) == 1.0 and isinstance(right, cst.Call)
-                    and dotted(right.func) in ("tl.sqrt", "tl.math.sqrt") and _one_arg(right) is not None):  # fmt: skip
+            if (
+                isinstance(node.operator, cst.Divide)
+                and isinstance(node.left, cst.Float | cst.Integer)
+                and float(node.left.value) == 1.0
+                and isinstance(right, cst.Call)
+                and dotted(right.func) in ("tl.sqrt", "tl.math.sqrt")
+                and _one_arg(right) is not None
+            ):
                 found.append((node, {"form": "sqrt"}))
         return found
 

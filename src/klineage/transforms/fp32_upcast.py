@@ -37,8 +37,13 @@ def loaded_names(fn: cst.FunctionDef) -> set[str]:
                         bad.add(n)
                     continue
                 name, value = t.target.value, node.value
-                receiver = value.func.value if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
-                    and value.func.attr.value == "to" else None  # fmt: skip
+                receiver = (
+                    value.func.value
+                    if isinstance(value, cst.Call)
+                    and isinstance(value.func, cst.Attribute)
+                    and value.func.attr.value == "to"
+                    else None
+                )
                 if _is_load(value) or _is_load(receiver):
                     good[name] = True
                 elif not (_same(value, name) or _same(receiver, name)) or len(node.targets) > 1:

@@ -26,8 +26,14 @@ ROW_MAJOR = """\
 """
 # Names the grouped form introduces; simplify drops them, so they must not be used elsewhere.
 INTERMEDIATES = ("num_pid_in_group", "group_id", "first_pid_m", "group_size_m")
-DEFAULTS = {"GROUP_SIZE_M": "8", "min": "min", "num_pid_in_group": "num_pid_in_group", "group_id": "group_id",
-            "first_pid_m": "first_pid_m", "group_size_m": "group_size_m"}  # fmt: skip
+DEFAULTS = {
+    "GROUP_SIZE_M": "8",
+    "min": "min",
+    "num_pid_in_group": "num_pid_in_group",
+    "group_id": "group_id",
+    "first_pid_m": "first_pid_m",
+    "group_size_m": "group_size_m",
+}
 
 
 def _assign(stmt: cst.BaseStatement) -> tuple[str, cst.BaseExpression] | None:
@@ -94,18 +100,37 @@ def match_grouped(body, i: int, fn: cst.FunctionDef) -> dict | None:
     if any(p is None for p in parts):
         return None
     (g, g_val), (gid, gid_val), (first, _), (gsm, gsm_val), (pm, _), (pn, _) = parts
-    if not (isinstance(g_val, cst.BinaryOperation) and isinstance(g_val.operator, cst.Multiply)
-            and isinstance(g_val.right, cst.Name) and isinstance(g_val.left, cst.Name | cst.Integer)):  # fmt: skip
+    if not (
+        isinstance(g_val, cst.BinaryOperation)
+        and isinstance(g_val.operator, cst.Multiply)
+        and isinstance(g_val.right, cst.Name)
+        and isinstance(g_val.left, cst.Name | cst.Integer)
+    ):
         return None
     if not (isinstance(gid_val, cst.BinaryOperation) and isinstance(gid_val.left, cst.Name)):
         return None
-    if not (isinstance(gsm_val, cst.Call) and gsm_val.args and isinstance(gsm_val.args[0].value, cst.BinaryOperation)
-            and isinstance(gsm_val.args[0].value.left, cst.Name)):  # fmt: skip
+    if not (
+        isinstance(gsm_val, cst.Call)
+        and gsm_val.args
+        and isinstance(gsm_val.args[0].value, cst.BinaryOperation)
+        and isinstance(gsm_val.args[0].value.left, cst.Name)
+    ):
         return None
-    params = {"GROUP_SIZE_M": node_code(g_val.left), "min": dotted(gsm_val.func),
-              "num_pid_in_group": g, "group_id": gid, "first_pid_m": first, "group_size_m": gsm}  # fmt: skip
-    context = {"pid": gid_val.left.value, "num_pid_n": g_val.right.value, "num_pid_m": gsm_val.args[0].value.left.value,
-               "pid_m": pm, "pid_n": pn}  # fmt: skip
+    params = {
+        "GROUP_SIZE_M": node_code(g_val.left),
+        "min": dotted(gsm_val.func),
+        "num_pid_in_group": g,
+        "group_id": gid,
+        "first_pid_m": first,
+        "group_size_m": gsm,
+    }
+    context = {
+        "pid": gid_val.left.value,
+        "num_pid_n": g_val.right.value,
+        "num_pid_m": gsm_val.args[0].value.left.value,
+        "pid_m": pm,
+        "pid_n": pn,
+    }
     if params["min"] not in ("min", "tl.minimum"):
         return None
     roles = [g, gid, first, gsm, pm, pn, context["pid"], context["num_pid_n"], context["num_pid_m"]]
@@ -130,8 +155,11 @@ def match_row_major(body, i: int, fn: cst.FunctionDef) -> dict | None:
     if any(p is None for p in parts):
         return None
     (pm, pm_val), (pn, _) = parts
-    if not (isinstance(pm_val, cst.BinaryOperation) and isinstance(pm_val.left, cst.Name)
-            and isinstance(pm_val.right, cst.Name)):  # fmt: skip
+    if not (
+        isinstance(pm_val, cst.BinaryOperation)
+        and isinstance(pm_val.left, cst.Name)
+        and isinstance(pm_val.right, cst.Name)
+    ):
         return None
     context = {"pid": pm_val.left.value, "num_pid_n": pm_val.right.value, "pid_m": pm, "pid_n": pn}
     if len(set(context.values())) != 4 or not _same(body[i : i + 2], ROW_MAJOR.format(**context)):

@@ -19,8 +19,13 @@ ALLOCATORS = ("torch.empty_like", "torch.zeros_like")
 
 def _alloc_of(expr: cst.BaseExpression) -> str | None:
     """`B` for `torch.empty_like(B)` / `torch.zeros_like(B)` (one positional argument), else None."""
-    if (isinstance(expr, cst.Call) and dotted(expr.func) in ALLOCATORS and len(expr.args) == 1
-            and expr.args[0].keyword is None and isinstance(expr.args[0].value, cst.Name)):  # fmt: skip
+    if (
+        isinstance(expr, cst.Call)
+        and dotted(expr.func) in ALLOCATORS
+        and len(expr.args) == 1
+        and expr.args[0].keyword is None
+        and isinstance(expr.args[0].value, cst.Name)
+    ):
         return expr.args[0].value.value
     return None
 

@@ -47,9 +47,11 @@ class Int64Offsets(AnchoredTransform):
         return found
 
     def plain_anchors(self, module: Module):
-        return [(node, {}) for node in kernel_nodes(module, cst.BaseExpression)
-                if single_name_assign_value(module, node) and int_like(node)
-                and not isinstance(node, cst.Integer)]  # fmt: skip
+        return [
+            (node, {})
+            for node in kernel_nodes(module, cst.BaseExpression)
+            if single_name_assign_value(module, node) and int_like(node) and not isinstance(node, cst.Integer)
+        ]
 
     def simple(self, node: cst.Call, params: dict) -> cst.BaseExpression:
         return strip_parens(cast_of(node, INT64))

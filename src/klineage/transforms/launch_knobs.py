@@ -65,8 +65,12 @@ def append_kwargs(call: cst.Call, values: dict[str, str]) -> cst.Call:
     p = _tail(args)
     sep = args[p - 2].comma if p >= 2 and isinstance(args[p - 2].comma, cst.Comma) else _default_sep()
     empty = cst.SimpleWhitespace("")
-    new = [cst.Arg(value=cst.parse_expression(code), keyword=cst.Name(name), equal=cst.AssignEqual(empty, empty),
-                   comma=sep) for name, code in values.items()]  # fmt: skip
+    new = [
+        cst.Arg(
+            value=cst.parse_expression(code), keyword=cst.Name(name), equal=cst.AssignEqual(empty, empty), comma=sep
+        )
+        for name, code in values.items()
+    ]
     if p < len(args):  # before `**kwargs`: the preceding argument already ends with a comma
         sep = args[p - 1].comma if p >= 1 and isinstance(args[p - 1].comma, cst.Comma) else sep
         new = [a.with_changes(comma=sep) for a in new]
@@ -153,8 +157,7 @@ class ScopedNodeTransform(NodeTransform):
             return []
 
     def optimize(self, source, site, params):
-        return self._scoped_run(source, self.plain, lambda n, ctx: self.optimized(n, {**ctx, **params}),
-                                site.index)[0]  # fmt: skip
+        return self._scoped_run(source, self.plain, lambda n, ctx: self.optimized(n, {**ctx, **params}), site.index)[0]
 
 
 @register

@@ -231,8 +231,9 @@ class _Masks:
     def _inside_mask_use(self, small: cst.CSTNode, comparison: cst.Comparison) -> bool:
         for call in nodes_under(small, cst.Call):
             name = dotted(call.func)
-            args = [a.value for a in call.args
-                    if name in MEMORY and a.keyword is not None and a.keyword.value == "mask"]  # fmt: skip
+            args = [
+                a.value for a in call.args if name in MEMORY and a.keyword is not None and a.keyword.value == "mask"
+            ]
             if name == "tl.where" and call.args:
                 args.append(call.args[0].value)
             if any(comparison in nodes_under(a, cst.Comparison) for a in args):
@@ -245,8 +246,13 @@ def _hint_of(value: cst.BaseExpression, var: str) -> bool:
     undone hint leaves it)."""
     if isinstance(value, cst.Name):
         return value.value == var
-    return (isinstance(value, cst.Call) and dotted(value.func) in ("tl.multiple_of", "tl.max_contiguous")
-            and bool(value.args) and isinstance(value.args[0].value, cst.Name) and value.args[0].value.value == var)
+    return (
+        isinstance(value, cst.Call)
+        and dotted(value.func) in ("tl.multiple_of", "tl.max_contiguous")
+        and bool(value.args)
+        and isinstance(value.args[0].value, cst.Name)
+        and value.args[0].value.value == var
+    )
 
 
 def _loops(module: Module) -> list[tuple[cst.FunctionDef, cst.For, _Masks]]:
@@ -314,8 +320,11 @@ class _Unmask(cst.CSTTransformer):
             return updated.with_changes(args=args)
         if name == "tl.where" and len(updated.args) == 3:
             value = updated.args[1].value
-            return value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]) if isinstance(
-                value, cst.BinaryOperation | cst.BooleanOperation | cst.Comparison | cst.IfExp) else value  # fmt: skip
+            return (
+                value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+                if isinstance(value, cst.BinaryOperation | cst.BooleanOperation | cst.Comparison | cst.IfExp)
+                else value
+            )
         return updated
 
     def leave_SimpleStatementLine(self, original, updated):
@@ -378,8 +387,17 @@ class MaskedStageSplit(Transform):
             lo = _range_parts(first)[1][0].value
             mid = _range_parts(first)[1][1].value
             after = _with_bounds(masked, lo, None)
-            out.append(Site(self.id, fn.name.value, i, module.line(masked), _header(masked), _header(after),
-                            {"mid": node_code(mid)}))  # fmt: skip
+            out.append(
+                Site(
+                    self.id,
+                    fn.name.value,
+                    i,
+                    module.line(masked),
+                    _header(masked),
+                    _header(after),
+                    {"mid": node_code(mid)},
+                )
+            )
         return out
 
     def simplify(self, source: str, site: Site) -> str:

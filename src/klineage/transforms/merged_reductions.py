@@ -218,9 +218,15 @@ def _merge(pair: _Pair, params: dict) -> list[cst.BaseStatement]:
     argmaxes, tie = _argmax_calls(second, key)
     assign, later = _named_assign(first), _named_assign(second)
     merged = _with_indices(assign.value, node_code(tie), params)
-    direct = (pair.second == pair.first + 1 and later is not None and later.value is argmaxes[0]
-              and isinstance(later.targets[0].target, cst.Name) and later.targets[0].target.value != v
-              and not second.leading_lines and second.trailing_whitespace.comment is None)  # fmt: skip
+    direct = (
+        pair.second == pair.first + 1
+        and later is not None
+        and later.value is argmaxes[0]
+        and isinstance(later.targets[0].target, cst.Name)
+        and later.targets[0].target.value != v
+        and not second.leading_lines
+        and second.trailing_whitespace.comment is None
+    )
     index = later.targets[0].target.value if direct else _fresh(pair.fn, v)
     target = assign.targets[0].with_changes(target=_pair_tuple(v, index))
     body[pair.first] = first.with_changes(body=[assign.with_changes(targets=[target], value=merged)])
@@ -251,8 +257,10 @@ def _split(pair: _Pair) -> list[cst.BaseStatement]:
 
 
 def _expert_params(bound: dict[str, cst.Arg]) -> dict:
-    return {"tie_break": "explicit" if "return_indices_tie_break_left" in bound else "default",
-            "order": ",".join(name for name, arg in bound.items() if arg.keyword is not None)}  # fmt: skip
+    return {
+        "tie_break": "explicit" if "return_indices_tie_break_left" in bound else "default",
+        "order": ",".join(name for name, arg in bound.items() if arg.keyword is not None),
+    }
 
 
 def _round_trips(pair: _Pair, params: dict) -> bool:
@@ -312,8 +320,13 @@ class MergedReductions(Transform):
     def _found(self, source: str, plain: bool) -> tuple[Module | None, list[tuple[_Pair, dict]]]:
         try:
             module = Module(source)
-            found = [f for fn in module.functions() if is_jit(fn) for block in blocks(fn)
-                     for f in _block_sites(fn, block, plain)]  # fmt: skip
+            found = [
+                f
+                for fn in module.functions()
+                if is_jit(fn)
+                for block in blocks(fn)
+                for f in _block_sites(fn, block, plain)
+            ]
         except (cst.ParserSyntaxError, RecursionError, ValueError, KeyError, IndexError, AttributeError, TypeError):
             return None, []  # odd code: no site
         found.sort(key=lambda f: module.line(f[0].block.body[f[0].first]))
@@ -330,9 +343,17 @@ class MergedReductions(Transform):
                 after = [body[pair.first]] if direct else [body[pair.first], body[pair.second]]
             else:
                 before, after = [pair.block.body[pair.first]], _split(pair)[pair.first : pair.first + 2]
-            sites.append(Site(self.id, pair.fn.name.value, i, module.line(pair.block.body[pair.first]),
-                              "\n".join(statement_code(s) for s in before),
-                              "\n".join(statement_code(s) for s in after), params))  # fmt: skip
+            sites.append(
+                Site(
+                    self.id,
+                    pair.fn.name.value,
+                    i,
+                    module.line(pair.block.body[pair.first]),
+                    "\n".join(statement_code(s) for s in before),
+                    "\n".join(statement_code(s) for s in after),
+                    params,
+                )
+            )
         return sites
 
     def _apply(self, source: str, site: Site, plain: bool, params: dict) -> str:

@@ -33,14 +33,66 @@ TWIN = "_rows"
 ROWS_NAME, LIVE, COUNT = "BLOCK_ROW", "row_live", "n_programs"  # names the twin adds
 # Triton calls a row kernel may make and the twin can still make on a (rows x tile) block: elementwise math, loads
 # and stores (masked to the live rows), and the 1-D reductions (rewritten per row).
-ELEMENTWISE = frozenset({
-    "load", "store", "arange", "program_id", "where", "maximum", "minimum", "exp", "exp2", "log", "log2", "sqrt",
-    "sqrt_rn", "rsqrt", "sigmoid", "abs", "fma", "erf", "sin", "cos", "fdiv", "div_rn", "clamp", "umulhi", "cdiv",
-    "floor", "ceil", "multiple_of", "max_contiguous", "max_constancy", "sum", "max", "min", "argmax", "argmin",
-    "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg",
-    "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint32", "uint64",
-    "int1", "constexpr", "math",
-})  # fmt: skip
+ELEMENTWISE = frozenset(
+    {
+        "load",
+        "store",
+        "arange",
+        "program_id",
+        "where",
+        "maximum",
+        "minimum",
+        "exp",
+        "exp2",
+        "log",
+        "log2",
+        "sqrt",
+        "sqrt_rn",
+        "rsqrt",
+        "sigmoid",
+        "abs",
+        "fma",
+        "erf",
+        "sin",
+        "cos",
+        "fdiv",
+        "div_rn",
+        "clamp",
+        "umulhi",
+        "cdiv",
+        "floor",
+        "ceil",
+        "multiple_of",
+        "max_contiguous",
+        "max_constancy",
+        "sum",
+        "max",
+        "min",
+        "argmax",
+        "argmin",
+        "atomic_add",
+        "atomic_max",
+        "atomic_min",
+        "atomic_and",
+        "atomic_or",
+        "atomic_xor",
+        "atomic_xchg",
+        "float16",
+        "bfloat16",
+        "float32",
+        "float64",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint32",
+        "uint64",
+        "int1",
+        "constexpr",
+        "math",
+    }
+)
 PYTHON_CALLS = frozenset({"float", "int"})  # `-float("inf")` and the like, on constants
 REDUCTIONS = ("tl.sum", "tl.max", "tl.min", "tl.argmax", "tl.argmin")
 MEMORY = ("tl.load", "tl.store", "tl.atomic_")
@@ -91,11 +143,14 @@ def _one_row_grid(call: cst.Call) -> str:
     return node_code(call.func.slice[0].slice.value.elements[0].value)
 
 
-
 def _program_id(call: cst.Call) -> bool:
     """`tl.program_id(0)` or `tl.program_id(axis=0)`."""
-    return (dotted(call.func) == "tl.program_id" and len(call.args) == 1
-            and isinstance(call.args[0].value, cst.Integer) and call.args[0].value.value == "0")  # fmt: skip
+    return (
+        dotted(call.func) == "tl.program_id"
+        and len(call.args) == 1
+        and isinstance(call.args[0].value, cst.Integer)
+        and call.args[0].value.value == "0"
+    )
 
 
 def _is_to(call: cst.Call) -> bool:
@@ -148,8 +203,11 @@ def rows_kernel(kernel: cst.FunctionDef) -> str | None:
         if name.startswith("tl."):
             if name.split(".")[1] not in ELEMENTWISE:
                 return None
-            if name in REDUCTIONS and (kwarg(call, "keep_dims") or kwarg(call, "return_indices")
-                                       or not (_axis(call) is None or node_code(_axis(call)) == "0")):  # fmt: skip
+            if name in REDUCTIONS and (
+                kwarg(call, "keep_dims")
+                or kwarg(call, "return_indices")
+                or not (_axis(call) is None or node_code(_axis(call)) == "0")
+            ):
                 return None
         elif name not in PYTHON_CALLS and not _is_to(call):
             return None  # another function (a @triton.jit helper could reduce over axis 0), or a method
@@ -162,8 +220,9 @@ def _tainted(kernel: cst.FunctionDef, pid: str) -> set[str]:
     for stmt in kernel.body.body:
         for small in stmt.body:
             if isinstance(small, cst.Assign | cst.AugAssign | cst.AnnAssign) and small.value is not None:
-                if names_in(small.value) & tainted or (isinstance(small, cst.AugAssign)
-                                                       and names_in(small.target) & tainted):  # fmt: skip
+                if names_in(small.value) & tainted or (
+                    isinstance(small, cst.AugAssign) and names_in(small.target) & tainted
+                ):
                     targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
                     for target in targets:
                         tainted |= names_in(target)
@@ -202,7 +261,8 @@ def rows_twin(kernel: cst.FunctionDef, pid: str) -> cst.FunctionDef:
                 return cst.parse_expression(f"{node_code(updated)}[None, :]")
             if name in REDUCTIONS:
                 kept = [a for a in updated.args if a.keyword is None][:1] + [
-                    a for a in updated.args if a.keyword is not None and a.keyword.value != "axis"]
+                    a for a in updated.args if a.keyword is not None and a.keyword.value != "axis"
+                ]
                 return with_kwargs(updated.with_changes(args=kept), {"axis": "1", "keep_dims": "True"})
             if name.startswith(MEMORY) and names_in(original) & tainted:
                 return _with_live_mask(updated)
@@ -216,18 +276,30 @@ def rows_twin(kernel: cst.FunctionDef, pid: str) -> cst.FunctionDef:
     last_comma = params[-1].comma
     params[-1] = params[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
     annotation = cst.Annotation(cst.parse_expression("tl.constexpr"))
-    params += [cst.Param(cst.Name(COUNT), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-               cst.Param(cst.Name(ROWS_NAME), annotation=annotation, comma=last_comma)]  # fmt: skip
+    params += [
+        cst.Param(cst.Name(COUNT), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+        cst.Param(cst.Name(ROWS_NAME), annotation=annotation, comma=last_comma),
+    ]
     lines = (
         cst.EmptyLine(),
         cst.EmptyLine(),
-        cst.EmptyLine(comment=cst.Comment(f"# {kernel.name.value} on {ROWS_NAME} consecutive rows per program "
-                                          "(launched for narrow rows):")),
-        cst.EmptyLine(comment=cst.Comment("# fewer, fuller programs; a load that does not depend on the row is made "
-                                          "once per program.")),
-    )  # fmt: skip
-    return kernel.with_changes(name=cst.Name(kernel.name.value + TWIN), body=body.with_changes(body=statements),
-                               params=kernel.params.with_changes(params=params), leading_lines=lines)
+        cst.EmptyLine(
+            comment=cst.Comment(
+                f"# {kernel.name.value} on {ROWS_NAME} consecutive rows per program (launched for narrow rows):"
+            )
+        ),
+        cst.EmptyLine(
+            comment=cst.Comment(
+                "# fewer, fuller programs; a load that does not depend on the row is made once per program."
+            )
+        ),
+    )
+    return kernel.with_changes(
+        name=cst.Name(kernel.name.value + TWIN),
+        body=body.with_changes(body=statements),
+        params=kernel.params.with_changes(params=params),
+        leading_lines=lines,
+    )
 
 
 def _row_launch(module: Module, call: cst.Call) -> dict | None:
@@ -261,6 +333,7 @@ def _grouped(code: str) -> str:
     """`code` in parentheses where an operator could bind into it (`a * b`, `x if c else y`)."""
     atom = isinstance(cst.parse_expression(code), cst.Name | cst.Attribute | cst.Call | cst.Subscript | cst.Integer)
     return code if atom else f"({code})"
+
 
 @register
 class RowsPerProgram(AnchoredTransform):
@@ -303,13 +376,18 @@ class RowsPerProgram(AnchoredTransform):
                 if hit is not None:
                     side, _ = hit
                     rows = node.orelse.body if side == "body" else node.body
-                    found.append((node, {
-                        "condition": node_code(node.test),
-                        "one_row": side,
-                        "rows_branch": "\n".join(node_code(s) for s in rows.body),
-                        "dispatch": statement_code(node),
-                        "leading": leading_comments(node),
-                    }))  # fmt: skip
+                    found.append(
+                        (
+                            node,
+                            {
+                                "condition": node_code(node.test),
+                                "one_row": side,
+                                "rows_branch": "\n".join(node_code(s) for s in rows.body),
+                                "dispatch": statement_code(node),
+                                "leading": leading_comments(node),
+                            },
+                        )
+                    )
         return found
 
     def simple(self, node, params):
@@ -334,11 +412,13 @@ class RowsPerProgram(AnchoredTransform):
         grid = f'lambda META: (triton.cdiv({params["count"]}, META["{ROWS_NAME}"]),)'
         grid = cst.parse_expression(f"{params['kernel']}{TWIN}[{grid}]")
         twin = with_kwargs(call.with_changes(func=grid), {COUNT: params["count"], ROWS_NAME: str(ROWS)})
-        code = (f"if {_grouped(params['tile'])} <= {ROW_TILE_CAP}:\n"
-                f"    # Narrow rows: the twin takes {ROWS_NAME} of them per program.\n"
-                f"    {node_code(twin)}\n"
-                f"else:\n"
-                f"    {statement_code(node)}\n")  # fmt: skip
+        code = (
+            f"if {_grouped(params['tile'])} <= {ROW_TILE_CAP}:\n"
+            f"    # Narrow rows: the twin takes {ROWS_NAME} of them per program.\n"
+            f"    {node_code(twin)}\n"
+            f"else:\n"
+            f"    {statement_code(node)}\n"
+        )
         return cst.parse_statement(code).with_changes(leading_lines=node.leading_lines)
 
     def _experts(self, node, params):

@@ -18,8 +18,16 @@ from klineage.transforms._kernel_exprs import (
 )
 
 FP32 = "tl.float32"
-ACCESSES = ("tl.load", "tl.store", "tl.atomic_add", "tl.atomic_max", "tl.atomic_min", "tl.atomic_cas",
-            "tl.atomic_xchg", "tl.make_block_ptr")  # fmt: skip
+ACCESSES = (
+    "tl.load",
+    "tl.store",
+    "tl.atomic_add",
+    "tl.atomic_max",
+    "tl.atomic_min",
+    "tl.atomic_cas",
+    "tl.atomic_xchg",
+    "tl.make_block_ptr",
+)
 # Names that are integers (sizes, strides, indices) by convention: never offered a float32 pin.
 _INT_NAME = re.compile(r"(stride|numel|^n_|^num|_num$|^n[A-Z]|size|^len|_len$|_idx$|^idx|^[A-Z]$|^[A-Z]_)", re.I)
 
@@ -86,8 +94,12 @@ class ScalarDtypePin(StatementSites, AnchoredTransform):
         found = []
         for call in kernel_nodes(module, cst.Call):
             inner = cast_of(call, FP32)
-            if (isinstance(inner, cst.Name) and not inner.lpar and not _INT_NAME.search(inner.value)
-                    and inner.value in scalar_params(module.enclosing(call))):  # fmt: skip
+            if (
+                isinstance(inner, cst.Name)
+                and not inner.lpar
+                and not _INT_NAME.search(inner.value)
+                and inner.value in scalar_params(module.enclosing(call))
+            ):
                 found.append((call, {"dtype": FP32}))
         return found
 
@@ -95,8 +107,12 @@ class ScalarDtypePin(StatementSites, AnchoredTransform):
         found = []
         for name in kernel_nodes(module, cst.Name):
             fn = module.enclosing(name)
-            if (is_value_use(module, name) and not is_cast_receiver(module, name) and not _INT_NAME.search(name.value)
-                    and name.value in scalar_params(fn)):  # fmt: skip
+            if (
+                is_value_use(module, name)
+                and not is_cast_receiver(module, name)
+                and not _INT_NAME.search(name.value)
+                and name.value in scalar_params(fn)
+            ):
                 found.append((name, {}))
         return found
 

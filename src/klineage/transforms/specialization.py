@@ -55,8 +55,9 @@ class Specialization(NodeTransform):
     def plain(self, node):
         expr = node.decorator
         if isinstance(expr, cst.Call):
-            if dotted(expr.func) not in JIT or any(a.keyword is not None and a.keyword.value in KNOBS or a.star
-                                                  for a in expr.args):  # fmt: skip
+            if dotted(expr.func) not in JIT or any(
+                a.keyword is not None and a.keyword.value in KNOBS or a.star for a in expr.args
+            ):
                 return None
             return {}
         return {} if dotted(expr) in JIT else None

@@ -21,8 +21,11 @@ def _loop_iter(module: Module, call: cst.Call) -> bool:
 def _constexpr_names(fn: cst.FunctionDef | None) -> set[str]:
     if fn is None:
         return set()
-    return {p.name.value for p in fn.params.params
-            if p.annotation is not None and dotted(p.annotation.annotation) in CONSTEXPR}  # fmt: skip
+    return {
+        p.name.value
+        for p in fn.params.params
+        if p.annotation is not None and dotted(p.annotation.annotation) in CONSTEXPR
+    }
 
 
 def _compile_time_bounds(module: Module, call: cst.Call) -> bool:
@@ -53,13 +56,21 @@ class StaticRange(AnchoredTransform):
     intent = "tl.static_range unrolls short loops with compile-time trip counts"
 
     def expert_anchors(self, module: Module):
-        return [(call, {"fn": dotted(call.func)}) for call in kernel_nodes(module, cst.Call)
-                if dotted(call.func) in STATIC and _loop_iter(module, call)]  # fmt: skip
+        return [
+            (call, {"fn": dotted(call.func)})
+            for call in kernel_nodes(module, cst.Call)
+            if dotted(call.func) in STATIC and _loop_iter(module, call)
+        ]
 
     def plain_anchors(self, module: Module):
-        return [(call, {}) for call in kernel_nodes(module, cst.Call)
-                if dotted(call.func) == "range" and _loop_iter(module, call)
-                and all(a.keyword is None for a in call.args) and _compile_time_bounds(module, call)]  # fmt: skip
+        return [
+            (call, {})
+            for call in kernel_nodes(module, cst.Call)
+            if dotted(call.func) == "range"
+            and _loop_iter(module, call)
+            and all(a.keyword is None for a in call.args)
+            and _compile_time_bounds(module, call)
+        ]
 
     def simple(self, node: cst.Call, params: dict) -> cst.Call:
         return node.with_changes(func=cst.Name("range"))

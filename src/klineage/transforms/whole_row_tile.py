@@ -35,15 +35,23 @@ def _sweep(loop: cst.For, params: set[str], constexprs: set[str]) -> tuple[str, 
     """(n, B) for a column sweep `for s in range(0, n, B)` (or `tl.range`): n a run-time parameter, B a constexpr
     one, no `else`, and nothing in the body that leaves the loop or loops again."""
     it = loop.iter
-    if not (isinstance(it, cst.Call) and dotted(it.func) in ("range", "tl.range") and isinstance(loop.target, cst.Name)
-            and loop.orelse is None):  # fmt: skip
+    if not (
+        isinstance(it, cst.Call)
+        and dotted(it.func) in ("range", "tl.range")
+        and isinstance(loop.target, cst.Name)
+        and loop.orelse is None
+    ):
         return None
     positional = [a.value for a in it.args if a.keyword is None and not a.star]
     if len(positional) != 3 or not (isinstance(positional[0], cst.Integer) and positional[0].value == "0"):
         return None
     n, step = positional[1], positional[2]
-    if not (isinstance(n, cst.Name) and n.value in params - constexprs and isinstance(step, cst.Name)
-            and step.value in constexprs):  # fmt: skip
+    if not (
+        isinstance(n, cst.Name)
+        and n.value in params - constexprs
+        and isinstance(step, cst.Name)
+        and step.value in constexprs
+    ):
         return None
     if _contains(loop.body, (cst.Break, cst.Continue, cst.Return, cst.For, cst.While)):
         return None
@@ -86,7 +94,8 @@ def _simple_expr(node: cst.BaseExpression) -> bool:
         return _simple_expr(node.value)
     if isinstance(node, cst.Subscript):
         return _simple_expr(node.value) and all(
-            isinstance(s.slice, cst.Index) and _simple_expr(s.slice.value) for s in node.slice)
+            isinstance(s.slice, cst.Index) and _simple_expr(s.slice.value) for s in node.slice
+        )
     return False
 
 
@@ -145,8 +154,13 @@ def _dispatch(module: Module, node: cst.If) -> tuple[str, cst.SimpleStatementLin
         looped, single = launch_statement(sides[side][0]), launch_statement(sides[other][0])
         one = kernels.get(single.func.value.value)
         found = _looped_launch(module, looped)
-        if (found is not None and one is not None and one.name.value != found["kernel"] and _sweepless(one)
-                and node_code(single.func.slice[0]) == node_code(looped.func.slice[0])):  # fmt: skip
+        if (
+            found is not None
+            and one is not None
+            and one.name.value != found["kernel"]
+            and _sweepless(one)
+            and node_code(single.func.slice[0]) == node_code(looped.func.slice[0])
+        ):
             return side, sides[side][0], found
     return None
 
@@ -155,8 +169,11 @@ def _with_kwarg(call: cst.Call, name: str, code: str) -> cst.Call:
     value = cst.parse_expression(code)
     if kwarg(call, name) is None:
         return with_kwargs(call, {name: code})
-    return call.with_changes(args=[a.with_changes(value=value) if a.keyword is not None and a.keyword.value == name
-                                   else a for a in call.args])  # fmt: skip
+    return call.with_changes(
+        args=[
+            a.with_changes(value=value) if a.keyword is not None and a.keyword.value == name else a for a in call.args
+        ]
+    )
 
 
 def one_tile_twin(kernel: cst.FunctionDef, exclusive: frozenset[str] = frozenset()) -> cst.FunctionDef:
@@ -177,11 +194,19 @@ def one_tile_twin(kernel: cst.FunctionDef, exclusive: frozenset[str] = frozenset
     lines = (
         cst.EmptyLine(),
         cst.EmptyLine(),
-        cst.EmptyLine(comment=cst.Comment("# One tile covers the row (launched only when it does): each sweep below "
-                                          "runs once, and a value a later")),
-        cst.EmptyLine(comment=cst.Comment("# sweep would load again is kept from the first, so the row is read from "
-                                          "memory once, not once per sweep.")),
-    )  # fmt: skip
+        cst.EmptyLine(
+            comment=cst.Comment(
+                "# One tile covers the row (launched only when it does): each sweep below "
+                "runs once, and a value a later"
+            )
+        ),
+        cst.EmptyLine(
+            comment=cst.Comment(
+                "# sweep would load again is kept from the first, so the row is read from "
+                "memory once, not once per sweep."
+            )
+        ),
+    )
     body = kernel.body.visit(Unroll())
     body = body.with_changes(body=one_load(reused(list(body.body), exclusive)))
     return kernel.with_changes(name=cst.Name(kernel.name.value + TWIN), body=body, leading_lines=lines)
@@ -262,7 +287,8 @@ def one_load(statements: list) -> list:
     out = []
     for stmt in statements:
         if any(w in node_code(stmt) for w in NOT_PURE if w != "tl.store") or not isinstance(
-                stmt, cst.SimpleStatementLine):  # fmt: skip
+            stmt, cst.SimpleStatementLine
+        ):
             seen.clear()  # a block, an atomic, a volatile load: no reuse across it
             out.append(stmt)
             continue
@@ -319,8 +345,13 @@ def _load_key(call: cst.Call, named: dict[str, str]) -> tuple[tuple, str, str] |
 
 
 def _simple_assign(stmt: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
-    if (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)
-            and len(stmt.body[0].targets) == 1 and isinstance(stmt.body[0].targets[0].target, cst.Name)):  # fmt: skip
+    if (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Assign)
+        and len(stmt.body[0].targets) == 1
+        and isinstance(stmt.body[0].targets[0].target, cst.Name)
+    ):
         return stmt.body[0].targets[0].target.value, stmt.body[0].value
     return None
 
@@ -329,8 +360,17 @@ def _calls(node: cst.CSTNode, prefixes: tuple[str, ...]) -> list[cst.Call]:
     return [c for c in calls(node) if dotted(c.func).startswith(prefixes)]
 
 
-FRESH = ("torch.empty", "torch.empty_like", "torch.zeros", "torch.zeros_like", "torch.ones", "torch.ones_like",
-         "torch.full", "torch.full_like", "torch.empty_strided")  # fmt: skip
+FRESH = (
+    "torch.empty",
+    "torch.empty_like",
+    "torch.zeros",
+    "torch.zeros_like",
+    "torch.ones",
+    "torch.ones_like",
+    "torch.full",
+    "torch.full_like",
+    "torch.empty_strided",
+)
 
 
 def _exclusive_params(module: Module, call: cst.Call, kernel: cst.FunctionDef) -> frozenset[str]:
@@ -345,9 +385,14 @@ def _exclusive_params(module: Module, call: cst.Call, kernel: cst.FunctionDef) -
         if isinstance(node, cst.AssignTarget) and module.enclosing(node) is fn:
             for name in names_in(node.target):
                 allocated[name] = allocated.get(name, 0) + 1
-        if (isinstance(node, cst.Assign) and module.enclosing(node) is fn and len(node.targets) == 1
-                and isinstance(node.targets[0].target, cst.Name) and isinstance(node.value, cst.Call)
-                and dotted(node.value.func) in FRESH):  # fmt: skip
+        if (
+            isinstance(node, cst.Assign)
+            and module.enclosing(node) is fn
+            and len(node.targets) == 1
+            and isinstance(node.targets[0].target, cst.Name)
+            and isinstance(node.value, cst.Call)
+            and dotted(node.value.func) in FRESH
+        ):
             fresh.add(node.targets[0].target.value)
     mentions: dict[str, int] = {}
     for arg in call.args:
@@ -355,8 +400,12 @@ def _exclusive_params(module: Module, call: cst.Call, kernel: cst.FunctionDef) -
             mentions[name] = mentions.get(name, 0) + 1
     out = set()
     for arg in call.args:
-        if (isinstance(arg.value, cst.Name) and arg.value.value in fresh and allocated.get(arg.value.value) == 1
-                and mentions[arg.value.value] == 1):  # fmt: skip
+        if (
+            isinstance(arg.value, cst.Name)
+            and arg.value.value in fresh
+            and allocated.get(arg.value.value) == 1
+            and mentions[arg.value.value] == 1
+        ):
             param = kernel_param_for(kernel, call, arg)
             if param is not None:
                 out.add(param)
@@ -411,8 +460,9 @@ class WholeRowTile(AnchoredTransform):
     def simple(self, node, params):
         stmt, seen = self._looped[id(node)]
         call = launch_statement(stmt)
-        fixed = stmt.with_changes(body=[stmt.body[0].with_changes(value=_with_kwarg(call, seen["tile"],
-                                                                                    str(FIXED_BLOCK)))])  # fmt: skip
+        fixed = stmt.with_changes(
+            body=[stmt.body[0].with_changes(value=_with_kwarg(call, seen["tile"], str(FIXED_BLOCK)))]
+        )
         return fixed.with_changes(leading_lines=(*node.leading_lines, *stmt.leading_lines))
 
     def plain_anchors(self, module: Module):
@@ -448,13 +498,15 @@ class WholeRowTile(AnchoredTransform):
         one = _with_kwarg(one, "num_warps", warps)
         one = one.with_changes(func=one.func.with_changes(value=cst.Name(params["kernel"] + TWIN)))
         cap = int(params.get("cap", FUSED_CAP))
-        code = (f"if {params['width']} <= {cap}:\n"
-                f"    # The row fits one tile: the twin reads it once instead of once per sweep.\n"
-                f"    {tile} = triton.next_power_of_2({params['width']})\n"
-                f"    {warps} = {WARPS.format(t=tile)}\n"
-                f"    {node_code(one)}\n"
-                f"else:\n"
-                f"    {statement_code(node)}\n")  # fmt: skip
+        code = (
+            f"if {params['width']} <= {cap}:\n"
+            f"    # The row fits one tile: the twin reads it once instead of once per sweep.\n"
+            f"    {tile} = triton.next_power_of_2({params['width']})\n"
+            f"    {warps} = {WARPS.format(t=tile)}\n"
+            f"    {node_code(one)}\n"
+            f"else:\n"
+            f"    {statement_code(node)}\n"
+        )
         return cst.parse_statement(code).with_changes(leading_lines=node.leading_lines)
 
     def _apply(self, source: str, site, plain: bool, params: dict | None) -> str:

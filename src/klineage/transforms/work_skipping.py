@@ -18,8 +18,12 @@ from klineage.transforms._anchored import (
 
 
 def _is_bare_return(stmt: cst.CSTNode) -> bool:
-    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
-            and isinstance(stmt.body[0], cst.Return) and stmt.body[0].value is None)  # fmt: skip
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Return)
+        and stmt.body[0].value is None
+    )
 
 
 def _early_exit(fn: cst.FunctionDef) -> tuple[int, cst.If, str] | None:
@@ -77,8 +81,9 @@ class WorkSkipping(AnchoredTransform):
             exit_ = _early_exit(fn) if is_jit(fn) else None
             if exit_ is not None:
                 i, stmt, kind = exit_
-                found.append((fn, {"exit": statement_code(stmt), "leading": leading_comments(stmt), "index": i,
-                                   "kind": kind}))  # fmt: skip
+                found.append(
+                    (fn, {"exit": statement_code(stmt), "leading": leading_comments(stmt), "index": i, "kind": kind})
+                )
         return found
 
     def simple(self, node, params):

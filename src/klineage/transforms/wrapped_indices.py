@@ -116,8 +116,13 @@ def _is_term(expr: cst.BaseExpression, var: str, bound: str) -> bool:
         return False
     target = expr.comparisons[0]
     left = expr.left.value if isinstance(expr.left, cst.Subscript) else expr.left
-    return (isinstance(target.operator, cst.LessThan) and isinstance(left, cst.Name) and left.value == var
-            and isinstance(target.comparator, cst.Name) and target.comparator.value == bound)  # fmt: skip
+    return (
+        isinstance(target.operator, cst.LessThan)
+        and isinstance(left, cst.Name)
+        and left.value == var
+        and isinstance(target.comparator, cst.Name)
+        and target.comparator.value == bound
+    )
 
 
 def _parenthesized(expr: cst.BaseExpression) -> cst.BaseExpression:
@@ -253,10 +258,13 @@ class WrappedIndices(AnchoredTransform):
         k = _Kernel(node)
         wrapped = params.get("wrapped")
         if wrapped is None:  # default: wrap every candidate
-            wrapped = {v: {"bound": b, "value": f"({node_code(k.offset_var(v))}) % {b}"}
-                       for v, b in params["candidates"].items()}  # fmt: skip
-        affected = [load for load in k.loads
-                    if any(_indexed(v, _pointer_exprs(load, k.assigned)) is not None for v in wrapped)]  # fmt: skip
+            wrapped = {
+                v: {"bound": b, "value": f"({node_code(k.offset_var(v))}) % {b}"}
+                for v, b in params["candidates"].items()
+            }
+        affected = [
+            load for load in k.loads if any(_indexed(v, _pointer_exprs(load, k.assigned)) is not None for v in wrapped)
+        ]
         info = dict(zip(map(id, affected), params.get("loads", [{"other": True, "paren": True}] * len(affected))))
         values = {}
         for var, w in wrapped.items():
