@@ -12,7 +12,7 @@ from klineage.cache import Cache, verdict_key
 from klineage.config import Settings, cuda_available, device_name, versions
 from klineage.gates import GATES, GateRequest, Verdict, run_gate, verdict_from_result
 from klineage.program import Program
-from klineage.sandbox import Job, Sandbox, device_memory_ran_out
+from klineage.sandbox import Job, Sandbox, SandboxResult, device_memory_ran_out
 from klineage.workload import UserError, Workload
 
 
@@ -34,6 +34,13 @@ class CheckReport:
 
     def verdict(self, gate: str) -> Verdict | None:
         return next((v for v in self.verdicts if v.gate == gate), None)
+
+    def functions_run(self) -> set[str] | None:
+        """Functions the check ran, as the correctness gate traced them (None when unknown: then every site counts)."""
+        correct = self.verdict("correctness")
+        if correct is None or not correct.evidence.get("functions_run"):
+            return None
+        return set(correct.evidence["functions_run"])
 
     def as_dict(self) -> dict:
         return {
@@ -190,3 +197,31 @@ def check(
 
 
 __all__ = ["CheckReport", "check", "resolve_device", "verdict_from_result"]
+
+
+def time_pair(
+    workload: Workload, parent: Program, child: Program, settings: Settings, device: str, sandbox: Sandbox
+) -> SandboxResult:
+    """Parent and child timed interleaved on the bench case (gates.profile_pair_job); the measurement itself runs
+    alone on a shared GPU (sandbox.exclusive_turn), its setup and first calls beside other jobs. A timing job that
+    ran out of device memory there runs once more with the GPU alone for the whole job, as a check does
+    (check.py), and says so (`retried_alone`, the first error): in run 22 (one H200, 12 bench shards) the memory
+    baseline's autotune list on the fp32 batched matmul, x1.448 in run 21, found 11 MiB of the GPU free and went
+    down as not faster."""
+    request = GateRequest(str(workload.path), parent, device, settings)
+    env = {"KLINEAGE_DEVICE": device}
+    timed = sandbox.run(Job("klineage.gates:profile_pair_job", (request, child), env=env, timeout_s=settings.timeout_s))
+    if timed.ok or device != "cuda" or not device_memory_ran_out(f"{timed.error} {timed.log}"):
+        return timed
+    first = timed.error[:300]
+    again = sandbox.run(
+        Job(
+            "klineage.gates:profile_pair_job",
+            (request, child),
+            env={**env, "KLINEAGE_GPU_ALONE": "1"},
+            timeout_s=settings.timeout_s,
+        )
+    )
+    if again.ok:
+        return replace(again, value={**again.value, "retried_alone": first})
+    return replace(again, error=f"{again.error} (alone, after: {first})")

@@ -32,9 +32,6 @@ from klineage.mine import (
     LineageStore,
     Step,
     _attempt,
-    _functions_run,
-    _module_sources,
-    _with_source,
 )
 from klineage.probe import probe_step
 from klineage.sandbox import Sandbox
@@ -125,10 +122,10 @@ def mine_with_llm(
     ]
     try:
         base = check(workload, current, settings, device, MINING_GATES, sandbox)
-        compiled, ran = {current.hash: base.verdict("compile")}, {current.hash: _functions_run(base)}
+        compiled, ran = {current.hash: base.verdict("compile")}, {current.hash: base.functions_run()}
         while len(steps) < max_steps and not client.exhausted():
             module, source = next(
-                ((m, s) for m, s in _module_sources(current) if kernel_names(s)), ("program", current.source)
+                ((m, s) for m, s in current.module_sources() if kernel_names(s)), ("program", current.source)
             )
             reply = client.chat(simplify_messages(module, source, undone, tried))
             if says_none(reply):
@@ -139,7 +136,7 @@ def mine_with_llm(
                     client.reject(parsed.reason)
                     tried.append(f"(an unusable reply: {parsed.reason})")
                 continue
-            child = _with_source(current, module, parsed.source)
+            child = current.with_source(module, parsed.source)
             if child.hash in seen:
                 client.reject("repeat")
                 continue

@@ -36,7 +36,6 @@ from klineage.llm import (
     skill_guidance,
 )
 from klineage.llm_mine import LLM_TRANSFORM
-from klineage.mine import _module_sources, _with_source
 from klineage.program import Program
 from klineage.proposers import (
     Candidate,
@@ -76,7 +75,7 @@ def curriculum(skills: list[Skill]) -> list[Skill]:
 
 def _kernel_module(program: Program) -> tuple[str, str, list[str]]:
     """The module the model edits: the first (main first) that defines Triton kernels, with their names."""
-    for module, source in _module_sources(program):
+    for module, source in program.module_sources():
         names = sorted(kernel_names(source))
         if names:
             return module, source, names
@@ -141,7 +140,7 @@ class LLMProposer(Proposer):
         )
 
     def _candidate(self, program, module, parsed: Parsed, label, origin, transform, expected, decided_by, depth):
-        new = _with_source(program, module, parsed.source)
+        new = program.with_source(module, parsed.source)
         self.made[new.hash] = depth
         kernel = next(iter(sorted(kernel_names(parsed.source))), "")
         params = {"materializer": "llm", "intent": parsed.intent} if parsed.intent else {"materializer": "llm"}
@@ -168,8 +167,8 @@ class LLMProposer(Proposer):
         depth = self.made.get(cand.program.hash, 0) + 1  # the repair's: one more than the candidate it repairs
         if failed is None or depth > self.repairs or evaluations_left < 1 or self.client.exhausted():
             return None
-        module = cand.module if cand.module in dict(_module_sources(cand.program)) else "program"
-        source = dict(_module_sources(cand.program))[module]
+        module = cand.module if cand.module in dict(cand.program.module_sources()) else "program"
+        source = dict(cand.program.module_sources())[module]
         messages = repair_messages(module, source, failed["gate"], failed["code"], failed["reason"], cand.label)
         parsed = ask_program(self.client, messages, source, main=module == "program")
         if isinstance(parsed, Failure):

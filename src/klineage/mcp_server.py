@@ -32,7 +32,6 @@ from klineage.check import check, resolve_device
 from klineage.config import Settings
 from klineage.gates import GATES
 from klineage.library import Library
-from klineage.mine import _module_sources
 from klineage.program import Program, load_program
 from klineage.proposers import SkillProposer
 from klineage.sandbox import Sandbox
@@ -90,9 +89,9 @@ def _program(program: str | None, source: str | None) -> Program:
 
 
 def _diff(before: Program, after: Program) -> str:
-    start = dict(_module_sources(before))
+    start = dict(before.module_sources())
     out = []
-    for module, text in _module_sources(after):
+    for module, text in after.module_sources():
         out.extend(
             difflib.unified_diff(
                 start.get(module, "").splitlines(True), text.splitlines(True), f"a/{module}.py", f"b/{module}.py"

@@ -19,11 +19,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from klineage.check import check
+from klineage.check import check, time_pair
 from klineage.config import Settings, device_name, versions, write_whole
-from klineage.gates import GateRequest, Verdict
+from klineage.gates import Verdict
 from klineage.program import Program
-from klineage.sandbox import Job, Sandbox, SandboxResult, device_memory_ran_out
+from klineage.sandbox import Sandbox
 from klineage.transform import TRANSFORMS, Site, Transform, load_families
 from klineage.workload import UserError, Workload
 
@@ -161,21 +161,11 @@ def ordered_transforms() -> list[Transform]:
     return [cls() for cls in sorted(TRANSFORMS.values(), key=lambda c: (c.cost, c.id))]
 
 
-def _module_sources(program: Program) -> list[tuple[str, str]]:
-    return [("program", program.source), *sorted(program.modules.items())]
-
-
-def _with_source(program: Program, module: str, source: str) -> Program:
-    if module == "program":
-        return Program(program.name, source, program.modules, program.path)
-    return program.with_module(module, source)
-
-
 def candidates(program: Program, transforms: list[Transform], ran: set[str] | None = None):
     """(transform, module, site, child) in the walk's order; a transform that fails on odd code yields nothing.
     With `ran`, only sites in functions that the workload's check ran are offered."""
     for transform in transforms:
-        for module, source in _module_sources(program):
+        for module, source in program.module_sources():
             try:
                 sites = transform.sites(source)
             except Exception:
@@ -189,7 +179,7 @@ def candidates(program: Program, transforms: list[Transform], ran: set[str] | No
                     continue
                 if child_source == source:
                     continue
-                yield transform, module, site, _with_source(program, module, child_source)
+                yield transform, module, site, program.with_source(module, child_source)
 
 
 def static_delta(parent: Verdict | None, child: Verdict | None) -> dict:
@@ -246,9 +236,9 @@ def mine(
             failed = [f"{v.gate}: {v.code} {v.reason[:200]}" for v in expert_verdicts.verdicts if not v.passed]
             raise MiningError(f"expert {expert.name} does not pass its own gates ({'; '.join(failed)})")
         compiled = {expert.hash: expert_verdicts.verdict("compile")}
-        ran = {expert.hash: _functions_run(expert_verdicts)}
+        ran = {expert.hash: expert_verdicts.functions_run()}
         if current.hash not in ran:  # resumed: what the current program runs (the verdict cache makes this cheap)
-            ran[current.hash] = _functions_run(check(workload, current, settings, device, MINING_GATES, sandbox))
+            ran[current.hash] = check(workload, current, settings, device, MINING_GATES, sandbox).functions_run()
         progress = True
         while progress and (max_steps is None or len(steps) < max_steps):
             progress = False
@@ -333,34 +323,6 @@ def walk_for(
     return recorded_walk(workload, expert, settings, walk_device)
 
 
-def time_pair(
-    workload: Workload, parent: Program, child: Program, settings: Settings, device: str, sandbox: Sandbox
-) -> SandboxResult:
-    """Parent and child timed interleaved on the bench case (gates.profile_pair_job); the measurement itself runs
-    alone on a shared GPU (sandbox.exclusive_turn), its setup and first calls beside other jobs. A timing job that
-    ran out of device memory there runs once more with the GPU alone for the whole job, as a check does
-    (check.py), and says so (`retried_alone`, the first error): in run 22 (one H200, 12 bench shards) the memory
-    baseline's autotune list on the fp32 batched matmul, x1.448 in run 21, found 11 MiB of the GPU free and went
-    down as not faster."""
-    request = GateRequest(str(workload.path), parent, device, settings)
-    env = {"KLINEAGE_DEVICE": device}
-    timed = sandbox.run(Job("klineage.gates:profile_pair_job", (request, child), env=env, timeout_s=settings.timeout_s))
-    if timed.ok or device != "cuda" or not device_memory_ran_out(f"{timed.error} {timed.log}"):
-        return timed
-    first = timed.error[:300]
-    again = sandbox.run(
-        Job(
-            "klineage.gates:profile_pair_job",
-            (request, child),
-            env={**env, "KLINEAGE_GPU_ALONE": "1"},
-            timeout_s=settings.timeout_s,
-        )
-    )
-    if again.ok:
-        return replace(again, value={**again.value, "retried_alone": first})
-    return replace(again, error=f"{again.error} (alone, after: {first})")
-
-
 def timed_on(step: Step, device: str) -> bool:
     """Whether a step's effect was taken on the device named `device` (a GPU's effect names it; a CPU walk's effect
     says no time was taken)."""
@@ -418,19 +380,11 @@ def steps_current(steps: list[Step], expert_hash: str) -> str:
     return accepted[-1].child if accepted else expert_hash
 
 
-def _functions_run(report) -> set[str] | None:
-    """Functions the check ran (None when unknown: then every site is offered)."""
-    correct = report.verdict("correctness")
-    if correct is None or not correct.evidence.get("functions_run"):
-        return None
-    return set(correct.evidence["functions_run"])
-
-
 def _attempt(workload, parent, child, transform, module, site: Site, settings, device, sandbox, index, compiled, ran):
     started = time.perf_counter()
     report = check(workload, child, settings, device, MINING_GATES, sandbox)
     accepted = report.passed
-    ran[child.hash] = _functions_run(report)
+    ran[child.hash] = report.functions_run()
     compile_v = report.verdict("compile")
     compiled[child.hash] = compile_v
     if device == "cuda" and accepted:

@@ -20,12 +20,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from klineage.check import CheckReport, check
+from klineage.check import CheckReport, check, time_pair
 from klineage.config import Settings, device_name, versions, write_whole
 from klineage.library import Library
 from klineage.llm import usage_line
-from klineage.mine import _functions_run as mine_functions_run
-from klineage.mine import _module_sources, time_pair
 from klineage.program import Program
 from klineage.proposers import (
     AutotuneProposer,
@@ -214,7 +212,7 @@ def proposer_for(
 
 def _functions_run(report) -> set[str] | None:
     """The mining walk's notion (klineage.mine), plus module-level code, which ran when the program was imported."""
-    found = mine_functions_run(report)
+    found = report.functions_run()
     return found | {"<module>"} if found else None
 
 
@@ -502,8 +500,8 @@ def optimize(
 
 def diff(trajectory: Trajectory) -> str:
     out = []
-    start = dict(_module_sources(trajectory.start))
-    for module, source in _module_sources(trajectory.best):
+    start = dict(trajectory.start.module_sources())
+    for module, source in trajectory.best.module_sources():
         before = start.get(module, "")
         out.extend(
             difflib.unified_diff(before.splitlines(True), source.splitlines(True), f"a/{module}.py", f"b/{module}.py")

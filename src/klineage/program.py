@@ -40,6 +40,16 @@ class Program:
     def with_module(self, dotted: str, source: str) -> Program:
         return Program(self.name, self.source, {**self.modules, dotted: source}, self.path)
 
+    def module_sources(self) -> list[tuple[str, str]]:
+        """(module, source) for the main file ("program") and each override module, in a fixed order."""
+        return [("program", self.source), *sorted(self.modules.items())]
+
+    def with_source(self, module: str, source: str) -> Program:
+        """The program with one module's source ("program" for the main file) replaced."""
+        if module == "program":
+            return Program(self.name, source, self.modules, self.path)
+        return self.with_module(module, source)
+
     def write(self, directory: Path) -> Path:
         """Materialize as a directory program; returns the main file. Files must exist on disk because Triton reads
         kernel source through `inspect`."""

@@ -28,7 +28,6 @@ from klineage import launch_config
 from klineage.conditions import GATED, HOLDS, PARTIAL, VIOLATED, Decision, decide, guarded
 from klineage.config import Settings, device_name
 from klineage.features import features, similarity
-from klineage.mine import _module_sources, _with_source
 from klineage.program import Program
 from klineage.skills import Skill
 from klineage.transform import TRANSFORMS, Site, Transform, load_families
@@ -315,7 +314,7 @@ def _config_tiles(skill: Skill) -> list[dict[str, int]]:
 def _runs_one_of(program: Program, tiles: list[dict[str, int]]) -> bool:
     """Whether the program's launch parameters already equal one of these tiles on every parameter they share, and
     its launches run the tile's warps and stages (a launch that passes none runs Triton's defaults)."""
-    for _, source in _module_sources(program):
+    for _, source in program.module_sources():
         tunables = launch_config.tunables(source)
         names = {t.keyword for t in tunables}
         if any(
@@ -503,7 +502,7 @@ def launched_kernel(candidate: Candidate, program: Program) -> str | None:
     a dispatch); None for a site inside a kernel, or none found. A check's `functions_run` names the host function,
     which ran, not which of its launches did: Liger SwiGLU's Blackwell-only tiled launch took two of KLineage's three
     evaluations on the H200 and changed nothing there (x1.0008 and x1.000, run 19)."""
-    source = dict(_module_sources(program)).get(candidate.module)
+    source = dict(program.module_sources()).get(candidate.module)
     if not source or not candidate.site:
         return None
     kernel = _kernel_at(candidate.function, candidate.site, source)
@@ -515,7 +514,7 @@ def _rewrite(program: Program, module: str, transform: Transform, source: str, s
 
     def make() -> Program | None:
         new = _apply(transform, source, site, params)
-        return _with_source(program, module, new) if new is not None else None
+        return program.with_source(module, new) if new is not None else None
 
     return make
 
@@ -523,7 +522,7 @@ def _rewrite(program: Program, module: str, transform: Transform, source: str, s
 def _sites(transform: Transform, program: Program) -> Iterator[tuple[str, str, Site]]:
     """(module, source, site) for every optimize site of a family in the program's modules; a family that fails on
     odd code offers none there."""
-    for module, source in _module_sources(program):
+    for module, source in program.module_sources():
         try:
             sites = transform.optimize_sites(source)
         except Exception:
@@ -622,7 +621,7 @@ class Proposer:
         CHUNK alone went 512 -> 2048 at x1.23 and x1.07, then 4096 ran at x0.65, its 128-wide tile left to loop 32
         times (H200, run 12), where 4096 with a 1024 tile runs at 0.83 of the roofline and 8192 with 2048 at 0.85
         (roofline_gaps.py atomic)."""
-        for module, source in _module_sources(program):
+        for module, source in program.module_sources():
             found = launch_config.tunables(source, work=True)
             for t in found:
                 if _fallback(source, t.kernel):
@@ -682,7 +681,7 @@ class Proposer:
             return None
         if any(keyword in launch_config.KNOBS or before == after for keyword, before, after in step.values()):
             return None
-        source = dict(_module_sources(cand.program)).get(cand.module, "")
+        source = dict(cand.program.module_sources()).get(cand.module, "")
         now = {t.key: t for t in launch_config.tunables(source, work=True)}
         gain = attempt.effect.get("speedup") or 1.0
         for stride in (4, 2) if gain >= STRIDE_GAIN else (2,):
@@ -706,7 +705,7 @@ def _retuned(
     new = launch_config.with_values(source, values)
     if knobs:
         new = _with_knobs(new, knobs)
-    return _with_source(program, module, new) if new is not None else None
+    return program.with_source(module, new) if new is not None else None
 
 
 def _with_knobs(source: str, knobs: dict[str, int]) -> str | None:
@@ -847,7 +846,7 @@ class SkillProposer(Proposer):
         self.context = features(program, self.workload)
         self._warps_keys = {
             (module, t.key): (module, t.kernel, launch_config.elements_per_program(source, t.kernel), t.value)
-            for module, source in _module_sources(program)
+            for module, source in program.module_sources()
             for t in launch_config.tunables(source)
             if t.keyword == "num_warps"
         }
@@ -1106,7 +1105,7 @@ class SkillProposer(Proposer):
     def _ladder_step(
         self, cand: Candidate, program: Program | None, factor: float, steps: int, kernel: str | None
     ) -> Candidate | None:
-        for module, source in _module_sources(program) if program is not None else []:
+        for module, source in program.module_sources() if program is not None else []:
             names = [kernel] if kernel else [k for k in twin_ladders(source) if (module, k) not in self._laddered]
             for name in names:
                 new = scaled_ladder(source, name, factor)
@@ -1124,7 +1123,7 @@ class SkillProposer(Proposer):
                     PRIOR_SPEEDUP,
                     "",
                     cand.decided_by,
-                    _with_source(program, module, new),
+                    program.with_source(module, new),
                 )
                 self._ladders[follow.key] = (module, name, factor, program, steps)
                 return follow
@@ -1135,7 +1134,7 @@ class SkillProposer(Proposer):
         rewritten = make()
         if rewritten is None:
             return None
-        new = guarded(source, dict(_module_sources(rewritten))[module], kernel, guard.predicate)
+        new = guarded(source, dict(rewritten.module_sources())[module], kernel, guard.predicate)
         if new is None:
             self._refuse(
                 Refusal(
@@ -1148,7 +1147,7 @@ class SkillProposer(Proposer):
                 )
             )
             return None
-        return _with_source(program, module, new)
+        return program.with_source(module, new)
 
     def _expert_tiles(self, program: Program) -> list[Candidate]:
         """The launch configurations experts chose (autotune configs, launch knobs), set on this program's launch
@@ -1178,7 +1177,7 @@ class SkillProposer(Proposer):
                 expected = max(*(self.expected(s) for s in skills), self._measured_at_configuration(lineage, tiles))
             for skill in carried:
                 for tile in expert_tiles(skill.transform.get("params") or {}):
-                    for module, source in _module_sources(program):
+                    for module, source in program.module_sources():
                         tunables = launch_config.tunables(source)
                         values = _tile_assignment(tunables, tile)
                         # a tiling means something for the loop nest it tiles: the expert's evidence goes with it
@@ -1235,7 +1234,7 @@ class SkillProposer(Proposer):
             return None
         for guard in self.shared_memory_guards:
             transform = self.transforms.get(guard.transform["id"])
-            for module, source in _module_sources(candidate.program) if transform is not None else ():
+            for module, source in candidate.program.module_sources() if transform is not None else ():
                 sites = transform.optimize_sites(source)
                 if not sites:
                     continue
@@ -1484,7 +1483,7 @@ def _remembered(program, module, transform, source, site, params) -> Program | N
     new = _apply(transform, source, site, params) or (
         _apply(transform, source, site, fallback) if fallback is not None else None
     )
-    return _with_source(program, module, new) if new is not None else None
+    return program.with_source(module, new) if new is not None else None
 
 
 class MemoryProposer(Proposer):
@@ -1518,7 +1517,7 @@ class MemoryProposer(Proposer):
                 continue
             expected = math.exp(score)
             if entry.transform == "launch_config":
-                for module, source in _module_sources(program):
+                for module, source in program.module_sources():
                     tunables = launch_config.tunables(source)
                     names = {t.keyword: t for t in tunables}
                     values = {

@@ -65,7 +65,7 @@ class _Sandbox:
 
 
 def _pair(settings, answers, device="cuda"):
-    from klineage.mine import time_pair
+    from klineage.check import time_pair
 
     folder = SUITES["heldout"] / "bias_gelu"
     program = load_program(folder / "naive.py")
