@@ -85,6 +85,7 @@ def trading_job(path: str) -> tuple[str, str, str]:
     return before, during, lock_mode_job(path)
 
 
+@pytest.mark.interpreter  # starts sandbox children
 @pytest.mark.parametrize("warm", [False, True])
 def test_sandbox_jobs_hold_a_shared_turn_and_measurements_trade_up(tmp_path, warm):
     path = str(tmp_path / "gpu0.lock")
@@ -112,6 +113,7 @@ def racing_job(payload: tuple[str, str]) -> tuple[float, float]:
         return start, time.time()
 
 
+@pytest.mark.interpreter  # starts sandbox children
 def test_two_jobs_trading_up_at_once_take_turns_without_deadlock(tmp_path):
     path = str(tmp_path / "gpu0.lock")
     env = {"KLINEAGE_DEVICE": "cuda", "KLINEAGE_GPU_LOCK": path}
@@ -154,6 +156,7 @@ def timer_job(path: str) -> tuple[float, float]:
         return start, time.time()
 
 
+@pytest.mark.interpreter  # starts sandbox children
 def test_a_check_lets_a_waiting_timer_measure_between_two_trials(tmp_path, monkeypatch):
     path = str(tmp_path / "gpu0.lock")
     monkeypatch.setenv("KLINEAGE_GPU_LOCK", path)
@@ -194,6 +197,7 @@ def test_a_section_off_the_gpu_lets_a_timer_have_it(tmp_path, monkeypatch):
         yield_turn()
 
 
+@pytest.mark.interpreter  # starts sandbox children
 def test_whole_job_turns_keep_a_checks_turn_and_still_let_a_measurement_trade_up(tmp_path, monkeypatch):
     """KLINEAGE_TURNS=job, the comparison arm of benchmarks/gpu_turns.py: a check keeps its turn throughout, and a
     timer still trades its own shared turn for the GPU alone (letting it go is not optional there: it would wait on
