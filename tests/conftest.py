@@ -93,6 +93,25 @@ def pytest_sessionstart(session):
         terminal.write_line(_left_out(session.config))
 
 
+def _stands_for_its_sweep(item, swept: set) -> bool:
+    """Below --tier all, one case stands for a `sweep`: the one its marker names (`case=` a parametrization id), else
+    the first collected."""
+    marker = item.get_closest_marker("sweep")
+    if marker is None:
+        return True
+    named, sweep = marker.kwargs.get("case"), item.nodeid.split("[")[0]
+    if named is not None:
+        swept.add((sweep, named))
+        if getattr(getattr(item, "callspec", None), "id", None) != named:
+            return False
+        swept.add((sweep, None))
+        return True
+    if (sweep, None) in swept:
+        return False
+    swept.add((sweep, None))
+    return True
+
+
 @pytest.hookimpl(tryfirst=True)  # before -m, which may then select by the tier a test was given
 def pytest_collection_modifyitems(config, items):
     chosen = _chosen(config)
@@ -102,14 +121,15 @@ def pytest_collection_modifyitems(config, items):
         item.stash[_TIER] = tier
         if tier != "fast" and not item.get_closest_marker(tier):
             item.add_marker(tier)
-        sweep = (item.path, getattr(item, "originalname", item.name))
         if tier not in CHOICES[chosen]:
             drop.append(item)
-        elif chosen != "all" and item.get_closest_marker("sweep") and sweep in swept:
-            drop.append(item)  # a sweep's first case stands for it below --tier all
+        elif chosen != "all" and not _stands_for_its_sweep(item, swept):
+            drop.append(item)
         else:
-            swept.add(sweep)
             keep.append(item)
+    lost = {sweep for sweep, case in swept if case is not None and (sweep, None) not in swept}
+    if lost:
+        raise pytest.UsageError(f"a sweep names a case it does not have: {sorted(lost)}")
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

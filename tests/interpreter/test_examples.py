@@ -19,7 +19,7 @@ HAS_LIGER = importlib.util.find_spec("liger_kernel") is not None
 PAIRS = [(wl, prog) for wl, prog in bundled_examples() if HAS_LIGER or prog.stem != "liger"]
 
 
-@pytest.mark.sweep
+@pytest.mark.sweep(case="rmsnorm-naive")  # the demo's program stands for the sweep below --tier all
 @pytest.mark.parametrize("workload, program", PAIRS, ids=[f"{w.parent.name}-{p.stem}" for w, p in PAIRS])
 def test_bundled_program_passes(workload, program, settings, sandbox):
     report = check(load_workload(workload), load_program(program), settings, "cpu", sandbox=sandbox)
