@@ -104,7 +104,7 @@ def run_arm(turns: str, request, program, shards: int, seconds: float) -> dict:
                 checked = time.perf_counter()
                 result = sb.run(
                     Job(
-                        "klineage.gates:profile_pair_job",
+                        "klineage.gates.profile:profile_pair_job",
                         (request, program),
                         env={"KLINEAGE_DEVICE": "cuda"},
                         timeout_s=300,

@@ -26,18 +26,20 @@ OLD_PRELOAD = ("torch", "triton", "klineage.gates")  # the warm server's list be
 
 
 def profiled_job(payload: tuple[str, object]) -> str:
-    """Runs in a sandbox child: one gate job of klineage.gates under cProfile; its two tables as text."""
+    """Runs in a sandbox child: one gate job of klineage.gates' modules under cProfile; its two tables as text."""
     import cProfile
     import io
     import pstats
 
-    import klineage.gates as gates
+    from klineage.gates import correctness
+    from klineage.gates import profile as profile_gate
 
     name, arg = payload
+    job = {"correctness_job": correctness.correctness_job, "profile_pair_job": profile_gate.profile_pair_job}[name]
     profile = cProfile.Profile()
     began = time.perf_counter()
     profile.enable()
-    getattr(gates, name)(arg)
+    job(arg)
     profile.disable()
     text = io.StringIO()
     stats = pstats.Stats(profile, stream=text)

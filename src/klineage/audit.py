@@ -47,7 +47,7 @@ def audit_job(payload: tuple[str, Settings]) -> AuditReport:
 
     import torch
 
-    from klineage.gates import plan_trials
+    from klineage.gates.correctness import plan_trials
     from klineage.workload import import_file, make_case_init_inputs, make_case_inputs, workload_from_module
 
     path, settings = payload

@@ -134,7 +134,10 @@ def references_job(payload: tuple[GateRequest, list[Program]]) -> dict:
     """Time PyTorch eager, torch.compile of the reference and each given program, interleaved, on the bench case."""
     import torch
 
-    from klineage.gates import _build, _input_sets, _prepare, _rotating
+    from klineage.gates.common import build as _build
+    from klineage.gates.common import input_sets as _input_sets
+    from klineage.gates.common import prepare as _prepare
+    from klineage.gates.common import rotating as _rotating
     from klineage.program import install
     from klineage.timing import time_calls
     from klineage.workload import make_case_init_inputs

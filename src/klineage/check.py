@@ -86,7 +86,9 @@ def ceilings_for(device: str, settings: Settings, sandbox: Sandbox, cache: Cache
     with _measuring_alone(settings.cache_path.with_name("ceilings.lock") if cache is not None else None):
         if cache is not None and (found := cache.get_ceilings(name, versions())):
             return found  # another process measured them while this one waited
-        result = sandbox.run(Job("klineage.gates:ceilings_job", None, env={"KLINEAGE_DEVICE": "cuda"}, timeout_s=600))
+        result = sandbox.run(
+            Job("klineage.gates.profile:ceilings_job", None, env={"KLINEAGE_DEVICE": "cuda"}, timeout_s=600)
+        )
         if not result.ok:
             return None
         if cache is not None:
@@ -210,13 +212,15 @@ def time_pair(
     down as not faster."""
     request = GateRequest(str(workload.path), parent, device, settings)
     env = {"KLINEAGE_DEVICE": device}
-    timed = sandbox.run(Job("klineage.gates:profile_pair_job", (request, child), env=env, timeout_s=settings.timeout_s))
+    timed = sandbox.run(
+        Job("klineage.gates.profile:profile_pair_job", (request, child), env=env, timeout_s=settings.timeout_s)
+    )
     if timed.ok or device != "cuda" or not device_memory_ran_out(f"{timed.error} {timed.log}"):
         return timed
     first = timed.error[:300]
     again = sandbox.run(
         Job(
-            "klineage.gates:profile_pair_job",
+            "klineage.gates.profile:profile_pair_job",
             (request, child),
             env={**env, "KLINEAGE_GPU_ALONE": "1"},
             timeout_s=settings.timeout_s,

@@ -114,8 +114,19 @@ def versions() -> dict[str, str]:
     }
 
 
-# the modules a verdict depends on; mining and optimizing code can change without invalidating verdicts
+# the modules a verdict depends on (a name is a module file or a package); mining and optimizing code can change
+# without invalidating verdicts
 GATE_MODULES = ("config", "workload", "program", "compare", "interp", "guards", "sass", "sandbox", "timing", "gates")
+
+
+def gate_files() -> list[Path]:
+    """Every file of GATE_MODULES: a module's file, or each file of a package (gates/)."""
+    root = Path(__file__).parent
+    files = []
+    for name in GATE_MODULES:
+        package = root / name
+        files += sorted(package.rglob("*.py")) if package.is_dir() else [root / f"{name}.py"]
+    return files
 
 
 @functools.cache
@@ -124,10 +135,10 @@ def harness_hash() -> str:
     reused, even under the same version number."""
     import hashlib
 
+    root = Path(__file__).parent
     digest = hashlib.sha256()
-    for name in GATE_MODULES:
-        path = Path(__file__).parent / f"{name}.py"
-        digest.update(name.encode() + path.read_bytes())
+    for path in gate_files():
+        digest.update(path.relative_to(root).as_posix().encode() + path.read_bytes())
     return digest.hexdigest()[:12]
 
 

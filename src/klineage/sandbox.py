@@ -340,7 +340,15 @@ def _recv(stream):
 # functions import it lazily on their first call (torch._compile), so every child of a server without it imported it
 # again: 4.8 s of a 7 s correctness check on the H200 image, whose torch has no bytecode cache (a profile of a forked
 # child there, docs/runs/2026-12-01-h200/session13/; 0.9 s here). Importing it starts no thread and touches no GPU.
-PRELOAD = ("torch", "triton", "torch._dynamo", "klineage.gates", "klineage.guards")
+PRELOAD = (
+    "torch",
+    "triton",
+    "torch._dynamo",
+    "klineage.gates.correctness",
+    "klineage.gates.compile",
+    "klineage.gates.profile",
+    "klineage.guards",
+)
 
 
 class Sandbox:

@@ -54,7 +54,7 @@ def test_processes_sharing_a_data_directory_measure_the_ceilings_once(tmp_path, 
         t.start()
     for t in threads:
         t.join()
-    assert measured == ["klineage.gates:ceilings_job"]
+    assert measured == ["klineage.gates.profile:ceilings_job"]
     assert found == [{"copy_bytes_per_s": 4.2e12, "n": 1}] * 4
     assert check.ceilings_for("cpu", settings, Timer(), Cache(settings.cache_path)) is None  # no GPU, no ceilings
 

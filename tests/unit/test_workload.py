@@ -168,12 +168,12 @@ def test_on_device_keeps_a_strided_layout():
 def test_timing_inputs_of_the_strided_heldout_keep_their_stride():
     import importlib.util
 
-    from klineage.gates import _input_sets
+    from klineage.gates.common import input_sets
     from klineage.suites import suite_instances
 
     workload_path = next(w for w, _ in suite_instances("heldout") if w.parent.name == "strided_add")
     spec = importlib.util.spec_from_file_location("strided_add_wl", workload_path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    ((x, y),) = _input_sets(mod, mod.CASES["tiny"], 1, device="meta")
+    ((x, y),) = input_sets(mod, mod.CASES["tiny"], 1, device="meta")
     assert x.stride() == (2,) and y.stride() == (1,)
