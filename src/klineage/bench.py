@@ -35,7 +35,7 @@ from klineage.mine import LineageStore
 from klineage.optimize import Trajectory, evidence_line, features, optimize, proposer_for, remember_attempts
 from klineage.probe import make_probes
 from klineage.program import Program, load_program
-from klineage.sandbox import Job, Sandbox
+from klineage.sandbox import GpuTurns, Job, Sandbox
 from klineage.workload import UserError, Workload, load_workload, source_hash
 
 EXAMPLES_DIR = Path(__file__).parent / "examples"
@@ -146,7 +146,7 @@ def references_job(payload: tuple[GateRequest, list[Program]]) -> dict:
     workload, wl_module, _ = _prepare(request, interpret=False)
     case = workload.cases[workload.bench_case()]
     init = make_case_init_inputs(wl_module, case)
-    sets = _input_sets(wl_module, case, request.settings.rotate_sets)
+    sets = _input_sets(wl_module, case, request.settings.rotate_sets, cache_dir=request.settings.input_cache)
     eager = _build(wl_module.Model, init).cuda()
     compiled = torch.compile(_build(wl_module.Model, init).cuda())
     with torch.no_grad():  # compile now, beside other jobs: only the measurement takes the GPU alone (time_calls)
@@ -270,12 +270,11 @@ class Row:
     bound: str | None = None  # "memory" or "compute": what sets the bench case's roofline (the profile gate's)
 
 
-def _git_commit() -> str:
-    """The code's commit: $KLINEAGE_COMMIT where the tree travelled without its history (a device machine)."""
-    import os
-
-    if os.environ.get("KLINEAGE_COMMIT"):
-        return os.environ["KLINEAGE_COMMIT"]
+def _git_commit(known: str = "") -> str:
+    """The code's commit: `known` (Settings.commit) where the tree travelled without its history (a device
+    machine), else git's."""
+    if known:
+        return known
     try:
         out = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],
@@ -365,8 +364,9 @@ def run_bench(
                 job = Job(
                     "klineage.bench:references_job",
                     (request, distinct),
-                    env={"KLINEAGE_DEVICE": device},
                     timeout_s=settings.timeout_s * 2,
+                    device=device,
+                    turns=GpuTurns.of(settings),
                 )
                 result = sandbox.run(job)
                 if result.ok:
@@ -407,7 +407,7 @@ def run_bench(
                         seconds=t.seconds,
                         stop=t.stop,
                         best_hash=t.best.hash,
-                        commit=_git_commit(),
+                        commit=_git_commit(settings.commit),
                         unchecked=recheck.unchecked,
                         bound=t.bound,
                     )
@@ -427,12 +427,25 @@ def run_bench(
                     True,
                     costs,
                     suite=instances,
+                    commit=settings.commit,
                 )
                 # a queue's next instance is not this process's to name: bench-merge names what nobody finished
                 so_far["stamp"]["unfinished"] = [] if claim else [i.name for i in instances if i not in ran]
                 on_instance(so_far)
     return _result(
-        ran, methods, budget, device, started, rows, references, trajectories, skipped, False, costs, suite=instances
+        ran,
+        methods,
+        budget,
+        device,
+        started,
+        rows,
+        references,
+        trajectories,
+        skipped,
+        False,
+        costs,
+        suite=instances,
+        commit=settings.commit,
     )
 
 
@@ -449,13 +462,14 @@ def _result(
     partial: bool,
     costs: dict | None = None,
     suite: list[Instance] | None = None,
+    commit: str = "",
 ) -> dict:
     return {
         "stamp": {
             "device": device_name(device),
             "versions": versions(),
             "budget": budget,
-            "commit": ", ".join(sorted({r.commit for r in rows if r.commit} | {_git_commit()})),
+            "commit": ", ".join(sorted({r.commit for r in rows if r.commit} | {_git_commit(commit)})),
             "methods": methods,
             "instances": [i.name for i in instances],
             "suite": [i.name for i in (suite or instances)],

@@ -12,7 +12,7 @@ from klineage.cache import Cache, verdict_key
 from klineage.config import Settings, cuda_available, device_name, versions
 from klineage.gates import GATES, GateRequest, Verdict, run_gate, verdict_from_result
 from klineage.program import Program
-from klineage.sandbox import Job, Sandbox, SandboxResult, device_memory_ran_out
+from klineage.sandbox import GpuTurns, Job, Sandbox, SandboxResult, device_memory_ran_out
 from klineage.workload import UserError, Workload
 
 
@@ -86,9 +86,10 @@ def ceilings_for(device: str, settings: Settings, sandbox: Sandbox, cache: Cache
     with _measuring_alone(settings.cache_path.with_name("ceilings.lock") if cache is not None else None):
         if cache is not None and (found := cache.get_ceilings(name, versions())):
             return found  # another process measured them while this one waited
-        result = sandbox.run(
-            Job("klineage.gates.profile:ceilings_job", None, env={"KLINEAGE_DEVICE": "cuda"}, timeout_s=600)
+        job = Job(
+            "klineage.gates.profile:ceilings_job", None, timeout_s=600, device="cuda", turns=GpuTurns.of(settings)
         )
+        result = sandbox.run(job)
         if not result.ok:
             return None
         if cache is not None:
@@ -211,21 +212,18 @@ def time_pair(
     baseline's autotune list on the fp32 batched matmul, x1.448 in run 21, found 11 MiB of the GPU free and went
     down as not faster."""
     request = GateRequest(str(workload.path), parent, device, settings)
-    env = {"KLINEAGE_DEVICE": device}
-    timed = sandbox.run(
-        Job("klineage.gates.profile:profile_pair_job", (request, child), env=env, timeout_s=settings.timeout_s)
+    job = Job(
+        "klineage.gates.profile:profile_pair_job",
+        (request, child),
+        timeout_s=settings.timeout_s,
+        device=device,
+        turns=GpuTurns.of(settings),
     )
+    timed = sandbox.run(job)
     if timed.ok or device != "cuda" or not device_memory_ran_out(f"{timed.error} {timed.log}"):
         return timed
     first = timed.error[:300]
-    again = sandbox.run(
-        Job(
-            "klineage.gates.profile:profile_pair_job",
-            (request, child),
-            env={**env, "KLINEAGE_GPU_ALONE": "1"},
-            timeout_s=settings.timeout_s,
-        )
-    )
+    again = sandbox.run(replace(job, gpu_alone=True))
     if again.ok:
         return replace(again, value={**again.value, "retried_alone": first})
     return replace(again, error=f"{again.error} (alone, after: {first})")

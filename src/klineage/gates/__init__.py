@@ -7,7 +7,7 @@ job, runs it in the sandbox and turns a crash, hang or out-of-memory into a fail
 from __future__ import annotations
 
 from klineage.gates.common import GateRequest, Verdict
-from klineage.sandbox import Job, Sandbox, SandboxResult
+from klineage.sandbox import GpuTurns, Job, Sandbox, SandboxResult
 
 GATES = ("compile", "correctness", "profile")
 
@@ -28,12 +28,16 @@ def run_gate(gate: str, request: GateRequest, sandbox: Sandbox, alone: bool = Fa
             "no_gpu",
             "no GPU: no time was taken; the compile gate's static metrics are all there is",
         )
-    env = {"KLINEAGE_DEVICE": request.device}
-    if gate == "correctness" and request.device == "cpu":
-        env["TRITON_INTERPRET"] = "1"
-    if alone:
-        env["KLINEAGE_GPU_ALONE"] = "1"
-    job = Job(JOBS[gate], request, env=env, timeout_s=request.settings.timeout_s)
+    env = {"TRITON_INTERPRET": "1"} if gate == "correctness" and request.device == "cpu" else {}
+    job = Job(
+        JOBS[gate],
+        request,
+        env=env,
+        timeout_s=request.settings.timeout_s,
+        device=request.device,
+        gpu_alone=alone,
+        turns=GpuTurns.of(request.settings),
+    )
     result = sandbox.run(job)
     return verdict_from_result(gate, result)
 

@@ -61,8 +61,9 @@ class GateRequest:
     probe: dict | None = None
 
 
-def prepare(request: GateRequest, interpret: bool):
-    """Import the workload and program in this (child) process, with the interpreter fixes and launch tracer."""
+def prepare(request: GateRequest, interpret: bool, workdir: Path | None = None):
+    """Import the workload and program in this (child) process, with the interpreter fixes and launch tracer; the
+    program's files go to `workdir` (a fresh temporary directory by default: program.install)."""
     if interpret:
         os.environ["TRITON_INTERPRET"] = "1"
         from klineage.interp import patch_interpreter
@@ -79,7 +80,7 @@ def prepare(request: GateRequest, interpret: bool):
     source = path.read_text()
     wl_module = import_file(path, "klineage_workload")
     workload = workload_from_module(path, source, wl_module)
-    program_module = install(request.program)
+    program_module = install(request.program, workdir)
     if not isinstance(getattr(program_module, "ModelNew", None), type):
         raise ImportError("program defines no class ModelNew")
     return workload, wl_module, program_module
@@ -125,12 +126,15 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def input_sets(wl_module, case: dict, count: int, device: str = "cuda") -> list[list]:
+def input_sets(wl_module, case: dict, count: int, device: str = "cuda", cache_dir: Path | None = None) -> list[list]:
     """`count` input sets of one case on the GPU, seeds 0..count-1, each input in its own layout: timing cycles
-    through them so the cache is not what is measured."""
+    through them so the cache is not what is measured. `cache_dir`: Settings.input_cache."""
     from klineage.workload import make_case_inputs, on_device
 
-    return [[on_device(x, device) for x in make_case_inputs(wl_module, case, seed)] for seed in range(count)]
+    return [
+        [on_device(x, device) for x in make_case_inputs(wl_module, case, seed, cache_dir=cache_dir)]
+        for seed in range(count)
+    ]
 
 
 def rotating(model, sets: list[list]):

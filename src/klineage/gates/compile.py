@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict
+from pathlib import Path
 
 from klineage.gates.common import GateRequest, Verdict, build, prepare
 from klineage.sandbox import off_gpu, yield_turn
@@ -53,7 +54,7 @@ def _compile_for_target(request: GateRequest) -> Verdict:
     compiler = _TargetCompiler(request.target)
     JITFunction.run = lambda fn, *args, **kwargs: compiler.launch(fn, *args, **kwargs)  # fn: the JITFunction
     autotuner.Autotuner.do_bench = property(lambda self: compiler.one_call_bench)
-    forward_errors = _drive_cases(workload, wl_module, program_module, compiler)
+    forward_errors = _drive_cases(workload, wl_module, program_module, compiler, request.settings.input_cache)
     return _target_verdict(compiler, forward_errors)
 
 
@@ -123,7 +124,9 @@ class _TargetCompiler:
         return [float(len(self.compiled))] * 3
 
 
-def _drive_cases(workload, wl_module, program_module, compiler: _TargetCompiler) -> list[str]:
+def _drive_cases(
+    workload, wl_module, program_module, compiler: _TargetCompiler, cache_dir: Path | None = None
+) -> list[str]:
     """Every case's forward on CPU tensors, its launches compiled instead of run. Returns the forward errors that
     came before any launch (a failure after launches is expected: outputs are garbage without them)."""
     import torch
@@ -135,7 +138,7 @@ def _drive_cases(workload, wl_module, program_module, compiler: _TargetCompiler)
     for name, case in workload.cases.items():
         init = make_case_init_inputs(wl_module, case)
         model = build(program_module.ModelNew, init)
-        inputs = make_case_inputs(wl_module, case, 0)
+        inputs = make_case_inputs(wl_module, case, 0, cache_dir=cache_dir)
         before = len(compiler.compiled)
         try:
             with torch.no_grad():
@@ -207,7 +210,8 @@ def _compile_on_gpu(request: GateRequest) -> Verdict:
     for name, case in workload.cases.items():
         yield_turn()
         model = build(program_module.ModelNew, make_case_init_inputs(wl_module, case)).cuda()
-        inputs = [on_device(x, "cuda") for x in make_case_inputs(wl_module, case, 0)]
+        made = make_case_inputs(wl_module, case, 0, cache_dir=request.settings.input_cache)
+        inputs = [on_device(x, "cuda") for x in made]
         try:
             with torch.no_grad():
                 model(*inputs)

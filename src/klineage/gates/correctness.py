@@ -5,10 +5,11 @@ forward), then the static findings. Runs inside a sandbox child; `plan_trials` i
 from __future__ import annotations
 
 import copy
-import os
+import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from klineage.compare import Finding, bitwise_equal, compare_output, flatten_outputs, relative_error
 from klineage.gates.autotune import AutotunePicks
@@ -57,11 +58,18 @@ def _correctness(request: GateRequest, started: float) -> Verdict:
     from klineage.guards import static_findings
 
     device = request.device
+    program_dir = Path(tempfile.mkdtemp(prefix="klineage-program-"))  # where install() writes the program's files
     try:
-        workload, wl_module, program_module = prepare(request, interpret=device == "cpu")
+        workload, wl_module, program_module = prepare(request, interpret=device == "cpu", workdir=program_dir)
     except Exception as e:
         return Verdict("correctness", "fail", "import_error", f"{type(e).__name__}: {e}")
-    state = _TrialState(device, request.settings.guard_bytes, host_ops=frozenset(workload.host_ops))
+    state = _TrialState(
+        device,
+        request.settings.guard_bytes,
+        host_ops=frozenset(workload.host_ops),
+        program_dir=str(program_dir.resolve()),
+        input_cache=request.settings.input_cache,
+    )
     trials = plan_trials(
         workload, device, request.settings.seeds, request.settings.seed_base, request.settings.seed_case
     )
@@ -229,6 +237,8 @@ class _TrialState:
     compile: bool = False  # a probe that runs forward under torch.compile
     chunk: int = 0  # a probe that compares outputs this many elements at a time (0: whole tensors)
     first_runs: int = 2  # runs of each case's first trial
+    program_dir: str = ""  # where the program's files are: whose frames are the program's (_calls_into)
+    input_cache: Path | None = None  # Settings.input_cache
 
 
 def _inputs_for(trial: Trial, cpu_inputs: list, state: _TrialState) -> tuple[list, list]:
@@ -265,7 +275,14 @@ def _run_trial(workload, wl_module, trial: Trial, runs: int, state: _TrialState)
     ref_model, ref64_model, new_model = state.models[trial.case]
     inputs, input_log = _inputs_for(
         trial,
-        make_case_inputs(wl_module, workload.cases[trial.case], trial.seed, trial.distribution, state.probe_inputs),
+        make_case_inputs(
+            wl_module,
+            workload.cases[trial.case],
+            trial.seed,
+            trial.distribution,
+            state.probe_inputs,
+            cache_dir=state.input_cache,
+        ),
         state,
     )
     originals = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
@@ -344,12 +361,11 @@ def _replay_finding(record, outputs, state: _TrialState) -> Finding | None:
 
 
 @contextmanager
-def _calls_into(found: set):
-    """Record the names of program functions that run (host functions and, under the interpreter, kernels): the
-    walk only simplifies code the workload exercises; a site in code that never ran would pass vacuously."""
+def _calls_into(found: set, root: str):
+    """Record the names of program functions that run (host functions and, under the interpreter, kernels), those
+    whose code is under `root`, the program's directory: the walk only simplifies code the workload exercises; a
+    site in code that never ran would pass vacuously."""
     import sys
-
-    root = os.environ.get("KLINEAGE_PROGRAM_DIR", "")
 
     def profile(frame, event, arg):
         if event == "call" and root and frame.f_code.co_filename.startswith(root):
@@ -371,7 +387,7 @@ def _guarded_call(model, inputs, state: _TrialState):
 
     try:
         guard = guarded_forward(state.guard_bytes, state.host_ops)
-        with torch.no_grad(), guard as record, _calls_into(state.functions):
+        with torch.no_grad(), guard as record, _calls_into(state.functions, state.program_dir):
             if state.compile:
                 outputs = flatten_outputs(_compiled_call(model, inputs))
             else:

@@ -31,7 +31,7 @@ def profile_job(request: GateRequest) -> Verdict:
     model = build(program_module.ModelNew, init).cuda()
     reference = build(wl_module.Model, init).cuda()
     settings = request.settings
-    sets = input_sets(wl_module, case, settings.rotate_sets)
+    sets = input_sets(wl_module, case, settings.rotate_sets, cache_dir=settings.input_cache)
 
     program_t, eager_t = time_calls(
         [rotating(model, sets), rotating(reference, sets)],
@@ -81,7 +81,7 @@ def profile_pair_job(payload: tuple[GateRequest, Program]) -> dict:
     init = make_case_init_inputs(wl_module, case)
     parent_model = build(parent_module.ModelNew, init).cuda()
     child_model = build(child_module.ModelNew, init).cuda()
-    sets = input_sets(wl_module, case, request.settings.rotate_sets)
+    sets = input_sets(wl_module, case, request.settings.rotate_sets, cache_dir=request.settings.input_cache)
     settings = request.settings
     calls = [rotating(parent_model, sets), rotating(child_model, sets)]
     setup_s = time.perf_counter() - started  # imports done: the programs installed, models built, inputs made
