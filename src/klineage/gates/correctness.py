@@ -273,18 +273,9 @@ def _run_trial(workload, wl_module, trial: Trial, runs: int, state: _TrialState)
 
     device = state.device
     ref_model, ref64_model, new_model = state.models[trial.case]
-    inputs, input_log = _inputs_for(
-        trial,
-        make_case_inputs(
-            wl_module,
-            workload.cases[trial.case],
-            trial.seed,
-            trial.distribution,
-            state.probe_inputs,
-            cache_dir=state.input_cache,
-        ),
-        state,
-    )
+    case = workload.cases[trial.case]
+    made = make_case_inputs(wl_module, case, trial.seed, trial.distribution, state.probe_inputs, state.input_cache)
+    inputs, input_log = _inputs_for(trial, made, state)
     originals = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
     main_stream = torch.cuda.current_stream().cuda_stream if device == "cuda" else None
     done = []  # (record, outputs, clones of outputs)
@@ -301,6 +292,33 @@ def _run_trial(workload, wl_module, trial: Trial, runs: int, state: _TrialState)
             state.launches[trial.case] = launch_rows(record.launches)
         clones = [o.detach().clone() if isinstance(o, torch.Tensor) else o for o in outputs]
         done.append((record, outputs, clones))
+    expected, ref64, ref64_inputs = _reference(wl_module, ref_model, ref64_model, originals)
+    for record, outputs, clones in done:
+        finding = (
+            _outputs_finding(workload, clones, ref64, expected, state.previous_outputs, outputs, state.chunk)
+            or check_guards(record.allocations + input_log)
+            or _mutation_finding(workload, inputs, originals, ref64_inputs, state.chunk)
+            or (None if state.compile else _replay_finding(record, outputs, state))
+            or (None if state.compile else launch_findings(record, outputs, main_stream))
+        )
+        if finding is not None:
+            return finding
+        state.output_storages.update(_storages(outputs))
+    for out, ref in zip(done[-1][2], ref64):
+        if isinstance(out, torch.Tensor):
+            pieces = _chunks(out, ref, state.chunk) if state.chunk else [(out, ref)]
+            state.worst_error = max(state.worst_error, *(relative_error(o, r) for o, r in pieces))
+    if runs == 2 and (finding := _disagreement(workload, done[0][2], done[1][2], state)):
+        return finding
+    state.previous_outputs.append((trial, done[-1][2]))
+    return None
+
+
+def _reference(wl_module, ref_model, ref64_model, originals: list) -> tuple[list, list, list]:
+    """The reference's outputs in the inputs' dtypes, in float64, and the float64 inputs (mutated in place by a
+    reference with in-place results)."""
+    import torch
+
     with torch.no_grad():
         ref_inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in originals]
         expected = flatten_outputs(ref_model(*ref_inputs))
@@ -319,31 +337,20 @@ def _run_trial(workload, wl_module, trial: Trial, runs: int, state: _TrialState)
                 for x in originals
             ]
             ref64 = flatten_outputs(ref64_model(*ref64_inputs))
-    for record, outputs, clones in done:
-        finding = (
-            _outputs_finding(workload, clones, ref64, expected, state.previous_outputs, outputs, state.chunk)
-            or check_guards(record.allocations + input_log)
-            or _mutation_finding(workload, inputs, originals, ref64_inputs, state.chunk)
-            or (None if state.compile else _replay_finding(record, outputs, state))
-            or (None if state.compile else launch_findings(record, outputs, main_stream))
-        )
-        if finding is not None:
-            return finding
-        state.output_storages.update(_storages(outputs))
-    for out, ref in zip(done[-1][2], ref64):
-        if isinstance(out, torch.Tensor):
-            pieces = _chunks(out, ref, state.chunk) if state.chunk else [(out, ref)]
-            state.worst_error = max(state.worst_error, *(relative_error(o, r) for o, r in pieces))
-    if runs == 2:
-        first_run, second_run = done[0][2], done[1][2]
-        if not all(bitwise_equal(a, b) for a, b in zip(first_run, second_run)):
-            state.deterministic = False
-            for i, (a, b) in enumerate(zip(first_run, second_run)):
-                tol = workload.tolerance(str(a.dtype).removeprefix("torch."))
-                disagreement = compare_output(b, a.double(), a, tol, f"output {i}")
-                if disagreement is not None:
-                    return Finding("nondeterministic", f"two runs on the same inputs disagree: {disagreement.detail}")
-    state.previous_outputs.append((trial, done[-1][2]))
+    return expected, ref64, ref64_inputs
+
+
+def _disagreement(workload, first_run: list, second_run: list, state: _TrialState) -> Finding | None:
+    """Two runs on the same inputs: bitwise equal, or else within the dtype's tolerance of each other (then the
+    program is not deterministic, which is allowed)."""
+    if all(bitwise_equal(a, b) for a, b in zip(first_run, second_run)):
+        return None
+    state.deterministic = False
+    for i, (a, b) in enumerate(zip(first_run, second_run)):
+        tol = workload.tolerance(str(a.dtype).removeprefix("torch."))
+        disagreement = compare_output(b, a.double(), a, tol, f"output {i}")
+        if disagreement is not None:
+            return Finding("nondeterministic", f"two runs on the same inputs disagree: {disagreement.detail}")
     return None
 
 
