@@ -138,46 +138,20 @@ def check(
             if on_gate:
                 on_gate(gate)
             if gate == "profile" and device == "cuda":
-                correct = next((v for v in verdicts if v.gate == "correctness"), None)
-                if correct is not None and not correct.passed:
+                if _correctness_failed(verdicts):
                     verdicts.append(Verdict("profile", "skip", "not_correct", "not timed: the correctness gate failed"))
                     cached.append(False)
                     continue
-                request = GateRequest(
-                    **{**request.__dict__, "ceilings": ceilings_for(device, settings, sandbox, cache)}
-                )
-            extra = {
-                "seeds": settings.seeds,
-                "seed_base": settings.seed_base,
-                "seed_case": settings.seed_case,
-                "target": target,
-                "guard": settings.guard_bytes,
-            }
-            if gate == "profile":
-                extra.update(rep=settings.profile_rep_ms, sets=settings.rotate_sets)
-            key = verdict_key(program.hash, workload.hash, gate, name, versions(), extra)
+                request = replace(request, ceilings=ceilings_for(device, settings, sandbox, cache))
+            key = verdict_key(
+                program.hash, workload.hash, gate, name, versions(), _key_settings(gate, settings, target)
+            )
             hit = cache.get_verdict(key) if settings.use_cache and gate != "profile" else None
             if hit is not None:
                 verdicts.append(Verdict.from_dict(hit))
                 cached.append(True)
                 continue
-            verdict = run_gate(gate, request, sandbox)
-            if device == "cuda" and out_of_device_memory(verdict):
-                # beside other jobs' checks (12 bench shards on one H200), a check can find the GPU's memory taken:
-                # a blind candidate of Liger's cross-entropy failed so in run 20. Run alone, the program has the
-                # whole GPU; what runs out of memory then is the program's own
-                first = verdict.reason[:300]
-                verdict = run_gate(gate, request, sandbox, alone=True)
-                verdict = replace(verdict, evidence={**verdict.evidence, "retried_alone": first})
-            compiled = next((v for v in verdicts if v.gate == "compile" and v.passed), None)
-            if verdict.code == "no_gpu" and compiled is not None:  # show what there is instead of a time
-                verdict = Verdict(
-                    verdict.gate,
-                    verdict.status,
-                    verdict.code,
-                    verdict.reason,
-                    {"static_" + k: v for k, v in compiled.metrics.items()},
-                )
+            verdict = _with_static_metrics(_run_gate_alone_after_oom(gate, request, sandbox), verdicts)
             verdicts.append(verdict)
             cached.append(False)
             if settings.use_cache and verdict.status in ("pass", "fail"):
@@ -197,6 +171,52 @@ def check(
         cached=tuple(cached),
         versions=versions(),
     )
+
+
+def _correctness_failed(verdicts: list[Verdict]) -> bool:
+    correct = next((v for v in verdicts if v.gate == "correctness"), None)
+    return correct is not None and not correct.passed
+
+
+def _key_settings(gate: str, settings: Settings, target: str) -> dict:
+    """The settings a gate's cached verdict depends on, beside the program, workload, device and versions."""
+    extra = {
+        "seeds": settings.seeds,
+        "seed_base": settings.seed_base,
+        "seed_case": settings.seed_case,
+        "target": target,
+        "guard": settings.guard_bytes,
+    }
+    if gate == "profile":
+        extra.update(rep=settings.profile_rep_ms, sets=settings.rotate_sets)
+    return extra
+
+
+def _run_gate_alone_after_oom(gate: str, request: GateRequest, sandbox: Sandbox) -> Verdict:
+    """The gate's verdict; on a GPU, a check that ran out of device memory runs once more with the GPU alone."""
+    verdict = run_gate(gate, request, sandbox)
+    if request.device == "cuda" and out_of_device_memory(verdict):
+        # beside other jobs' checks (12 bench shards on one H200), a check can find the GPU's memory taken:
+        # a blind candidate of Liger's cross-entropy failed so in run 20. Run alone, the program has the
+        # whole GPU; what runs out of memory then is the program's own
+        first = verdict.reason[:300]
+        verdict = run_gate(gate, request, sandbox, alone=True)
+        verdict = replace(verdict, evidence={**verdict.evidence, "retried_alone": first})
+    return verdict
+
+
+def _with_static_metrics(verdict: Verdict, verdicts: list[Verdict]) -> Verdict:
+    """A profile gate with no GPU shows the compile gate's static metrics instead of a time."""
+    compiled = next((v for v in verdicts if v.gate == "compile" and v.passed), None)
+    if verdict.code == "no_gpu" and compiled is not None:  # show what there is instead of a time
+        return Verdict(
+            verdict.gate,
+            verdict.status,
+            verdict.code,
+            verdict.reason,
+            {"static_" + k: v for k, v in compiled.metrics.items()},
+        )
+    return verdict
 
 
 __all__ = ["CheckReport", "check", "resolve_device", "verdict_from_result"]
