@@ -3,7 +3,8 @@ both spreads, and the result is timed against the start in one interleaved measu
 
 import pytest
 
-from klineage.bench import run_bench, suite
+from klineage.bench.run import run_bench
+from klineage.bench.suites import suite
 from klineage.config import Settings
 from klineage.optimize import optimize
 from klineage.program import load_program
@@ -54,13 +55,13 @@ def test_bench_references_time_each_distinct_program_once(settings, tmp_path):
 def test_a_references_job_over_the_spread_limit_times_every_call_again(settings, monkeypatch):
     """With the limit below any spread, the job (run here, in this process) times a second round of the same calls
     and reports the steadier one: every program still timed, eager and torch.compile with them."""
-    from klineage import bench
+    from klineage.bench import references
     from klineage.gates import GateRequest
 
-    monkeypatch.setattr(bench, "REFERENCE_SPREAD", -1.0)
+    monkeypatch.setattr(references, "REFERENCE_SPREAD", -1.0)
     wl_path = EXAMPLES / "softmax" / "workload.py"
     start, expert = (load_program(EXAMPLES / "softmax" / f"{n}.py") for n in ("naive", "expert"))
-    value = bench.references_job((GateRequest(str(wl_path), start, "cuda", settings), [start, expert]))
+    value = references.references_job((GateRequest(str(wl_path), start, "cuda", settings), [start, expert]))
     assert value["rounds"] == 2
     for name in ("eager", "torch_compile", "program0", "program1"):
         assert value[name]["ms"] > 0 and value[name]["spread"] >= 0
