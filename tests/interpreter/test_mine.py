@@ -124,7 +124,7 @@ def test_retime_measures_accepted_steps_again_and_keeps_the_earlier_measurement(
 
     fake = FakeGpu([])
     again = retime(lineage, workload, settings, "cuda", fake)
-    assert [j.function for j in fake.jobs] == ["klineage.gates:profile_pair_job"] * 2
+    assert [j.function for j in fake.jobs] == ["klineage.gates.profile:profile_pair_job"] * 2
     first, second = again.accepted
     assert first.effect["speedup"] == 1.5 and first.effect["earlier"] == lineage.accepted[0].effect
     assert first.effect["static_delta"] == lineage.accepted[0].effect.get("static_delta", {})
