@@ -266,7 +266,8 @@ def demo(device, budget, as_json) -> None:
     """The main job end to end: mine the bundled RMSNorm expert into a library, optimize the bundled naive RMSNorm
     with the mined skills, print the lineage and the report (on the CPU when there is no GPU)."""
     from klineage.check import resolve_device
-    from klineage.library import Library, mine_into
+    from klineage.library import Library
+    from klineage.mining import mine_into
     from klineage.optimize import optimize as run_optimize
     from klineage.optimize import proposer_for, report, write_outputs
     from klineage.program import load_program
@@ -395,7 +396,8 @@ def mine(
 ) -> None:
     """Walk EXPERT backward against WORKLOAD, probe each step's conditions, add the skills to the library."""
     from klineage.check import resolve_device
-    from klineage.library import Library, mine_into
+    from klineage.library import Library
+    from klineage.mining import mine_into
     from klineage.program import load_program, with_installed_modules
     from klineage.workload import load_workload
 

@@ -146,9 +146,10 @@ def test_a_stopped_retime_keeps_its_timings_and_mining_saves_skills_before_probi
     from dataclasses import dataclass, replace
 
     import klineage.mine
-    import klineage.probe
-    from klineage.library import Library, mine_into
+    import klineage.mining
+    from klineage.library import Library
     from klineage.mine import LineageStore, retime, timed_on
+    from klineage.mining import mine_into
     from klineage.probe import stored_probes
     from klineage.sandbox import SandboxResult
 
@@ -216,7 +217,7 @@ def test_a_stopped_retime_keeps_its_timings_and_mining_saves_skills_before_probi
     def stopped(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(klineage.probe, "probe_lineage", stopped)
+    monkeypatch.setattr(klineage.mining, "probe_lineage", stopped)
     with Library(tmp_path / "library") as library, pytest.raises(KeyboardInterrupt):
         mine_into(library, workload, expert, settings, "cpu", max_steps=2)
     with Library(tmp_path / "library") as library:

@@ -26,6 +26,7 @@ ORDER = [
     "probe",
     "skills",
     "library",
+    "mining",
     "effects",
     "reference",
     "suites",
