@@ -27,7 +27,7 @@ from klineage.check import check
 from klineage.config import Settings
 from klineage.llm import Failure, LLMClient, kernel_names, parse_program, says_none, simplify_messages
 from klineage.mine import MINING_GATES, Lineage, LineageStore, Step, Walk
-from klineage.probe import probe_step
+from klineage.probing import probe_step
 from klineage.sandbox import Sandbox
 from klineage.skills import Skill, optimization_skill
 from klineage.transform import Site

@@ -10,13 +10,13 @@ from klineage.features import features
 from klineage.library import Library
 from klineage.mine import Lineage, Step, walk_for
 from klineage.mine import retime as retime_lineage
-from klineage.probe import probe_lineage, stored_probes
+from klineage.probing import probe_lineage, stored_probes
 from klineage.program import Program
 from klineage.sandbox import Sandbox
 from klineage.skills import Skill, skills_from_lineage
 from klineage.workload import Workload
 
-Probes = dict[int, list[dict]]  # a lineage's probe results by step index (klineage.probe.probe_lineage)
+Probes = dict[int, list[dict]]  # a lineage's probe results by step index (klineage.probing.probe_lineage)
 
 
 def mine_into(

@@ -150,7 +150,7 @@ def test_a_stopped_retime_keeps_its_timings_and_mining_saves_skills_before_probi
     from klineage.library import Library
     from klineage.mine import LineageStore, retime, timed_on
     from klineage.mining import mine_into
-    from klineage.probe import stored_probes
+    from klineage.probing import stored_probes
     from klineage.sandbox import SandboxResult
 
     settings = Settings(data_dir=tmp_path / "home", seeds=2)
@@ -235,7 +235,7 @@ def test_probing_on_another_device_takes_the_walks_answers_and_probes_only_what_
     import json
     from dataclasses import replace
 
-    from klineage.probe import probe_lineage
+    from klineage.probing import probe_lineage
     from klineage.transform import TRANSFORMS
 
     settings = Settings(data_dir=tmp_path / "home", seeds=2)

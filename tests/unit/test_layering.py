@@ -24,6 +24,7 @@ ORDER = [
     "transforms",
     "mine",
     "probe",
+    "probing",
     "skills",
     "library",
     "mining",
