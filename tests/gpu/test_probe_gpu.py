@@ -9,7 +9,7 @@ import pytest
 from klineage.config import Settings
 from klineage.gates import GateRequest, run_gate
 from klineage.mine import mine
-from klineage.probe import probe_lineage
+from klineage.probing import probe_lineage
 from klineage.program import load_program
 from klineage.skills import skills_from_lineage
 from klineage.workload import load_workload

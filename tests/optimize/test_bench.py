@@ -362,27 +362,27 @@ def test_memory_build_keeps_each_attempt_as_it_is_made(settings, tmp_path, monke
 
 
 def test_progress_is_a_line_per_step_in_the_log_of_an_unattended_run(monkeypatch, capsys):
-    from klineage.cli import _progress
+    from klineage.cli.common import progress_bar
 
     monkeypatch.setenv("KLINEAGE_PROGRESS_LINES", "1")
-    with _progress(False) as progress:  # stderr under pytest is not a terminal
+    with progress_bar(False) as progress:  # stderr under pytest is not a terminal
         task = progress.add_task("memory", total=None)
         for text in ("softmax", "softmax", "softmax: evaluation 2", "rmsnorm"):
             progress.update(task, description=text)
     lines = capsys.readouterr().err.splitlines()
     assert [line.split(" ", 1)[1] for line in lines] == ["softmax", "softmax: evaluation 2", "rmsnorm"]
-    with _progress(True) as progress:  # --json, asked for lines: a bench shard's log gets them
+    with progress_bar(True) as progress:  # --json, asked for lines: a bench shard's log gets them
         progress.update(progress.add_task("memory", total=None), description="cross_entropy")
     assert capsys.readouterr().err.split(" ", 1)[1] == "cross_entropy\n"
     monkeypatch.delenv("KLINEAGE_PROGRESS_LINES")
-    with _progress(True) as progress:  # --json, not asked for: nothing (one stream may be read as JSON)
+    with progress_bar(True) as progress:  # --json, not asked for: nothing (one stream may be read as JSON)
         progress.update(progress.add_task("memory", total=None), description="softmax")
     assert capsys.readouterr().err == ""
-    with _progress(False) as progress:  # the default where stderr is no terminal: lines too
+    with progress_bar(False) as progress:  # the default where stderr is no terminal: lines too
         progress.update(progress.add_task("memory", total=None), description="rmsnorm")
     assert capsys.readouterr().err.split(" ", 1)[1] == "rmsnorm\n"
     monkeypatch.setenv("KLINEAGE_PROGRESS_LINES", "0")
-    with _progress(False) as progress:  # turned off: nothing
+    with progress_bar(False) as progress:  # turned off: nothing
         progress.update(progress.add_task("memory", total=None), description="softmax")
     assert capsys.readouterr().err == ""
 
