@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from klineage.bench import suite
+from klineage.bench.suites import suite
 from klineage.config import Settings
 from klineage.library import Library
 from klineage.proposers import SkillProposer

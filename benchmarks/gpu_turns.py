@@ -48,8 +48,9 @@ def _simulated_shard(path: str, turns: str, deadline: float, out) -> None:
     then a timing job (SETUP_S under a shared turn, then HOLD_S alone), again and again."""
     import random
 
-    os.environ.update(KLINEAGE_GPU_LOCK=path, KLINEAGE_TURNS=turns)
-    from klineage.sandbox import exclusive_turn, gpu_turn, yield_turn
+    from klineage.sandbox import GpuTurns, exclusive_turn, gpu_turn, take_turns, yield_turn
+
+    take_turns(GpuTurns(path, whole_job=turns == "job"))
 
     time.sleep(random.uniform(0, TRIALS * TRIAL_S))  # shards out of step, as they are after their first instance
     while time.time() < deadline:
@@ -89,10 +90,12 @@ def simulate_arm(turns: str, shards: int, seconds: float) -> dict:
 def run_arm(turns: str, request, program, shards: int, seconds: float) -> dict:
     """SHARDS threads, each with its own warm sandbox, each doing a bench shard's attempts on the GPU: a correctness
     check of the program, then a pair timing of it against itself, until SECONDS are over."""
-    from klineage.gates import run_gate
-    from klineage.sandbox import Job, Sandbox
+    from dataclasses import replace
 
-    os.environ["KLINEAGE_TURNS"] = turns  # inherited by the warm servers made below, and so by every job
+    from klineage.gates import run_gate
+    from klineage.sandbox import GpuTurns, Job, Sandbox
+
+    request = replace(request, settings=request.settings.replace(whole_job_turns=turns == "job"))  # every job's
     deadline = time.monotonic() + seconds
     done, failures = [], []
 
@@ -104,10 +107,11 @@ def run_arm(turns: str, request, program, shards: int, seconds: float) -> dict:
                 checked = time.perf_counter()
                 result = sb.run(
                     Job(
-                        "klineage.gates:profile_pair_job",
+                        "klineage.gates.profile:profile_pair_job",
                         (request, program),
-                        env={"KLINEAGE_DEVICE": "cuda"},
                         timeout_s=300,
+                        device="cuda",
+                        turns=GpuTurns.of(request.settings),
                     )
                 )
                 if verdict.status != "pass" or not result.ok:

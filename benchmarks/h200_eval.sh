@@ -175,7 +175,8 @@ pipeline() {
     # one process first, alone: it writes the bytecode of everything a sandbox child imports (torch._dynamo
     # included) under PYTHONPYCACHEPREFIX, which the 11 mining and memory processes started next would otherwise
     # each compile at once (10.4 s writing it, 3.8 s reading it: session 13)
-    python3 -c "import torch, triton, torch._dynamo, klineage.gates, klineage.guards, klineage.optimize; \
+    python3 -c "import torch, triton, torch._dynamo, klineage.gates.correctness, klineage.gates.compile, \
+klineage.gates.profile, klineage.guards, klineage.optimize; \
 print('torch', torch.__version__, 'triton', triton.__version__, 'gpus', torch.cuda.device_count())" \
         >>"$R/gpus.csv" 2>&1
     if [ -n "$PRIOR" ]; then  # an earlier run's data directories: finished lineages are kept, unfinished resume

@@ -74,9 +74,9 @@ def mine_one(
     retime: bool = False,
     walk_device: str | None = None,
 ) -> tuple[dict, list]:
-    """One lineage into `library` (klineage.library.mine_into: the walk on `walk_device`, default `device`, retime,
+    """One lineage into `library` (klineage.mining.mine_into: the walk on `walk_device`, default `device`, retime,
     skills, probes, skills again). (row, skills); a failure is a row with `error`."""
-    from klineage.library import mine_into
+    from klineage.mining import mine_into
     from klineage.program import load_program, with_installed_modules
     from klineage.workload import load_workload
 

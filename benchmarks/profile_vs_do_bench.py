@@ -20,7 +20,7 @@ from klineage.check import ceilings_for
 from klineage.config import Settings, device_name, versions
 from klineage.gates import GateRequest, run_gate
 from klineage.program import install, load_program
-from klineage.sandbox import Sandbox, gpu_turn
+from klineage.sandbox import GpuTurns, Sandbox, gpu_turn, take_turns
 from klineage.workload import import_file, load_workload, make_case_inputs
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "src" / "klineage" / "examples"
@@ -47,7 +47,9 @@ def main() -> None:
         load_workload(EXAMPLES / folder / "workload.py")  # a malformed workload fails here, before any GPU time
     rows = []
     with tempfile.TemporaryDirectory() as home, Sandbox(warm=True) as sandbox:
-        settings = Settings(data_dir=Path(home), use_cache=False, profile_rep_ms=1000)
+        lock = Settings.from_env().gpu_lock  # beside bench shards (h200_eval.sh): their GPU's lock
+        settings = Settings(data_dir=Path(home), use_cache=False, profile_rep_ms=1000, gpu_lock=lock)
+        take_turns(GpuTurns.of(settings))  # do_bench's own timing, in this process, takes turns too
         ceilings = ceilings_for("cuda", settings, sandbox, None)
         for folder, name in [(f, n) for f in ("matmul", "softmax", "rmsnorm") for n in ("naive", "tuned")]:
             wl_path = EXAMPLES / folder / "workload.py"

@@ -26,18 +26,20 @@ OLD_PRELOAD = ("torch", "triton", "klineage.gates")  # the warm server's list be
 
 
 def profiled_job(payload: tuple[str, object]) -> str:
-    """Runs in a sandbox child: one gate job of klineage.gates under cProfile; its two tables as text."""
+    """Runs in a sandbox child: one gate job of klineage.gates' modules under cProfile; its two tables as text."""
     import cProfile
     import io
     import pstats
 
-    import klineage.gates as gates
+    from klineage.gates import correctness
+    from klineage.gates import profile as profile_gate
 
     name, arg = payload
+    job = {"correctness_job": correctness.correctness_job, "profile_pair_job": profile_gate.profile_pair_job}[name]
     profile = cProfile.Profile()
     began = time.perf_counter()
     profile.enable()
-    getattr(gates, name)(arg)
+    job(arg)
     profile.disable()
     text = io.StringIO()
     stats = pstats.Stats(profile, stream=text)
@@ -49,16 +51,15 @@ def profiled_job(payload: tuple[str, object]) -> str:
 def profile(instance: str, out: Path) -> None:
     from gpu_turns import held_out_request
 
-    from klineage.sandbox import Job, Sandbox
+    from klineage.sandbox import GpuTurns, Job, Sandbox
 
     request, program = held_out_request(instance)
+    on_gpu = {"timeout_s": 300, "device": "cuda", "turns": GpuTurns.of(request.settings)}
     out.mkdir(parents=True, exist_ok=True)
     jobs = [("correctness_job", request)] * 2 + [("profile_pair_job", (request, program))] * 2
     with Sandbox(warm=True) as sb:
         for i, payload in enumerate(jobs):
-            result = sb.run(
-                Job(f"{Path(__file__).stem}:profiled_job", payload, env={"KLINEAGE_DEVICE": "cuda"}, timeout_s=300)
-            )
+            result = sb.run(Job(f"{Path(__file__).stem}:profiled_job", payload, **on_gpu))
             text = result.value if result.ok else f"{result.error}\n{result.log}"
             (out / f"child-{instance}-{i}-{payload[0]}.txt").write_text(text)
             print(

@@ -210,7 +210,7 @@ def _mined(name: str, tmp_path_factory, sandbox):
     from filelock import FileLock
 
     from klineage.mine import mine
-    from klineage.probe import probe_lineage
+    from klineage.probing import probe_lineage
     from klineage.program import load_program
     from klineage.skills import skills_from_lineage
     from klineage.workload import load_workload

@@ -12,7 +12,7 @@ from klineage.cache import Cache, verdict_key
 from klineage.config import Settings, cuda_available, device_name, versions
 from klineage.gates import GATES, GateRequest, Verdict, run_gate, verdict_from_result
 from klineage.program import Program
-from klineage.sandbox import Job, Sandbox, SandboxResult, device_memory_ran_out
+from klineage.sandbox import GpuTurns, Job, Sandbox, SandboxResult, device_memory_ran_out
 from klineage.workload import UserError, Workload
 
 
@@ -86,7 +86,10 @@ def ceilings_for(device: str, settings: Settings, sandbox: Sandbox, cache: Cache
     with _measuring_alone(settings.cache_path.with_name("ceilings.lock") if cache is not None else None):
         if cache is not None and (found := cache.get_ceilings(name, versions())):
             return found  # another process measured them while this one waited
-        result = sandbox.run(Job("klineage.gates:ceilings_job", None, env={"KLINEAGE_DEVICE": "cuda"}, timeout_s=600))
+        job = Job(
+            "klineage.gates.profile:ceilings_job", None, timeout_s=600, device="cuda", turns=GpuTurns.of(settings)
+        )
+        result = sandbox.run(job)
         if not result.ok:
             return None
         if cache is not None:
@@ -135,46 +138,20 @@ def check(
             if on_gate:
                 on_gate(gate)
             if gate == "profile" and device == "cuda":
-                correct = next((v for v in verdicts if v.gate == "correctness"), None)
-                if correct is not None and not correct.passed:
+                if _correctness_failed(verdicts):
                     verdicts.append(Verdict("profile", "skip", "not_correct", "not timed: the correctness gate failed"))
                     cached.append(False)
                     continue
-                request = GateRequest(
-                    **{**request.__dict__, "ceilings": ceilings_for(device, settings, sandbox, cache)}
-                )
-            extra = {
-                "seeds": settings.seeds,
-                "seed_base": settings.seed_base,
-                "seed_case": settings.seed_case,
-                "target": target,
-                "guard": settings.guard_bytes,
-            }
-            if gate == "profile":
-                extra.update(rep=settings.profile_rep_ms, sets=settings.rotate_sets)
-            key = verdict_key(program.hash, workload.hash, gate, name, versions(), extra)
+                request = replace(request, ceilings=ceilings_for(device, settings, sandbox, cache))
+            key = verdict_key(
+                program.hash, workload.hash, gate, name, versions(), _key_settings(gate, settings, target)
+            )
             hit = cache.get_verdict(key) if settings.use_cache and gate != "profile" else None
             if hit is not None:
                 verdicts.append(Verdict.from_dict(hit))
                 cached.append(True)
                 continue
-            verdict = run_gate(gate, request, sandbox)
-            if device == "cuda" and out_of_device_memory(verdict):
-                # beside other jobs' checks (12 bench shards on one H200), a check can find the GPU's memory taken:
-                # a blind candidate of Liger's cross-entropy failed so in run 20. Run alone, the program has the
-                # whole GPU; what runs out of memory then is the program's own
-                first = verdict.reason[:300]
-                verdict = run_gate(gate, request, sandbox, alone=True)
-                verdict = replace(verdict, evidence={**verdict.evidence, "retried_alone": first})
-            compiled = next((v for v in verdicts if v.gate == "compile" and v.passed), None)
-            if verdict.code == "no_gpu" and compiled is not None:  # show what there is instead of a time
-                verdict = Verdict(
-                    verdict.gate,
-                    verdict.status,
-                    verdict.code,
-                    verdict.reason,
-                    {"static_" + k: v for k, v in compiled.metrics.items()},
-                )
+            verdict = _with_static_metrics(_run_gate_alone_after_oom(gate, request, sandbox), verdicts)
             verdicts.append(verdict)
             cached.append(False)
             if settings.use_cache and verdict.status in ("pass", "fail"):
@@ -196,6 +173,52 @@ def check(
     )
 
 
+def _correctness_failed(verdicts: list[Verdict]) -> bool:
+    correct = next((v for v in verdicts if v.gate == "correctness"), None)
+    return correct is not None and not correct.passed
+
+
+def _key_settings(gate: str, settings: Settings, target: str) -> dict:
+    """The settings a gate's cached verdict depends on, beside the program, workload, device and versions."""
+    extra = {
+        "seeds": settings.seeds,
+        "seed_base": settings.seed_base,
+        "seed_case": settings.seed_case,
+        "target": target,
+        "guard": settings.guard_bytes,
+    }
+    if gate == "profile":
+        extra.update(rep=settings.profile_rep_ms, sets=settings.rotate_sets)
+    return extra
+
+
+def _run_gate_alone_after_oom(gate: str, request: GateRequest, sandbox: Sandbox) -> Verdict:
+    """The gate's verdict; on a GPU, a check that ran out of device memory runs once more with the GPU alone."""
+    verdict = run_gate(gate, request, sandbox)
+    if request.device == "cuda" and out_of_device_memory(verdict):
+        # beside other jobs' checks (12 bench shards on one H200), a check can find the GPU's memory taken:
+        # a blind candidate of Liger's cross-entropy failed so in run 20. Run alone, the program has the
+        # whole GPU; what runs out of memory then is the program's own
+        first = verdict.reason[:300]
+        verdict = run_gate(gate, request, sandbox, alone=True)
+        verdict = replace(verdict, evidence={**verdict.evidence, "retried_alone": first})
+    return verdict
+
+
+def _with_static_metrics(verdict: Verdict, verdicts: list[Verdict]) -> Verdict:
+    """A profile gate with no GPU shows the compile gate's static metrics instead of a time."""
+    compiled = next((v for v in verdicts if v.gate == "compile" and v.passed), None)
+    if verdict.code == "no_gpu" and compiled is not None:  # show what there is instead of a time
+        return Verdict(
+            verdict.gate,
+            verdict.status,
+            verdict.code,
+            verdict.reason,
+            {"static_" + k: v for k, v in compiled.metrics.items()},
+        )
+    return verdict
+
+
 __all__ = ["CheckReport", "check", "resolve_device", "verdict_from_result"]
 
 
@@ -209,19 +232,18 @@ def time_pair(
     baseline's autotune list on the fp32 batched matmul, x1.448 in run 21, found 11 MiB of the GPU free and went
     down as not faster."""
     request = GateRequest(str(workload.path), parent, device, settings)
-    env = {"KLINEAGE_DEVICE": device}
-    timed = sandbox.run(Job("klineage.gates:profile_pair_job", (request, child), env=env, timeout_s=settings.timeout_s))
+    job = Job(
+        "klineage.gates.profile:profile_pair_job",
+        (request, child),
+        timeout_s=settings.timeout_s,
+        device=device,
+        turns=GpuTurns.of(settings),
+    )
+    timed = sandbox.run(job)
     if timed.ok or device != "cuda" or not device_memory_ran_out(f"{timed.error} {timed.log}"):
         return timed
     first = timed.error[:300]
-    again = sandbox.run(
-        Job(
-            "klineage.gates:profile_pair_job",
-            (request, child),
-            env={**env, "KLINEAGE_GPU_ALONE": "1"},
-            timeout_s=settings.timeout_s,
-        )
-    )
+    again = sandbox.run(replace(job, gpu_alone=True))
     if again.ok:
         return replace(again, value={**again.value, "retried_alone": first})
     return replace(again, error=f"{again.error} (alone, after: {first})")

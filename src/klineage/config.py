@@ -59,6 +59,14 @@ class Settings:
     rotate_sets: int = 4  # distinct input sets cycled while timing, so the cache is not what is measured
     # a lineage's steps are probed side by side, each worker with its own sandbox: a quarter of the cores, 1 to 4
     probe_workers: int = field(default_factory=lambda: max(1, min(4, (os.cpu_count() or 1) // 4)))
+    # jobs sharing one GPU take turns through this lock file, one per GPU ("": no turns taken); see sandbox.gpu_turn
+    gpu_lock: str = ""
+    # a check keeps its shared turn for its whole job, as before 00381e5 (the comparison arm of benchmarks/gpu_turns.py)
+    whole_job_turns: bool = False
+    # where bench-sized inputs are kept once drawn (a tmpfs serves best); None: drawn every time
+    input_cache: Path | None = None
+    # the code's commit, where the tree travelled without its history (a device machine); "": ask git
+    commit: str = ""
 
     @property
     def cache_path(self) -> Path:
@@ -85,6 +93,14 @@ class Settings:
             base = base.replace(probe_workers=max(1, int(env["KLINEAGE_PROBE_WORKERS"])))
         if env.get("KLINEAGE_COLD") == "1":
             base = base.replace(warm=False)
+        if env.get("KLINEAGE_GPU_LOCK"):
+            base = base.replace(gpu_lock=env["KLINEAGE_GPU_LOCK"])
+        if env.get("KLINEAGE_TURNS") == "job":
+            base = base.replace(whole_job_turns=True)
+        if env.get("KLINEAGE_INPUT_CACHE"):
+            base = base.replace(input_cache=Path(env["KLINEAGE_INPUT_CACHE"]))
+        if env.get("KLINEAGE_COMMIT"):
+            base = base.replace(commit=env["KLINEAGE_COMMIT"])
         return base.replace(**{k: v for k, v in overrides.items() if v is not None})
 
 
@@ -114,8 +130,19 @@ def versions() -> dict[str, str]:
     }
 
 
-# the modules a verdict depends on; mining and optimizing code can change without invalidating verdicts
+# the modules a verdict depends on (a name is a module file or a package); mining and optimizing code can change
+# without invalidating verdicts
 GATE_MODULES = ("config", "workload", "program", "compare", "interp", "guards", "sass", "sandbox", "timing", "gates")
+
+
+def gate_files() -> list[Path]:
+    """Every file of GATE_MODULES: a module's file, or each file of a package (gates/)."""
+    root = Path(__file__).parent
+    files = []
+    for name in GATE_MODULES:
+        package = root / name
+        files += sorted(package.rglob("*.py")) if package.is_dir() else [root / f"{name}.py"]
+    return files
 
 
 @functools.cache
@@ -124,10 +151,10 @@ def harness_hash() -> str:
     reused, even under the same version number."""
     import hashlib
 
+    root = Path(__file__).parent
     digest = hashlib.sha256()
-    for name in GATE_MODULES:
-        path = Path(__file__).parent / f"{name}.py"
-        digest.update(name.encode() + path.read_bytes())
+    for path in gate_files():
+        digest.update(path.relative_to(root).as_posix().encode() + path.read_bytes())
     return digest.hexdigest()[:12]
 
 

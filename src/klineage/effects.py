@@ -20,7 +20,7 @@ from pathlib import Path
 from klineage.config import Settings, device_kind
 from klineage.library import Library
 from klineage.mine import Lineage, LineageStore, timed_on
-from klineage.probe import probes_path, read_probes, stored_probes, write_probes
+from klineage.probing import probes_path, read_probes, stored_probes, write_probes
 from klineage.skills import skills_from_lineage
 from klineage.workload import UserError
 

@@ -1,5 +1,5 @@
 """The skill library: a directory of skills, one JSON file each plus its rendered Markdown card, indexed in SQLite
-for filtering by family, transform, kind and condition.
+for filtering by family, transform, kind and condition. The store only: `klineage.mining` fills it.
 
     <library>/skills/<id>.json
     <library>/cards/<id>.md
@@ -10,22 +10,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from klineage.config import write_whole
 from klineage.skills import Skill, card, skill_md
 from klineage.workload import UserError
-
-if TYPE_CHECKING:
-    from klineage.config import Settings
-    from klineage.mine import Lineage, Step
-    from klineage.program import Program
-    from klineage.sandbox import Sandbox
-    from klineage.workload import Workload
-
-Probes = dict[int, list[dict]]  # a lineage's probe results by step index (klineage.probe.probe_lineage)
 
 INDEX = """
 CREATE TABLE IF NOT EXISTS skills (
@@ -114,56 +103,3 @@ class Library:
             (folder / "SKILL.md").write_text(text)
             written.append(folder / "SKILL.md")
         return written
-
-
-def mine_into(
-    library: Library,
-    workload: Workload,
-    expert: Program,
-    settings: Settings,
-    device: str,
-    walk_device: str | None = None,
-    *,
-    retime: bool = False,
-    probe: bool = True,
-    sandbox: Sandbox | None = None,
-    max_steps: int | None = None,
-    on_step: Callable[[Step], None] | None = None,
-    on_phase: Callable[[str], None] | None = None,
-) -> tuple[Lineage, Probes | None, list[Skill]]:
-    """Mine EXPERT into LIBRARY: the walk (made on `walk_device`, default `device`, or read as recorded from it),
-    the accepted steps timed again (`retime`, or always where the walk was made on the CPU and `device` is a GPU),
-    the skills saved, the conditions probed, the skills saved again. (lineage, probes, skills). `on_phase` is told
-    each phase as it starts, in a line beginning "timing" or "probing" (mine_all.py times the walk by the latter).
-
-    The skills are saved before the probes as well as after: a run stopped while probing (a pipeline's time limit)
-    then leaves skills with their measured effects, and with the conditions of the probes that finished (or the
-    walk device's) rather than none. Run 16 lost four experts' GPU-timed effects that way (27 steps): their timing
-    had finished, the probing was cut at the limit, and the skills were written only at the end."""
-    from klineage.features import features
-    from klineage.mine import retime as retime_lineage
-    from klineage.mine import walk_for
-    from klineage.probe import probe_lineage, stored_probes
-    from klineage.skills import skills_from_lineage
-
-    phase = on_phase or (lambda text: None)
-    walked_elsewhere = (walk_device or device) != device
-    lineage = walk_for(workload, expert, settings, device, walk_device, sandbox, max_steps=max_steps, on_step=on_step)
-    if retime or walked_elsewhere:  # a walk made elsewhere has no effects of this device's
-        phase(f"timing {len(lineage.accepted)} accepted steps")
-        # an explicit retime measures everything again; a walk made elsewhere resumes what a stopped run timed
-        lineage = retime_lineage(lineage, workload, settings, device, sandbox, keep_timed=not retime)
-    context = features(expert, workload)
-
-    def save(probes: Probes | None) -> list[Skill]:
-        skills = skills_from_lineage(lineage, probes, context)
-        for skill in skills:
-            library.save(skill)
-        return skills
-
-    if not probe:
-        return lineage, None, save(None)
-    save(stored_probes(lineage, settings, device) or None)
-    phase(f"probing conditions of {len(lineage.accepted)} accepted steps")
-    probes = probe_lineage(lineage, workload, settings, device, sandbox)
-    return lineage, probes, save(probes)

@@ -26,16 +26,10 @@ from dataclasses import dataclass
 from klineage.check import check
 from klineage.config import Settings
 from klineage.llm import Failure, LLMClient, kernel_names, parse_program, says_none, simplify_messages
-from klineage.mine import (
-    MINING_GATES,
-    Lineage,
-    LineageStore,
-    Step,
-    _attempt,
-)
-from klineage.probe import probe_step
+from klineage.mine import MINING_GATES, Lineage, LineageStore, Step, Walk
+from klineage.probing import probe_step
 from klineage.sandbox import Sandbox
-from klineage.skills import Skill, _optimization
+from klineage.skills import Skill, optimization_skill
 from klineage.transform import Site
 from klineage.workload import Workload
 
@@ -46,7 +40,7 @@ SNIPPET_LINES = 40
 
 @dataclass(frozen=True)
 class _Rewrite:
-    """What `mine._attempt` and `skills._optimization` read off a transform class, for one model step."""
+    """What `mine.Walk.attempt` and `skills.optimization_skill` read off a transform class, for one model step."""
 
     intent: str
     conditions: tuple[str, ...]
@@ -96,6 +90,39 @@ def mine_with_llm(
     attempts reach the gates; the client's caps bound the calls)."""
     own = sandbox is None
     sandbox = sandbox or Sandbox(warm=settings.warm)
+    walk = _resume(workload, lineage, client, settings, device, sandbox, on_step)
+    undone = sorted({s.transform for s in lineage.accepted})
+    tried = [
+        f"{s.site['params'].get('intent') or 'a rewrite'} ({'accepted' if s.accepted else 'failed the gates'})"
+        for s in walk.steps
+    ]
+    try:
+        base = check(workload, walk.current, settings, device, MINING_GATES, sandbox)
+        walk.compiled[walk.current.hash] = base.verdict("compile")
+        walk.ran[walk.current.hash] = base.functions_run()
+        going = True
+        while going and len(walk.steps) < max_steps and not client.exhausted():
+            going = _model_step(walk, client, undone, tried)
+    finally:
+        if own:
+            sandbox.close()
+    out = Lineage(
+        llm_lineage_id(lineage),
+        lineage.workload,
+        lineage.workload_hash,
+        lineage.expert,
+        lineage.expert_hash,
+        lineage.device,
+        lineage.versions,
+        walk.steps,
+        True,
+    )
+    walk.store.write_lineage(out)
+    return out
+
+
+def _resume(workload, lineage, client, settings, device, sandbox, on_step) -> Walk:
+    """The model's walk, starting at the mechanical walk's simplest program, where its record stops."""
     mechanical = LineageStore(settings.data_dir / "lineages" / lineage.id)
     start = mechanical.load_program(lineage.simplest, lineage.expert)
     lid = llm_lineage_id(lineage)
@@ -115,64 +142,36 @@ def mine_with_llm(
     accepted = [s for s in steps if s.accepted]
     current = store.load_program(accepted[-1].child, lineage.expert) if accepted else start
     seen = {start.hash} | {s.child for s in steps}
-    undone = sorted({s.transform for s in lineage.accepted})
-    tried = [
-        f"{s.site['params'].get('intent') or 'a rewrite'} ({'accepted' if s.accepted else 'failed the gates'})"
-        for s in steps
-    ]
-    try:
-        base = check(workload, current, settings, device, MINING_GATES, sandbox)
-        compiled, ran = {current.hash: base.verdict("compile")}, {current.hash: base.functions_run()}
-        while len(steps) < max_steps and not client.exhausted():
-            module, source = next(
-                ((m, s) for m, s in current.module_sources() if kernel_names(s)), ("program", current.source)
-            )
-            reply = client.chat(simplify_messages(module, source, undone, tried))
-            if says_none(reply):
-                break
-            parsed = parse_program(reply, source, module == "program", client.config.max_reply_chars)
-            if isinstance(parsed, Failure):
-                if parsed.reason != "capped":
-                    client.reject(parsed.reason)
-                    tried.append(f"(an unusable reply: {parsed.reason})")
-                continue
-            child = current.with_source(module, parsed.source)
-            if child.hash in seen:
-                client.reject("repeat")
-                continue
-            seen.add(child.hash)
-            named = tuple(dict.fromkeys((*parsed.conditions, *PROBED_ALWAYS)))
-            rewrite = _Rewrite(parsed.intent or "an optimization the model undid (no intent stated)", named)
-            site = _site(source, parsed.source, rewrite.intent, parsed.conditions)
-            step = _attempt(
-                workload, current, child, rewrite, module, site, settings, device, sandbox, len(steps), compiled, ran
-            )
-            store.save_program(child)
-            store.append(step)
-            steps.append(step)
-            tried.append(f"{rewrite.intent} ({'accepted' if step.accepted else 'failed the gates'})")
-            if on_step:
-                on_step(step)
-            if step.accepted:
-                current = child
-            else:
-                client.reject(f"gate:{next((v['code'] for v in step.verdicts if v['status'] != 'pass'), 'failed')}")
-    finally:
-        if own:
-            sandbox.close()
-    out = Lineage(
-        lid,
-        lineage.workload,
-        lineage.workload_hash,
-        lineage.expert,
-        lineage.expert_hash,
-        lineage.device,
-        lineage.versions,
-        steps,
-        True,
-    )
-    store.write_lineage(out)
-    return out
+    return Walk(workload, settings, device, sandbox, store, current, steps, seen, on_step=on_step)
+
+
+def _model_step(walk: Walk, client: LLMClient, undone: list[str], tried: list[str]) -> bool:
+    """Ask the model for the next simplification and gate it. False when the model says none is left; a reply that
+    cannot be a program, or one already seen, is counted against the model and never reaches the gates."""
+    current = walk.current
+    module, source = next(((m, s) for m, s in current.module_sources() if kernel_names(s)), ("program", current.source))
+    reply = client.chat(simplify_messages(module, source, undone, tried))
+    if says_none(reply):
+        return False
+    parsed = parse_program(reply, source, module == "program", client.config.max_reply_chars)
+    if isinstance(parsed, Failure):
+        if parsed.reason != "capped":
+            client.reject(parsed.reason)
+            tried.append(f"(an unusable reply: {parsed.reason})")
+        return True
+    child = current.with_source(module, parsed.source)
+    if child.hash in walk.seen:
+        client.reject("repeat")
+        return True
+    walk.seen.add(child.hash)
+    named = tuple(dict.fromkeys((*parsed.conditions, *PROBED_ALWAYS)))
+    rewrite = _Rewrite(parsed.intent or "an optimization the model undid (no intent stated)", named)
+    site = _site(source, parsed.source, rewrite.intent, parsed.conditions)
+    step = walk.attempt(child, rewrite, module, site)
+    tried.append(f"{rewrite.intent} ({'accepted' if step.accepted else 'failed the gates'})")
+    if not step.accepted:
+        client.reject(f"gate:{next((v['code'] for v in step.verdicts if v['status'] != 'pass'), 'failed')}")
+    return True
 
 
 def probe_llm_lineage(
@@ -219,7 +218,7 @@ def llm_skills(lineage: Lineage, probes: dict[int, list[dict]] | None = None) ->
             "date": date,
             "proposed_by": "model",
         }
-        skills.append(_optimization(step, rewrite, provenance, (probes or {}).get(step.index)))
+        skills.append(optimization_skill(step, rewrite, provenance, (probes or {}).get(step.index)))
     return skills
 
 

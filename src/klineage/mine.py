@@ -197,6 +197,51 @@ def static_delta(parent: Verdict | None, child: Verdict | None) -> dict:
     return {k: child.metrics.get(k, 0) - parent.metrics.get(k, 0) for k in keys if k in parent.metrics}
 
 
+@dataclass
+class Walk:
+    """A backward walk in progress, the catalog's (`mine`) or a model's (`llm_mine`): the program it stands on, the
+    steps it has taken, the programs it has seen, and what each program it gated compiled to and ran (a step's static
+    delta and the functions whose sites are offered). Every attempt is recorded in `store` before the walk moves on."""
+
+    workload: Workload
+    settings: Settings
+    device: str
+    sandbox: Sandbox
+    store: LineageStore
+    current: Program
+    steps: list[Step]
+    seen: set[str]
+    compiled: dict[str, Verdict | None] = field(default_factory=dict)
+    ran: dict[str, set[str]] = field(default_factory=dict)
+    on_step: Callable[[Step], None] | None = None
+
+    def attempt(self, child: Program, transform, module: str, site: Site) -> Step:
+        """Gate `child` (the current program with one simplification), record the step, and stand on the child where
+        it passed. `transform`: what the step reads off a transform class (id, and for a skill family and tag)."""
+        step = _attempt(
+            self.workload,
+            self.current,
+            child,
+            transform,
+            module,
+            site,
+            self.settings,
+            self.device,
+            self.sandbox,
+            len(self.steps),
+            self.compiled,
+            self.ran,
+        )
+        self.store.save_program(child)
+        self.store.append(step)
+        self.steps.append(step)
+        if self.on_step:
+            self.on_step(step)
+        if step.accepted:
+            self.current = child
+        return step
+
+
 def mine(
     workload: Workload,
     expert: Program,
@@ -210,6 +255,42 @@ def mine(
     own = sandbox is None
     sandbox = sandbox or Sandbox(warm=settings.warm)
     lid = lineage_id(workload, expert, device)
+    store = _open_store(settings, lid, workload, expert, device)
+    steps = store.steps()  # resumed where the record stops
+    current = store.load_program(steps_current(steps, expert.hash), expert.name) if steps else expert
+    seen = {expert.hash} | {s.child for s in steps} | {s.parent for s in steps}
+    # a simplification rejected once is not retried after unrelated steps: same family, function and code
+    refused = {
+        _refusal_key(s.transform, s.module, s.site["function"], s.site["before"]) for s in steps if not s.accepted
+    }
+    walk = Walk(workload, settings, device, sandbox, store, current, steps, seen, on_step=on_step)
+    transforms = ordered_transforms()
+    try:
+        _gate_start(walk, expert)
+        progress = True
+        while progress and (max_steps is None or len(walk.steps) < max_steps):
+            progress = _step(walk, transforms, refused, max_steps)
+    finally:
+        if own:
+            sandbox.close()
+    finished = max_steps is None or len(walk.steps) < max_steps
+    lineage = Lineage(
+        lid,
+        workload.name,
+        workload.hash,
+        expert.name,
+        expert.hash,
+        device_name(device),
+        versions(),
+        walk.steps,
+        finished,
+    )
+    store.write_lineage(lineage)
+    return lineage
+
+
+def _open_store(settings: Settings, lid: str, workload: Workload, expert: Program, device: str) -> LineageStore:
+    """The lineage's record, set aside where the workload changed since, with its meta and the expert written."""
     store = LineageStore(settings.data_dir / "lineages" / lid)
     store.set_aside_if_workload_changed(workload.hash)
     store.write_meta(
@@ -222,66 +303,39 @@ def mine(
         }
     )
     store.save_program(expert)
-    steps = store.steps()
-    current = store.load_program(steps_current(steps, expert.hash), expert.name) if steps else expert
-    seen = {expert.hash} | {s.child for s in steps} | {s.parent for s in steps}
-    # a simplification rejected once is not retried after unrelated steps: same family, function and code
-    refused = {
-        _refusal_key(s.transform, s.module, s.site["function"], s.site["before"]) for s in steps if not s.accepted
-    }
-    transforms = ordered_transforms()
-    try:
-        expert_verdicts = check(workload, expert, settings, device, MINING_GATES, sandbox)
-        if not expert_verdicts.passed:
-            failed = [f"{v.gate}: {v.code} {v.reason[:200]}" for v in expert_verdicts.verdicts if not v.passed]
-            raise MiningError(f"expert {expert.name} does not pass its own gates ({'; '.join(failed)})")
-        compiled = {expert.hash: expert_verdicts.verdict("compile")}
-        ran = {expert.hash: expert_verdicts.functions_run()}
-        if current.hash not in ran:  # resumed: what the current program runs (the verdict cache makes this cheap)
-            ran[current.hash] = check(workload, current, settings, device, MINING_GATES, sandbox).functions_run()
-        progress = True
-        while progress and (max_steps is None or len(steps) < max_steps):
-            progress = False
-            for transform, module, site, child in candidates(current, transforms, ran.get(current.hash)):
-                key = _refusal_key(transform.id, module, site.function, site.before)
-                if child.hash in seen or key in refused:
-                    continue
-                seen.add(child.hash)
-                step = _attempt(
-                    workload,
-                    current,
-                    child,
-                    transform,
-                    module,
-                    site,
-                    settings,
-                    device,
-                    sandbox,
-                    len(steps),
-                    compiled,
-                    ran,
-                )
-                store.save_program(child)
-                store.append(step)
-                steps.append(step)
-                if on_step:
-                    on_step(step)
-                if step.accepted:
-                    current = child
-                    progress = True
-                    break  # one family per step: list sites again from the child
-                refused.add(key)
-                if max_steps is not None and len(steps) >= max_steps:
-                    break
-    finally:
-        if own:
-            sandbox.close()
-    finished = max_steps is None or len(steps) < max_steps
-    lineage = Lineage(
-        lid, workload.name, workload.hash, expert.name, expert.hash, device_name(device), versions(), steps, finished
-    )
-    store.write_lineage(lineage)
-    return lineage
+    return store
+
+
+def _gate_start(walk: Walk, expert: Program) -> None:
+    """The expert must pass its own gates; what it compiled to and ran, and what the current program runs."""
+    workload, settings, device, sandbox = walk.workload, walk.settings, walk.device, walk.sandbox
+    expert_verdicts = check(workload, expert, settings, device, MINING_GATES, sandbox)
+    if not expert_verdicts.passed:
+        failed = [f"{v.gate}: {v.code} {v.reason[:200]}" for v in expert_verdicts.verdicts if not v.passed]
+        raise MiningError(f"expert {expert.name} does not pass its own gates ({'; '.join(failed)})")
+    walk.compiled[expert.hash] = expert_verdicts.verdict("compile")
+    walk.ran[expert.hash] = expert_verdicts.functions_run()
+    current = walk.current
+    if current.hash not in walk.ran:  # resumed: what the current program runs (the verdict cache makes this cheap)
+        walk.ran[current.hash] = check(workload, current, settings, device, MINING_GATES, sandbox).functions_run()
+
+
+def _step(
+    walk: Walk, transforms: list[Transform], refused: set[tuple[str, str, str, str]], max_steps: int | None
+) -> bool:
+    """Attempt the current program's untried simplifications in the walk's order until one is accepted (True: the
+    walk goes on from the child) or none is left or the step cap is reached (False)."""
+    for transform, module, site, child in candidates(walk.current, transforms, walk.ran.get(walk.current.hash)):
+        key = _refusal_key(transform.id, module, site.function, site.before)
+        if child.hash in walk.seen or key in refused:
+            continue
+        walk.seen.add(child.hash)
+        if walk.attempt(child, transform, module, site).accepted:
+            return True  # one family per step: list sites again from the child
+        refused.add(key)
+        if max_steps is not None and len(walk.steps) >= max_steps:
+            break
+    return False
 
 
 def recorded_walk(workload: Workload, expert: Program, settings: Settings, device: str) -> Lineage:

@@ -11,7 +11,6 @@ import ast
 import importlib.abc
 import importlib.machinery
 import importlib.util
-import os
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -120,11 +119,11 @@ class ModuleOverrides(importlib.abc.MetaPathFinder):
 
 
 def install(program: Program, workdir: Path | None = None):
-    """Import the program in this process (the sandbox child) and return its main module. Overridden modules that
-    were already imported are evicted first, so the rewritten copy is what the program's imports bind to."""
+    """Import the program in this process (the sandbox child) and return its main module. Its files are written to
+    `workdir` (a fresh temporary directory by default), whose frames are then the program's. Overridden modules
+    that were already imported are evicted first, so the rewritten copy is what the program's imports bind to."""
     workdir = workdir or Path(tempfile.mkdtemp(prefix="klineage-program-"))
     main = program.write(workdir)
-    os.environ["KLINEAGE_PROGRAM_DIR"] = str(workdir.resolve())  # whose frames are the program's
     files = {dotted: workdir / "modules" / f"{dotted}.py" for dotted in program.modules}
     if files:
         sys.meta_path.insert(0, ModuleOverrides(files))

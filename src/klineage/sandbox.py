@@ -8,8 +8,9 @@ Two ways to get a process:
   before it: a first call is a real first call) and its crash only kills itself. If the server itself dies it is
   replaced on the next job. The server never initializes CUDA, so forked children may.
 
-A job is a dotted function name plus a picklable payload; the function runs in the child with `env` applied first.
-Program output goes to a log whose tail is kept as evidence."""
+A job is a dotted function name plus a picklable payload; the function runs in the child with `env` applied first,
+on the job's device, taking turns on a shared GPU as the job's `turns` say. Program output goes to a log whose tail
+is kept as evidence."""
 
 from __future__ import annotations
 
@@ -34,11 +35,28 @@ MEMORY_LIMIT_CPU = 16 * 2**30
 
 
 @dataclass(frozen=True)
+class GpuTurns:
+    """How the jobs sharing one GPU take turns on it (Settings.gpu_lock, Settings.whole_job_turns). `lock` names a
+    lock file, one per GPU ("": no turns, the GPU is this process's); `whole_job`: a check keeps its shared turn for
+    its whole job, as before 00381e5 (for comparison: benchmarks/gpu_turns.py)."""
+
+    lock: str = ""
+    whole_job: bool = False
+
+    @staticmethod
+    def of(settings) -> GpuTurns:
+        return GpuTurns(settings.gpu_lock, settings.whole_job_turns)
+
+
+@dataclass(frozen=True)
 class Job:
     function: str  # "module:function"
     payload: Any
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  # for the child's own libraries (TRITON_INTERPRET)
     timeout_s: float = 300.0
+    device: str = "cpu"  # "cuda": the job holds a turn on its GPU; "cpu": its address space is capped
+    gpu_alone: bool = False  # the whole job alone on its GPU, not side by side with other jobs' checks
+    turns: GpuTurns = GpuTurns()
 
 
 @dataclass(frozen=True)
@@ -71,6 +89,14 @@ def _describe_exit(status: int) -> tuple[str, str]:
 
 _shared: list = []  # in a job's child: the open lock file through which the job holds its shared turn
 _exclusive: list = []  # this process has the GPU alone (a measurement inside it needs nothing more)
+_turns = [GpuTurns()]  # how this process takes turns: a job's child, as its job says (take_turns)
+
+
+def take_turns(turns: GpuTurns) -> GpuTurns:
+    """From now on this process takes turns on its GPU as `turns` say; returns how it took them before. A job's child
+    takes its job's; a script that times in its own process, its Settings' (GpuTurns.of)."""
+    previous, _turns[0] = _turns[0], turns
+    return previous
 
 
 def device_memory_ran_out(text: str) -> bool:
@@ -80,12 +106,12 @@ def device_memory_ran_out(text: str) -> bool:
 
 @contextlib.contextmanager
 def gpu_turn(exclusive: bool) -> Iterator[None]:
-    """Take turns on a GPU that several processes share, when $KLINEAGE_GPU_LOCK names a lock file (one per GPU):
+    """Take turns on a GPU that several processes share, when this process's turns name a lock file (one per GPU):
     jobs that compile and check run side by side (shared), a measurement runs alone (exclusive), so no other job's
     kernels land inside it. A second file is a turnstile: a timer waiting for the checks to drain holds it, so new
     checks queue behind the timer instead of starving it. The kernel drops both locks when their holder dies (a job
     killed at its timeout)."""
-    path = os.environ.get("KLINEAGE_GPU_LOCK")
+    path = _turns[0].lock
     if not path:
         yield
         return
@@ -116,7 +142,7 @@ def exclusive_turn() -> Iterator[None]:
     torch.compile) runs beside other jobs' checks, so a timer holds the GPU for seconds, not for its whole job.
     The shared turn is let go first (two jobs trading up at once would otherwise wait on each other) and taken
     back, through the turnstile, afterwards."""
-    path = os.environ.get("KLINEAGE_GPU_LOCK", "")
+    path = _turns[0].lock
     if not path or _exclusive:  # no lock in use, or the caller already has the GPU alone (flock would wait on it)
         yield
         return
@@ -140,7 +166,7 @@ def off_gpu() -> Iterator[None]:
 def _shared_let_go() -> Iterator[None]:
     """The job's shared turn let go for the block, once its GPU work is done (_quiesce), and taken back after it
     through the turnstile: what exclusive_turn, off_gpu and yield_turn share."""
-    path = os.environ.get("KLINEAGE_GPU_LOCK", "")
+    path = _turns[0].lock
     if not path or not _shared or _exclusive:
         yield
         return
@@ -161,9 +187,8 @@ def _shared_let_go() -> Iterator[None]:
 
 
 def _whole_job_turns() -> bool:
-    """KLINEAGE_TURNS=job: a check keeps its shared turn for its whole job, as before 00381e5 (for comparison:
-    benchmarks/gpu_turns.py)."""
-    return os.environ.get("KLINEAGE_TURNS") == "job"
+    """A check keeps its shared turn for its whole job, as before 00381e5 (GpuTurns.whole_job)."""
+    return _turns[0].whole_job
 
 
 def yield_turn() -> None:
@@ -172,7 +197,7 @@ def yield_turn() -> None:
     timer waiting, nothing changes. Without such points a timer waits for every running check to end (whole jobs
     of 10-15 s in run 17, on one H200 with 12 shards, where a timing job waited 9 s for its turn, median) and no
     new check starts meanwhile. A no-op outside a shared turn."""
-    path = os.environ.get("KLINEAGE_GPU_LOCK", "")
+    path = _turns[0].lock
     if not path or not _shared or _exclusive or _whole_job_turns():
         return
     import fcntl
@@ -212,7 +237,8 @@ def _run_in_child(job: Job, result_path: str, log_path: str) -> None:
     os.dup2(log_fd, 1)
     os.dup2(log_fd, 2)
     os.environ.update(job.env)
-    if job.env.get("KLINEAGE_DEVICE", "cpu") == "cpu":
+    take_turns(job.turns)
+    if job.device == "cpu":
         try:
             import resource
 
@@ -223,9 +249,9 @@ def _run_in_child(job: Job, result_path: str, log_path: str) -> None:
     try:
         module_name, function_name = job.function.split(":")
         module = __import__(module_name, fromlist=[function_name])
-        on_gpu = job.env.get("KLINEAGE_DEVICE") == "cuda"
-        alone = job.env.get("KLINEAGE_GPU_ALONE") == "1"  # the whole job alone on its GPU (check.py: a retry)
-        with gpu_turn(exclusive=alone) if on_gpu else contextlib.nullcontext():  # timing trades up: exclusive_turn
+        on_gpu = job.device == "cuda"
+        # a shared turn, which timing trades up (exclusive_turn); or the whole job alone (gpu_alone: check.py's retry)
+        with gpu_turn(exclusive=job.gpu_alone) if on_gpu else contextlib.nullcontext():
             value = getattr(module, function_name)(job.payload)
         outcome = ("ok", value)
     except MemoryError as e:
@@ -340,7 +366,15 @@ def _recv(stream):
 # functions import it lazily on their first call (torch._compile), so every child of a server without it imported it
 # again: 4.8 s of a 7 s correctness check on the H200 image, whose torch has no bytecode cache (a profile of a forked
 # child there, docs/runs/2026-12-01-h200/session13/; 0.9 s here). Importing it starts no thread and touches no GPU.
-PRELOAD = ("torch", "triton", "torch._dynamo", "klineage.gates", "klineage.guards")
+PRELOAD = (
+    "torch",
+    "triton",
+    "torch._dynamo",
+    "klineage.gates.correctness",
+    "klineage.gates.compile",
+    "klineage.gates.profile",
+    "klineage.guards",
+)
 
 
 class Sandbox:

@@ -79,9 +79,9 @@ def skills_from_lineage(
         if context:
             provenance["features"] = context
         if step.accepted:
-            skills.append(_optimization(step, cls, provenance, (probes or {}).get(step.index)))
+            skills.append(optimization_skill(step, cls, provenance, (probes or {}).get(step.index)))
         else:
-            skills.append(_guard(step, cls, provenance))
+            skills.append(guard_skill(step, cls, provenance))
     return skills
 
 
@@ -98,7 +98,7 @@ def _location(step: Step, cls, optimize_direction: bool) -> dict:
     }
 
 
-def _optimization(step: Step, cls, provenance: dict, probed: list[dict] | None) -> Skill:
+def optimization_skill(step: Step, cls, provenance: dict, probed: list[dict] | None) -> Skill:
     if probed is None:
         conditions = [
             {
@@ -144,7 +144,7 @@ def _optimization(step: Step, cls, provenance: dict, probed: list[dict] | None) 
     )
 
 
-def _guard(step: Step, cls, provenance: dict) -> Skill:
+def guard_skill(step: Step, cls, provenance: dict) -> Skill:
     failed = next((v for v in step.verdicts if v["status"] != "pass"), {"gate": "?", "code": "?", "reason": ""})
     return Skill(
         id=f"guard.{cls.id}.{_slug(provenance['workload'])}.{_slug(provenance['expert'])}.s{step.index}",

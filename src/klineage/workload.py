@@ -203,15 +203,21 @@ def _probe_overrides(declared, fail) -> dict[str, list[dict]]:
 
 
 def make_case_inputs(
-    module: types.ModuleType, case: dict, seed: int, distribution: str = "normal", probe: str | None = None
+    module: types.ModuleType,
+    case: dict,
+    seed: int,
+    distribution: str = "normal",
+    probe: str | None = None,
+    cache_dir: Path | None = None,
 ) -> list:
     """Inputs for one case and seed, on the CPU. Floating tensors are redrawn from `distribution` (same shape, dtype
     and seed) so that a check sees heavy-tailed and signed data, not only what the workload's maker draws. With
     `probe` (a condition predicate the workload lists in PROBES), the workload's `make_probe_inputs(predicate,
-    case, seed)` makes them when it is defined and returns something other than None."""
+    case, seed)` makes them when it is defined and returns something other than None. With `cache_dir`
+    (Settings.input_cache), bench-sized inputs are kept there once drawn."""
     import torch
 
-    cache = _input_cache_path(module, case, seed, distribution, probe)
+    cache = _input_cache_path(cache_dir, module, case, seed, distribution, probe)
     if cache is not None and cache.is_file():
         try:
             return torch.load(cache, weights_only=True)
@@ -244,11 +250,10 @@ INPUT_CACHE_MIN_BYTES = 32 * 2**20
 
 
 def _input_cache_path(
-    module: types.ModuleType, case: dict, seed: int, distribution: str, probe: str | None
+    root: Path | None, module: types.ModuleType, case: dict, seed: int, distribution: str, probe: str | None
 ) -> Path | None:
-    """Where $KLINEAGE_INPUT_CACHE (a directory; a tmpfs such as /dev/shm serves best) keeps these inputs: keyed by
-    the workload file's content, the case, seed, distribution and probe. Unset: nothing is cached."""
-    root = os.environ.get("KLINEAGE_INPUT_CACHE")
+    """Where the input cache `root` (a directory; a tmpfs such as /dev/shm serves best) keeps these inputs: keyed by
+    the workload file's content, the case, seed, distribution and probe. None: nothing is cached."""
     source_file = getattr(module, "__file__", None)
     if not root or not source_file:
         return None

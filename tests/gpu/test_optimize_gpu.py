@@ -1,11 +1,10 @@
 """The forward walk on a real GPU: candidates are timed side by side with the current program, kept only beyond
 both spreads, and the result is timed against the start in one interleaved measurement."""
 
-import os
-
 import pytest
 
-from klineage.bench import run_bench, suite
+from klineage.bench.run import run_bench
+from klineage.bench.suites import suite
 from klineage.config import Settings
 from klineage.optimize import optimize
 from klineage.program import load_program
@@ -56,23 +55,23 @@ def test_bench_references_time_each_distinct_program_once(settings, tmp_path):
 def test_a_references_job_over_the_spread_limit_times_every_call_again(settings, monkeypatch):
     """With the limit below any spread, the job (run here, in this process) times a second round of the same calls
     and reports the steadier one: every program still timed, eager and torch.compile with them."""
-    from klineage import bench
+    from klineage.bench import references
     from klineage.gates import GateRequest
 
-    monkeypatch.setattr(bench, "REFERENCE_SPREAD", -1.0)
+    monkeypatch.setattr(references, "REFERENCE_SPREAD", -1.0)
     wl_path = EXAMPLES / "softmax" / "workload.py"
     start, expert = (load_program(EXAMPLES / "softmax" / f"{n}.py") for n in ("naive", "expert"))
-    value = bench.references_job((GateRequest(str(wl_path), start, "cuda", settings), [start, expert]))
+    value = references.references_job((GateRequest(str(wl_path), start, "cuda", settings), [start, expert]))
     assert value["rounds"] == 2
     for name in ("eager", "torch_compile", "program0", "program1"):
         assert value[name]["ms"] > 0 and value[name]["spread"] >= 0
 
 
-def test_methods_of_an_instance_share_a_pair_both_try_on_a_gpu_they_take_turns_on(settings, tmp_path, monkeypatch):
+def test_methods_of_an_instance_share_a_pair_both_try_on_a_gpu_they_take_turns_on(settings, tmp_path):
     """blind's first candidate on the naive softmax (8 warps) is autotune's second: timed once, reused by the
     second method, on a GPU shared through the turn lock (every job shared, each measurement exclusive)."""
-    if not os.environ.get("KLINEAGE_GPU_LOCK"):  # beside bench shards (h200_eval.sh) take turns on their lock
-        monkeypatch.setenv("KLINEAGE_GPU_LOCK", str(tmp_path / "gpu.lock"))
+    if not settings.gpu_lock:  # beside bench shards (h200_eval.sh) take turns on their lock
+        settings = settings.replace(gpu_lock=str(tmp_path / "gpu.lock"))
     softmax = [i for i in suite("naive", settings) if i.name == "softmax"]
     result = run_bench(softmax, ["blind", "autotune"], 3, settings, "cuda", None)
     blind, autotune = (result["trajectories"][f"softmax/{m}"] for m in ("blind", "autotune"))

@@ -9,7 +9,7 @@ import pytest
 from klineage.config import Settings
 from klineage.gates import GateRequest, run_gate
 from klineage.mine import mine
-from klineage.probe import probe_lineage
+from klineage.probing import probe_lineage
 from klineage.program import load_program
 from klineage.skills import skills_from_lineage
 from klineage.workload import load_workload
@@ -48,7 +48,10 @@ def test_contiguity_hint_breaks_on_a_strided_input(hinted):
     skill, contiguous = condition(skills, "alignment_hints", "contiguous")
     assert contiguous["status"] == "condition", contiguous
     (failure,) = [f for f in skill.failures if f["violated"] == "contiguous"]
-    assert failure["breaks"] == "optimized" and failure["code"] == "mismatch"
+    # the hinted vector loads read the strided buffer's gaps, which the harness poisons (guards.POISON_BYTE): the
+    # wrong values arrive as NaN, so the gate says nan_mismatch (H200, 2026-12-03; this test expected the plain
+    # mismatch of an unpoisoned gap and had failed since the gaps were poisoned)
+    assert failure["breaks"] == "optimized" and failure["code"] in ("mismatch", "nan_mismatch"), failure
 
 
 def test_int32_offsets_break_past_2_31_elements(hinted):

@@ -122,7 +122,7 @@ def test_retime_measures_accepted_steps_again_and_keeps_the_earlier_measurement(
 
     fake = FakeGpu([])
     again = retime(lineage, workload, settings, "cuda", fake)
-    assert [j.function for j in fake.jobs] == ["klineage.gates:profile_pair_job"] * 2
+    assert [j.function for j in fake.jobs] == ["klineage.gates.profile:profile_pair_job"] * 2
     first, second = again.accepted
     assert first.effect["speedup"] == 1.5 and first.effect["earlier"] == lineage.accepted[0].effect
     assert first.effect["static_delta"] == lineage.accepted[0].effect.get("static_delta", {})
@@ -144,10 +144,11 @@ def test_a_stopped_retime_keeps_its_timings_and_mining_saves_skills_before_probi
     from dataclasses import dataclass, replace
 
     import klineage.mine
-    import klineage.probe
-    from klineage.library import Library, mine_into
+    import klineage.mining
+    from klineage.library import Library
     from klineage.mine import LineageStore, retime, timed_on
-    from klineage.probe import stored_probes
+    from klineage.mining import mine_into
+    from klineage.probing import stored_probes
     from klineage.sandbox import SandboxResult
 
     settings = Settings(data_dir=tmp_path / "home", seeds=2)
@@ -214,7 +215,7 @@ def test_a_stopped_retime_keeps_its_timings_and_mining_saves_skills_before_probi
     def stopped(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(klineage.probe, "probe_lineage", stopped)
+    monkeypatch.setattr(klineage.mining, "probe_lineage", stopped)
     with Library(tmp_path / "library") as library, pytest.raises(KeyboardInterrupt):
         mine_into(library, workload, expert, settings, "cpu", max_steps=2)
     with Library(tmp_path / "library") as library:
@@ -232,7 +233,7 @@ def test_probing_on_another_device_takes_the_walks_answers_and_probes_only_what_
     import json
     from dataclasses import replace
 
-    from klineage.probe import probe_lineage
+    from klineage.probing import probe_lineage
     from klineage.transform import TRANSFORMS
 
     settings = Settings(data_dir=tmp_path / "home", seeds=2)

@@ -5,7 +5,10 @@ import json
 
 import pytest
 
-from klineage.bench import Recheck, escapes, markdown, run_bench, suite, write_report
+from klineage.bench.references import Recheck, escapes
+from klineage.bench.report import markdown, write_report
+from klineage.bench.run import run_bench
+from klineage.bench.suites import suite
 from klineage.library import Library
 from klineage.program import Program, load_program
 from klineage.workload import UserError, load_workload
@@ -99,7 +102,7 @@ def test_an_escape_recheck_whose_harness_raises_runs_again_and_is_never_an_escap
 
 
 def test_shards_split_a_suite_and_merge_back(settings):
-    from klineage.bench import merge, shard
+    from klineage.bench.run import merge, shard
 
     instances = suite("heldout", settings)
     parts = [shard(instances, f"{i}/3") for i in (1, 2, 3)]
@@ -160,7 +163,7 @@ def test_shards_split_a_suite_and_merge_back(settings):
 def test_a_report_written_before_unchecked_existed_files_its_harness_errors_there():
     """Run 23's shards (H200) filed a FileNotFoundError of the harness as escapes of blind and memory: merged again,
     those rows count no escape, and the report says which re-checks could not run."""
-    from klineage.bench import merge
+    from klineage.bench.run import merge
 
     stamp = {
         "methods": ["blind"],
@@ -202,7 +205,7 @@ def test_a_report_written_before_unchecked_existed_files_its_harness_errors_ther
 
 
 def test_a_bundled_workload_recorded_on_another_machine_is_found_here(tmp_path):
-    from klineage.bench import _relocated
+    from klineage.bench.suites import _relocated
     from klineage.workload import source_hash
 
     here = _relocated("/elsewhere/site-packages/klineage/examples/matmul/workload.py")
@@ -243,7 +246,7 @@ def test_joined_suites_prefix_each_name_and_a_cut_run_keeps_what_it_finished(set
 
 
 def _claim_all(folder, names, out):
-    from klineage.bench import Queue
+    from klineage.bench.run import Queue
 
     queue = Queue(folder)
     out.put([n for n in names if queue.claim(n)])
@@ -255,7 +258,7 @@ def test_shards_sharing_a_queue_take_each_instance_once_and_the_merge_names_what
     the instances no shard finished (a queue's shard cannot name its own)."""
     import multiprocessing
 
-    from klineage.bench import Queue, merge
+    from klineage.bench.run import Queue, merge
 
     names = [f"heldout:n{i}" for i in range(40)]
     ctx = multiprocessing.get_context("spawn")
@@ -316,7 +319,7 @@ def test_shards_sharing_a_queue_take_each_instance_once_and_the_merge_names_what
 def test_a_start_that_fails_its_gates_is_skipped_with_why_and_the_suite_goes_on(settings, tmp_path):
     from dataclasses import replace
 
-    from klineage.bench import build_memory
+    from klineage.bench.memory import build_memory
 
     softmax = next(i for i in suite("naive", settings) if i.name == "softmax")
     broken = replace(
@@ -335,8 +338,8 @@ def test_a_start_that_fails_its_gates_is_skipped_with_why_and_the_suite_goes_on(
 
 def test_memory_build_keeps_each_attempt_as_it_is_made(settings, tmp_path, monkeypatch):
     """A build killed at a deadline (h200_eval.sh gives it minutes) keeps the attempts it finished."""
-    import klineage.bench as bench_module
-    from klineage.bench import build_memory
+    import klineage.bench.memory as bench_memory
+    from klineage.bench.memory import build_memory
     from klineage.optimize import Attempt, load_memory
     from klineage.proposers import Candidate
 
@@ -349,7 +352,7 @@ def test_memory_build_keeps_each_attempt_as_it_is_made(settings, tmp_path, monke
         on_attempt(Attempt(2, cand, False, "not_faster", [], {"measured": True, "speedup": 0.9}))
         raise SystemExit("killed at the deadline")
 
-    monkeypatch.setattr(bench_module, "optimize", killed_after_one)
+    monkeypatch.setattr(bench_memory, "optimize", killed_after_one)
     path, said = tmp_path / "memory.json", []
     with pytest.raises(SystemExit):
         build_memory([softmax], settings, "cpu", 6, path, on_progress=said.append)
@@ -359,27 +362,27 @@ def test_memory_build_keeps_each_attempt_as_it_is_made(settings, tmp_path, monke
 
 
 def test_progress_is_a_line_per_step_in_the_log_of_an_unattended_run(monkeypatch, capsys):
-    from klineage.cli import _progress
+    from klineage.cli.common import progress_bar
 
     monkeypatch.setenv("KLINEAGE_PROGRESS_LINES", "1")
-    with _progress(False) as progress:  # stderr under pytest is not a terminal
+    with progress_bar(False) as progress:  # stderr under pytest is not a terminal
         task = progress.add_task("memory", total=None)
         for text in ("softmax", "softmax", "softmax: evaluation 2", "rmsnorm"):
             progress.update(task, description=text)
     lines = capsys.readouterr().err.splitlines()
     assert [line.split(" ", 1)[1] for line in lines] == ["softmax", "softmax: evaluation 2", "rmsnorm"]
-    with _progress(True) as progress:  # --json, asked for lines: a bench shard's log gets them
+    with progress_bar(True) as progress:  # --json, asked for lines: a bench shard's log gets them
         progress.update(progress.add_task("memory", total=None), description="cross_entropy")
     assert capsys.readouterr().err.split(" ", 1)[1] == "cross_entropy\n"
     monkeypatch.delenv("KLINEAGE_PROGRESS_LINES")
-    with _progress(True) as progress:  # --json, not asked for: nothing (one stream may be read as JSON)
+    with progress_bar(True) as progress:  # --json, not asked for: nothing (one stream may be read as JSON)
         progress.update(progress.add_task("memory", total=None), description="softmax")
     assert capsys.readouterr().err == ""
-    with _progress(False) as progress:  # the default where stderr is no terminal: lines too
+    with progress_bar(False) as progress:  # the default where stderr is no terminal: lines too
         progress.update(progress.add_task("memory", total=None), description="rmsnorm")
     assert capsys.readouterr().err.split(" ", 1)[1] == "rmsnorm\n"
     monkeypatch.setenv("KLINEAGE_PROGRESS_LINES", "0")
-    with _progress(False) as progress:  # turned off: nothing
+    with progress_bar(False) as progress:  # turned off: nothing
         progress.update(progress.add_task("memory", total=None), description="softmax")
     assert capsys.readouterr().err == ""
 
@@ -389,7 +392,8 @@ def test_evaluations_to_95_are_also_compared_on_the_instances_both_methods_impro
     only because blind improved one instance of the two; on that one both took 2 evaluations."""
     from dataclasses import asdict
 
-    from klineage.bench import Row, markdown, summarize
+    from klineage.bench.metrics import Row, summarize
+    from klineage.bench.report import markdown
 
     def row(instance, method, to95):
         return Row(instance, method, 2.0 if to95 else 1.0, None, None, None, 4, to95, 0.0, 1, 0, [], 1.0, "s", "h")
@@ -416,7 +420,8 @@ def test_evaluations_to_95_are_also_compared_on_the_instances_both_methods_impro
 def test_evaluations_to_the_instances_best_do_not_reward_stopping_early():
     """Memory keeps one x1.2 step at evaluation 2 and nothing after: 95% of its own final at 2, as early as klineage
     reaching x3 at 2. Against the instance's best (x3) memory never gets there and counts budget + 1."""
-    from klineage.bench import markdown, summarize, to_instance_best
+    from klineage.bench.metrics import summarize, to_instance_best
+    from klineage.bench.report import markdown
 
     def trajectory(*steps):  # (evaluation, speedup, kept)
         return {
@@ -463,7 +468,8 @@ def test_a_final_that_escaped_counts_as_its_start_and_sets_no_target():
     credits it x1.0 and its start's fractions, and klineage is measured against the best correct result."""
     from dataclasses import asdict
 
-    from klineage.bench import Row, markdown, summarize
+    from klineage.bench.metrics import Row, summarize
+    from klineage.bench.report import markdown
 
     escape = [{"check": "hidden seeds", "code": "mismatch", "reason": "half the rows"}]
     rows = [
@@ -507,7 +513,7 @@ def test_the_report_counts_memory_bound_instances_at_the_roofline_target_per_sui
     fraction, and the report names KLineage's misses."""
     from dataclasses import asdict
 
-    from klineage.bench import Row, summarize
+    from klineage.bench.metrics import Row, summarize
 
     def row(instance, method, roofline, bound, escapes=()):
         return Row(

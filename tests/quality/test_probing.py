@@ -89,7 +89,7 @@ def test_steps_probed_side_by_side_give_the_same_conditions(probed, tmp_path, sa
     """Two workers, one of them on a sandbox of its own, reach the verdicts the one-worker run reached."""
     import shutil
 
-    from klineage.probe import probe_lineage
+    from klineage.probing import probe_lineage
     from klineage.workload import load_workload
     from tests.conftest import FIXTURES
 

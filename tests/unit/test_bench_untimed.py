@@ -1,7 +1,7 @@
 """A timed bench report names the candidates whose timing failed, so a method's result is not read as measured
 where it was not (run 22: memory's autotune list on the fp32 batched matmul, out of device memory)."""
 
-from klineage.bench import markdown, untimed_attempts
+from klineage.bench.report import markdown, untimed_attempts
 
 
 def _attempt(evaluation, outcome, effect):
@@ -62,7 +62,7 @@ def test_failed_timings_are_named_in_a_timed_report_and_measured_ones_are_not():
 
 
 def test_a_noisy_references_round_is_timed_again_and_the_steadier_round_kept():
-    from klineage.bench import REFERENCE_SPREAD, _worst_program_spread, steadier
+    from klineage.bench.references import REFERENCE_SPREAD, _worst_program_spread, steadier
     from klineage.timing import Timing
 
     def timing(median, band):  # spread = band / (2 * median)

@@ -25,6 +25,19 @@ def test_versions_carry_the_harness_hash():
     assert versions() is versions()  # computed once per process: it imports torch and hashes the harness
 
 
+def test_the_harness_hash_covers_every_file_of_the_gates_package():
+    """A verdict cached by an older harness must not be reused: an edit to any gate module changes the hash."""
+    from pathlib import Path
+
+    import klineage
+    from klineage.config import gate_files
+
+    root = Path(klineage.__file__).parent
+    hashed = {p.relative_to(root).as_posix() for p in gate_files()}
+    assert {p.relative_to(root).as_posix() for p in (root / "gates").glob("*.py")} <= hashed
+    assert {"sandbox.py", "timing.py", "workload.py", "gates/correctness.py", "gates/common.py"} <= hashed
+
+
 def test_processes_sharing_a_data_directory_measure_the_ceilings_once(tmp_path, monkeypatch):
     # bench shards started together each measured the GPU's ceilings, each in an exclusive turn, one after another
     import threading
@@ -54,7 +67,7 @@ def test_processes_sharing_a_data_directory_measure_the_ceilings_once(tmp_path, 
         t.start()
     for t in threads:
         t.join()
-    assert measured == ["klineage.gates:ceilings_job"]
+    assert measured == ["klineage.gates.profile:ceilings_job"]
     assert found == [{"copy_bytes_per_s": 4.2e12, "n": 1}] * 4
     assert check.ceilings_for("cpu", settings, Timer(), Cache(settings.cache_path)) is None  # no GPU, no ceilings
 

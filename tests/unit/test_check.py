@@ -54,14 +54,14 @@ def test_a_program_that_runs_out_alone_fails_and_other_failures_are_not_retried(
 
 
 class _Sandbox:
-    """Answers each job with the next of `answers` and records the environments it was given: nothing runs."""
+    """Answers each job with the next of `answers` and records the jobs it was given: nothing runs."""
 
     def __init__(self, answers):
-        self.answers, self.envs = list(answers), []
+        self.answers, self.jobs = list(answers), []
 
     def run(self, job):
-        self.envs.append(dict(job.env))
-        return self.answers[len(self.envs) - 1]
+        self.jobs.append(job)
+        return self.answers[len(self.jobs) - 1]
 
 
 def _pair(settings, answers, device="cuda"):
@@ -70,7 +70,7 @@ def _pair(settings, answers, device="cuda"):
     folder = SUITES["heldout"] / "bias_gelu"
     program = load_program(folder / "naive.py")
     sandbox = _Sandbox(answers)
-    return time_pair(load_workload(folder / "workload.py"), program, program, settings, device, sandbox), sandbox.envs
+    return time_pair(load_workload(folder / "workload.py"), program, program, settings, device, sandbox), sandbox.jobs
 
 
 def test_a_timing_job_out_of_device_memory_beside_others_runs_again_alone(settings):
@@ -79,19 +79,27 @@ def test_a_timing_job_out_of_device_memory_beside_others_runs_again_alone(settin
     from klineage.sandbox import SandboxResult
 
     value = {"case": "bench", "parent_ms": 1.0, "child_ms": 0.5}
-    timed, envs = _pair(settings, [SandboxResult(False, error=OOM, kind="exception"), SandboxResult(True, value)])
-    assert timed.ok and [e.get("KLINEAGE_GPU_ALONE") for e in envs] == [None, "1"]
+    timed, jobs = _pair(settings, [SandboxResult(False, error=OOM, kind="exception"), SandboxResult(True, value)])
+    assert timed.ok and [j.gpu_alone for j in jobs] == [False, True] and {j.device for j in jobs} == {"cuda"}
     assert timed.value["retried_alone"].startswith("OutOfMemoryError") and timed.value["child_ms"] == 0.5
     # out of memory alone too: a failure that says both
-    timed, envs = _pair(settings, [SandboxResult(False, error=OOM, kind="exception")] * 2)
-    assert not timed.ok and len(envs) == 2 and "alone, after: OutOfMemoryError" in timed.error
+    timed, jobs = _pair(settings, [SandboxResult(False, error=OOM, kind="exception")] * 2)
+    assert not timed.ok and len(jobs) == 2 and "alone, after: OutOfMemoryError" in timed.error
 
 
 def test_other_timing_failures_and_the_cpu_are_not_retried(settings):
     from klineage.sandbox import SandboxResult
 
     crash = SandboxResult(False, error="crashed with signal 11", kind="crash")
-    timed, envs = _pair(settings, [crash, crash])
-    assert not timed.ok and len(envs) == 1 and timed.error == "crashed with signal 11"
-    timed, envs = _pair(settings, [SandboxResult(False, error=OOM, kind="exception")] * 2, device="cpu")
-    assert len(envs) == 1
+    timed, jobs = _pair(settings, [crash, crash])
+    assert not timed.ok and len(jobs) == 1 and timed.error == "crashed with signal 11"
+    timed, jobs = _pair(settings, [SandboxResult(False, error=OOM, kind="exception")] * 2, device="cpu")
+    assert len(jobs) == 1
+
+
+def test_a_timing_job_takes_turns_on_the_gpu_lock_its_settings_name(settings):
+    """$KLINEAGE_GPU_LOCK reaches the job through Settings and the Job, not through the environment."""
+    from klineage.sandbox import GpuTurns, SandboxResult
+
+    _, jobs = _pair(settings.replace(gpu_lock="/tmp/gpu0.lock"), [SandboxResult(True, {})])
+    assert jobs[0].turns == GpuTurns("/tmp/gpu0.lock") and "KLINEAGE_GPU_LOCK" not in jobs[0].env

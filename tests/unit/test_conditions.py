@@ -72,7 +72,7 @@ def test_a_size_is_in_a_domain_by_its_range_or_its_listed_values():
 
 
 def test_the_escape_recheck_skips_a_probe_outside_a_listed_domain():
-    from klineage.bench import _in_domain
+    from klineage.bench.references import _in_domain
     from klineage.workload import load_workload
     from tests.conftest import ROOT
 

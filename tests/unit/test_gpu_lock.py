@@ -1,15 +1,24 @@
-"""Jobs sharing one GPU take turns through $KLINEAGE_GPU_LOCK: every job holds a shared turn, a measurement trades
-it for the GPU alone (exclusive_turn) and back, a waiting timer is not starved by checks that keep arriving, and a
-check lets a waiting timer go between its trials (yield_turn) and while it works off the GPU (off_gpu). Without the
-variable nothing is locked."""
+"""Jobs sharing one GPU take turns through a lock file (Settings.gpu_lock, from $KLINEAGE_GPU_LOCK; a job carries it
+in its GpuTurns): every job holds a shared turn, a measurement trades it for the GPU alone (exclusive_turn) and
+back, a waiting timer is not starved by checks that keep arriving, and a check lets a waiting timer go between its
+trials (yield_turn) and while it works off the GPU (off_gpu). Without a lock file nothing is locked."""
 
 import fcntl
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 
-from klineage.sandbox import Job, Sandbox, exclusive_turn, gpu_turn, off_gpu, yield_turn
+from klineage.config import Settings
+from klineage.sandbox import GpuTurns, Job, Sandbox, exclusive_turn, gpu_turn, off_gpu, take_turns, yield_turn
+
+
+@pytest.fixture
+def turns():
+    """Takes turns in this process as a job's child would, through the lock file given; none again after."""
+    yield lambda lock, whole_job=False: take_turns(GpuTurns(str(lock), whole_job))
+    take_turns(GpuTurns())
 
 
 def _try(path, mode) -> bool:
@@ -22,9 +31,9 @@ def _try(path, mode) -> bool:
         return True
 
 
-def test_checks_share_the_gpu_and_a_timer_has_it_alone(tmp_path, monkeypatch):
+def test_checks_share_the_gpu_and_a_timer_has_it_alone(tmp_path, turns):
     path = tmp_path / "gpu0.lock"
-    monkeypatch.setenv("KLINEAGE_GPU_LOCK", str(path))
+    turns(path)
     with gpu_turn(exclusive=False):
         assert _try(path, fcntl.LOCK_SH) and not _try(path, fcntl.LOCK_EX)
     with gpu_turn(exclusive=True):
@@ -38,8 +47,8 @@ def test_checks_share_the_gpu_and_a_timer_has_it_alone(tmp_path, monkeypatch):
     assert _try(path, fcntl.LOCK_EX)
 
 
-def test_a_waiting_timer_goes_before_checks_that_arrive_after_it(tmp_path, monkeypatch):
-    monkeypatch.setenv("KLINEAGE_GPU_LOCK", str(tmp_path / "gpu0.lock"))
+def test_a_waiting_timer_goes_before_checks_that_arrive_after_it(tmp_path, turns):
+    turns(tmp_path / "gpu0.lock")
     order, release = [], threading.Event()
 
     def job(name, exclusive, hold):
@@ -64,8 +73,8 @@ def test_a_waiting_timer_goes_before_checks_that_arrive_after_it(tmp_path, monke
     assert order == ["check 1", "timer", "check 2"]
 
 
-def test_without_the_variable_nothing_is_locked(tmp_path, monkeypatch):
-    monkeypatch.delenv("KLINEAGE_GPU_LOCK", raising=False)
+def test_without_a_lock_file_nothing_is_locked(tmp_path):
+    take_turns(GpuTurns())
     with gpu_turn(exclusive=True):
         assert not list(tmp_path.iterdir())
 
@@ -89,15 +98,15 @@ def trading_job(path: str) -> tuple[str, str, str]:
 @pytest.mark.parametrize("warm", [False, True])
 def test_sandbox_jobs_hold_a_shared_turn_and_measurements_trade_up(tmp_path, warm):
     path = str(tmp_path / "gpu0.lock")
-    env = {"KLINEAGE_DEVICE": "cuda", "KLINEAGE_GPU_LOCK": path}
+    on_gpu = {"device": "cuda", "turns": GpuTurns(path)}
     with Sandbox(warm=warm, preload=("klineage.sandbox",)) as sb:  # warm: forked from a server, as bench runs
-        assert sb.run(Job("tests.unit.test_gpu_lock:lock_mode_job", path, env=env)).value == "shared"
-        traded = sb.run(Job("tests.unit.test_gpu_lock:trading_job", path, env=env))
+        assert sb.run(Job("tests.unit.test_gpu_lock:lock_mode_job", path, **on_gpu)).value == "shared"
+        traded = sb.run(Job("tests.unit.test_gpu_lock:trading_job", path, **on_gpu))
         assert traded.value == ("shared", "exclusive", "shared"), traded
-        cpu = sb.run(Job("tests.unit.test_gpu_lock:lock_mode_job", path, env={**env, "KLINEAGE_DEVICE": "cpu"}))
+        cpu = sb.run(Job("tests.unit.test_gpu_lock:lock_mode_job", path, **{**on_gpu, "device": "cpu"}))
         assert cpu.value == "none"
         # a check run again alone (check.py, after running out of device memory beside others) holds it throughout
-        alone = sb.run(Job("tests.unit.test_gpu_lock:trading_job", path, env={**env, "KLINEAGE_GPU_ALONE": "1"}))
+        alone = sb.run(Job("tests.unit.test_gpu_lock:trading_job", path, **on_gpu, gpu_alone=True))
         assert alone.value == ("exclusive", "exclusive", "exclusive"), alone
     assert _try(path, fcntl.LOCK_EX)  # nothing left held once the jobs are over
 
@@ -116,12 +125,12 @@ def racing_job(payload: tuple[str, str]) -> tuple[float, float]:
 @pytest.mark.interpreter  # starts sandbox children
 def test_two_jobs_trading_up_at_once_take_turns_without_deadlock(tmp_path):
     path = str(tmp_path / "gpu0.lock")
-    env = {"KLINEAGE_DEVICE": "cuda", "KLINEAGE_GPU_LOCK": path}
     results = {}
 
     def run(name):
         with Sandbox(warm=False) as sb:
-            results[name] = sb.run(Job("tests.unit.test_gpu_lock:racing_job", (path, name), env=env, timeout_s=30))
+            job = Job("tests.unit.test_gpu_lock:racing_job", (path, name), timeout_s=30, device="cuda")
+            results[name] = sb.run(replace(job, turns=GpuTurns(path)))
 
     threads = [threading.Thread(target=run, args=(n,)) for n in ("a", "b")]
     for t in threads:
@@ -132,9 +141,9 @@ def test_two_jobs_trading_up_at_once_take_turns_without_deadlock(tmp_path):
     assert a1 <= b0 or b1 <= a0  # the measured sections never overlap
 
 
-def test_a_measurement_inside_an_exclusive_turn_does_not_wait_on_itself(tmp_path, monkeypatch):
+def test_a_measurement_inside_an_exclusive_turn_does_not_wait_on_itself(tmp_path, turns):
     path = tmp_path / "gpu0.lock"
-    monkeypatch.setenv("KLINEAGE_GPU_LOCK", str(path))
+    turns(path)
     done = threading.Event()
 
     def nested():
@@ -157,10 +166,9 @@ def timer_job(path: str) -> tuple[float, float]:
 
 
 @pytest.mark.interpreter  # starts sandbox children
-def test_a_check_lets_a_waiting_timer_measure_between_two_trials(tmp_path, monkeypatch):
+def test_a_check_lets_a_waiting_timer_measure_between_two_trials(tmp_path, turns):
     path = str(tmp_path / "gpu0.lock")
-    monkeypatch.setenv("KLINEAGE_GPU_LOCK", path)
-    env = {"KLINEAGE_DEVICE": "cuda", "KLINEAGE_GPU_LOCK": path}
+    turns(path)
     with gpu_turn(exclusive=False):  # this test plays a check holding its shared turn
         yield_turn()  # no timer waiting: the check goes on holding its turn
         assert lock_mode_job(path) == "shared"
@@ -168,7 +176,8 @@ def test_a_check_lets_a_waiting_timer_measure_between_two_trials(tmp_path, monke
 
         def timer():
             with Sandbox(warm=False) as sb:
-                results["timer"] = sb.run(Job("tests.unit.test_gpu_lock:timer_job", path, env=env, timeout_s=60))
+                job = Job("tests.unit.test_gpu_lock:timer_job", path, timeout_s=60, device="cuda", turns=GpuTurns(path))
+                results["timer"] = sb.run(job)
 
         thread = threading.Thread(target=timer)
         thread.start()
@@ -185,36 +194,35 @@ def test_a_check_lets_a_waiting_timer_measure_between_two_trials(tmp_path, monke
     assert start < resumed and end <= resumed  # the timer measured before the check went on
 
 
-def test_a_section_off_the_gpu_lets_a_timer_have_it(tmp_path, monkeypatch):
+def test_a_section_off_the_gpu_lets_a_timer_have_it(tmp_path, turns):
     path = str(tmp_path / "gpu0.lock")
-    monkeypatch.setenv("KLINEAGE_GPU_LOCK", path)
+    turns(path)
     with gpu_turn(exclusive=False):
         with off_gpu():
             assert _try(path, fcntl.LOCK_EX)  # nothing of this job is held while it disassembles
         assert lock_mode_job(path) == "shared"
-    monkeypatch.delenv("KLINEAGE_GPU_LOCK")
+    take_turns(GpuTurns())
     with off_gpu():  # without the lock: nothing to let go
         yield_turn()
 
 
 @pytest.mark.interpreter  # starts sandbox children
-def test_whole_job_turns_keep_a_checks_turn_and_still_let_a_measurement_trade_up(tmp_path, monkeypatch):
+def test_whole_job_turns_keep_a_checks_turn_and_still_let_a_measurement_trade_up(tmp_path, turns):
     """KLINEAGE_TURNS=job, the comparison arm of benchmarks/gpu_turns.py: a check keeps its turn throughout, and a
     timer still trades its own shared turn for the GPU alone (letting it go is not optional there: it would wait on
     itself)."""
     path = str(tmp_path / "gpu0.lock")
-    monkeypatch.setenv("KLINEAGE_GPU_LOCK", path)
-    monkeypatch.setenv("KLINEAGE_TURNS", "job")
+    turns(path, whole_job=True)
     with gpu_turn(exclusive=False):
         with off_gpu():
             assert lock_mode_job(path) == "shared"
-    env = {"KLINEAGE_DEVICE": "cuda", "KLINEAGE_GPU_LOCK": path, "KLINEAGE_TURNS": "job"}
     with Sandbox(warm=False) as sb:
-        traded = sb.run(Job("tests.unit.test_gpu_lock:trading_job", path, env=env, timeout_s=30))
+        job = Job("tests.unit.test_gpu_lock:trading_job", path, timeout_s=30, device="cuda", turns=GpuTurns(path, True))
+        traded = sb.run(job)
     assert traded.value == ("shared", "exclusive", "shared"), traded
 
 
-def test_a_job_lets_go_of_its_turn_only_once_its_gpu_work_is_done(tmp_path, monkeypatch):
+def test_a_job_lets_go_of_its_turn_only_once_its_gpu_work_is_done(tmp_path, monkeypatch, turns):
     """Kernels a program left running on a side stream must not land inside a timer's measurement: before a check
     lets a timer go, it synchronizes the device (every stream). A fake torch records the call."""
     import sys
@@ -226,9 +234,19 @@ def test_a_job_lets_go_of_its_turn_only_once_its_gpu_work_is_done(tmp_path, monk
     )
     monkeypatch.setitem(sys.modules, "torch", fake)
     path = str(tmp_path / "gpu0.lock")
-    monkeypatch.setenv("KLINEAGE_GPU_LOCK", path)
+    turns(path)
     with gpu_turn(exclusive=False):
         yield_turn()
         assert calls == []  # no timer waiting: nothing to wait for
         with off_gpu():
             assert calls == ["sync"] and _try(path, fcntl.LOCK_EX)
+
+
+def test_the_lock_and_whole_job_turns_are_read_from_the_environment_once(monkeypatch):
+    """The users' knobs (benchmarks/h200_eval.sh sets them) reach every job through Settings, not the environment."""
+    monkeypatch.setenv("KLINEAGE_GPU_LOCK", "/tmp/klineage-gpu3.lock")
+    monkeypatch.setenv("KLINEAGE_TURNS", "job")
+    assert GpuTurns.of(Settings.from_env()) == GpuTurns("/tmp/klineage-gpu3.lock", whole_job=True)
+    monkeypatch.delenv("KLINEAGE_GPU_LOCK")
+    monkeypatch.setenv("KLINEAGE_TURNS", "trial")
+    assert GpuTurns.of(Settings.from_env()) == GpuTurns()

@@ -8,19 +8,11 @@ import textwrap
 import pytest
 
 from klineage.mine import Lineage, Step
-from klineage.probe import (
-    OFFSET_LIMIT,
-    ProbeResult,
-    ablated,
-    autotune_guard,
-    classify,
-    in_expert_context,
-    make_probes,
-    overflow_case,
-)
+from klineage.probe import OFFSET_LIMIT, PROBE_MAKERS, ablated, autotune_guard, make_probes, overflow_case
+from klineage.probing import ProbeResult, classify, in_expert_context
 from klineage.program import Program, load_program
 from klineage.skills import card, skills_from_lineage
-from klineage.transform import load_families
+from klineage.transform import CONDITIONS, load_families
 from klineage.workload import WorkloadError, load_workload
 from tests.conftest import EXAMPLES, FIXTURES
 
@@ -51,6 +43,34 @@ def write_workload(tmp_path, extra: str, name: str = "rows.py"):
 
 def probes(predicate, workload, device="cpu", **kw):
     return make_probes(predicate, workload, device, **kw)
+
+
+# --- one maker per predicate ------------------------------------------------------------------------------------------
+
+
+# Predicates no maker probes, and why: make_probes reports them as not probed (with the workload's own PROBES where it
+# declares any).
+WITHOUT_MAKER = {
+    "fully_masked_rows": "only the workload can make a fully masked row or tile: its own PROBES, not a size change",
+    "arch_sm90": "a property of the device, not of an input: conditions.decide reads it off the target or the GPU",
+    "tolerance": "every check already compares under the workload's tolerance; no input case violates it",
+    "shared_memory_fits": "a property of the compiled kernel: the compile gate checks it on every candidate",
+    "loop_index_not_constexpr": "a property of the code, not of an input: the compile gate decides it on any input",
+    "flag_not_shape": "a property of the code (the dtype probes exercise its failures): the compile gate decides it",
+    "cross_program_handoff": "a property of the code (programs handing partial tiles to each other): no input makes it",
+}
+
+
+def test_every_condition_is_probed_by_a_maker_or_says_why_not(tmp_path):
+    assert not set(PROBE_MAKERS) & set(WITHOUT_MAKER)
+    assert set(PROBE_MAKERS) | set(WITHOUT_MAKER) == set(CONDITIONS), "give a new predicate a maker or a reason"
+    wl = write_workload(tmp_path, 'CASES = {"tiny": {"rows": 4, "cols": 64, "dtype": "float32"}}\n')
+    for predicate in PROBE_MAKERS:
+        found, why = probes(predicate, wl, "cuda")
+        assert (found or why) and all({"name", "case", "layout"} <= set(p) for p in found), predicate
+    for predicate in WITHOUT_MAKER:
+        found, why = probes(predicate, wl, "cuda")
+        assert found == [] and why, predicate
 
 
 # --- GPU-only predicates and interpreter-blind families ------------------------------------------------------------
@@ -300,7 +320,7 @@ def test_a_required_counterexample_is_a_failure_the_optimization_avoids():
 def test_probes_on_another_kind_of_device_are_kept_apart(tmp_path):
     """A walk made on the CPU and probed on a GPU keeps both answers: the GPU does not reuse the CPU's."""
     from klineage.mine import Lineage
-    from klineage.probe import probes_path
+    from klineage.probing import probes_path
 
     cpu_walk = Lineage("id", "w", "wh", "e", "eh", "cpu-interpreter-x86_64", {})
     gpu_walk = Lineage("id", "w", "wh", "e", "eh", "NVIDIA H200", {})
@@ -311,7 +331,7 @@ def test_probes_on_another_kind_of_device_are_kept_apart(tmp_path):
 
 
 def test_a_probes_file_is_written_whole_and_a_cut_one_reads_as_unprobed(tmp_path):
-    from klineage.probe import read_probes, write_probes
+    from klineage.probing import read_probes, write_probes
 
     path = tmp_path / "probes.json"
     assert read_probes(path) == {}

@@ -44,13 +44,17 @@ def test_events_time_the_call_not_the_flush_queued_before_it(monkeypatch):
     assert -5.0 < fast.wall_median_ms < -4.0
 
 
-def test_first_calls_compile_beside_other_jobs_and_only_an_autotuner_takes_the_gpu_alone(monkeypatch, tmp_path):
+def test_first_calls_compile_beside_other_jobs_and_only_an_autotuner_takes_the_gpu_alone(
+    monkeypatch, tmp_path, request
+):
     from triton.runtime import autotuner
 
+    from klineage.sandbox import GpuTurns, take_turns
     from tests.unit.test_gpu_lock import lock_mode_job
 
     path = str(tmp_path / "gpu0.lock")
-    monkeypatch.setenv("KLINEAGE_GPU_LOCK", path)
+    take_turns(GpuTurns(path))  # as a job's child on a shared GPU
+    request.addfinalizer(lambda: take_turns(GpuTurns()))
     monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
     monkeypatch.setattr(torch, "empty", lambda *a, **k: FakeFlush())

@@ -114,6 +114,7 @@ def test_bench_sized_inputs_are_drawn_once_with_an_input_cache(tmp_path, monkeyp
 
     import torch
 
+    from klineage.config import Settings
     from klineage.workload import INPUT_CACHE_MIN_BYTES, make_case_inputs
 
     source = tmp_path / "wl.py"
@@ -129,21 +130,22 @@ def test_bench_sized_inputs_are_drawn_once_with_an_input_cache(tmp_path, monkeyp
     module.__file__ = str(source)
     exec(source.read_text(), module.__dict__)
     big = {"n": INPUT_CACHE_MIN_BYTES // 4 + 1}
-    monkeypatch.setenv("KLINEAGE_INPUT_CACHE", str(tmp_path / "cache"))
-    first = make_case_inputs(module, big, 1)
-    again = make_case_inputs(module, big, 1)
+    cache = tmp_path / "cache"  # Settings.input_cache, from $KLINEAGE_INPUT_CACHE
+    first = make_case_inputs(module, big, 1, cache_dir=cache)
+    again = make_case_inputs(module, big, 1, cache_dir=cache)
     assert module.CALLS == [1]  # drawn once, then read back
     assert torch.equal(first[0], again[0]) and again[2] == 3
     assert again[1].stride() == (2,) and again[1].untyped_storage().data_ptr() == again[0].untyped_storage().data_ptr()
-    make_case_inputs(module, big, 2)
-    make_case_inputs(module, big, 1, distribution="heavy_tailed")
+    make_case_inputs(module, big, 2, cache_dir=cache)
+    make_case_inputs(module, big, 1, distribution="heavy_tailed", cache_dir=cache)
     assert module.CALLS == [1, 2, 1]  # another seed or distribution is another entry
-    make_case_inputs(module, {"n": 8}, 1)
-    make_case_inputs(module, {"n": 8}, 1)
+    make_case_inputs(module, {"n": 8}, 1, cache_dir=cache)
+    make_case_inputs(module, {"n": 8}, 1, cache_dir=cache)
     assert module.CALLS == [1, 2, 1, 1, 1]  # small inputs are cheaper to draw than to read
-    monkeypatch.delenv("KLINEAGE_INPUT_CACHE")
     make_case_inputs(module, big, 1)
-    assert module.CALLS[-1] == 1 and len(module.CALLS) == 6  # unset: never read
+    assert module.CALLS[-1] == 1 and len(module.CALLS) == 6  # no cache: never read
+    monkeypatch.setenv("KLINEAGE_INPUT_CACHE", str(cache))  # the user's knob, read once (h200_eval.sh sets it)
+    assert Settings.from_env().input_cache == cache
 
 
 def test_on_device_keeps_a_strided_layout():
@@ -168,12 +170,12 @@ def test_on_device_keeps_a_strided_layout():
 def test_timing_inputs_of_the_strided_heldout_keep_their_stride():
     import importlib.util
 
-    from klineage.gates import _input_sets
+    from klineage.gates.common import input_sets
     from klineage.suites import suite_instances
 
     workload_path = next(w for w, _ in suite_instances("heldout") if w.parent.name == "strided_add")
     spec = importlib.util.spec_from_file_location("strided_add_wl", workload_path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    ((x, y),) = _input_sets(mod, mod.CASES["tiny"], 1, device="meta")
+    ((x, y),) = input_sets(mod, mod.CASES["tiny"], 1, device="meta")
     assert x.stride() == (2,) and y.stride() == (1,)

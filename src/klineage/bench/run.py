@@ -1,0 +1,368 @@
+"""A bench run: every method on every instance under one budget, then references timed side by side and escapes
+re-checked; with resuming (`earlier`), sharding, a queue shared by processes, and merging shards' reports."""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import os
+import re
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from klineage.bench.metrics import Row, summarize
+from klineage.bench.references import escapes
+from klineage.bench.suites import Instance
+from klineage.config import Settings, device_name, versions
+from klineage.gates import GateRequest
+from klineage.optimize import Trajectory, optimize, proposer_for
+from klineage.sandbox import GpuTurns, Job, Sandbox
+from klineage.workload import UserError, Workload, load_workload
+
+
+def _git_commit(known: str = "") -> str:
+    """The code's commit: `known` (Settings.commit) where the tree travelled without its history (a device
+    machine), else git's."""
+    if known:
+        return known
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            cwd=Path(__file__).parent,
+        )
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def run_bench(
+    instances: list[Instance],
+    methods: list[str],
+    budget: int,
+    settings: Settings,
+    device: str,
+    library: Path | None,
+    memory: Path | None = None,
+    on_progress: Callable[[str], None] | None = None,
+    on_instance: Callable[[dict], None] | None = None,
+    earlier: dict | None = None,
+    claim: Callable[[str], bool] | None = None,
+) -> dict:
+    """Every method on every instance under one budget, then references timed side by side and escapes re-checked.
+    `on_instance` gets the result so far after each instance (marked `partial`), so a run cut short keeps what it
+    finished. `earlier`: a report of the same methods and budget on this device (`bench --resume`); the instances it
+    finished are carried over as they are, each row with the commit that made it, and only the rest are run.
+    `claim` (a Queue's): an instance is run only where it says this process may take it; the report then lists
+    the instances this process ran, and its stamp's `suite` every instance it was offered."""
+    tally = _Tally(instances, methods, budget, device, _git_commit(settings.commit))
+    done = _finished(earlier, instances, methods, budget, device) if earlier else set()
+    for name in done:  # every row, trajectory and reference of an instance is measured within one run: carried whole
+        tally.carry(earlier, name)
+    tally.ran = [i for i in instances if i.name in done]
+    with Sandbox(warm=settings.warm) as sandbox:
+        plan = _Plan(methods, budget, settings, device, library, memory, sandbox, on_progress, tally.commit)
+        for inst in instances:
+            if inst.name in done or (claim is not None and not claim(inst.name)):
+                continue
+            tally.ran.append(inst)
+            if not _run_instance(inst, plan, tally):
+                continue  # its start failed its gates: reported as skipped, and the suite goes on
+            if on_instance and inst is not instances[-1]:
+                so_far = tally.result(partial=True)
+                # a queue's next instance is not this process's to name: bench-merge names what nobody finished
+                so_far["stamp"]["unfinished"] = [] if claim else [i.name for i in instances if i not in tally.ran]
+                on_instance(so_far)
+    return tally.result(partial=False)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What every instance of one bench run shares: the methods and their budget, where they run, what they read."""
+
+    methods: list[str]
+    budget: int
+    settings: Settings
+    device: str
+    library: Path | None
+    memory: Path | None
+    sandbox: Sandbox
+    on_progress: Callable[[str], None] | None
+    commit: str  # the code that makes this run's rows
+
+    def say(self, line: str) -> None:
+        if self.on_progress:
+            self.on_progress(line)
+
+
+@dataclass
+class _Tally:
+    """What a bench run has so far, per instance: rows, trajectories, references, skipped starts and costs."""
+
+    suite: list[Instance]  # every instance offered
+    methods: list[str]
+    budget: int
+    device: str
+    commit: str
+    started: float = field(default_factory=time.perf_counter)
+    ran: list[Instance] = field(default_factory=list)  # carried over or run here, in the order they were
+    rows: list[Row] = field(default_factory=list)
+    trajectories: dict[str, dict] = field(default_factory=dict)
+    references: dict[str, dict] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    costs: dict[str, dict] = field(default_factory=dict)  # per instance, the seconds outside the methods' runs
+
+    def carry(self, earlier: dict, name: str) -> None:
+        """An instance `earlier` (a bench report) finished, as it is there."""
+        self.rows += [
+            Row(**_recognized({"commit": earlier["stamp"]["commit"], **r}))
+            for r in earlier["rows"]
+            if r["instance"] == name
+        ]
+        self.trajectories.update({k: v for k, v in earlier["trajectories"].items() if k.split("/")[0] == name})
+        if name in earlier["references"]:
+            self.references[name] = earlier["references"][name]
+        if name in earlier.get("skipped", {}):
+            self.skipped[name] = earlier["skipped"][name]
+        if name in earlier.get("costs", {}):
+            self.costs[name] = earlier["costs"][name]
+
+    def result(self, partial: bool) -> dict:
+        """The report so far: its stamp (device, versions, budget, commits, date...), rows, summary and the rest."""
+        return {
+            "stamp": {
+                "device": device_name(self.device),
+                "versions": versions(),
+                "budget": self.budget,
+                "commit": ", ".join(sorted({r.commit for r in self.rows if r.commit} | {self.commit})),
+                "methods": self.methods,
+                "instances": [i.name for i in self.ran],
+                "suite": [i.name for i in self.suite],
+                "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+                "seconds": time.perf_counter() - self.started,
+                "timed": self.device == "cuda",
+                "partial": partial,
+            },
+            "rows": [asdict(r) for r in self.rows],
+            "summary": summarize(self.rows, self.methods, self.trajectories, self.budget),
+            "references": dict(self.references),
+            "trajectories": dict(self.trajectories),
+            "skipped": dict(self.skipped),
+            "costs": dict(self.costs),
+        }
+
+
+def _run_instance(inst: Instance, plan: _Plan, tally: _Tally) -> bool:
+    """Every method on one instance, then its references and each final program's escapes, into `tally`. False
+    when its start fails its gates here (then skipped, with why)."""
+    workload = load_workload(inst.workload)
+    memo: dict = {}  # the instance's measurements, shared by its methods (optimize's `memo`)
+    try:
+        finals = _optimize_each(inst, workload, plan, memo, tally.trajectories)
+    except UserError as e:  # a start that fails its gates here: reported, and the suite goes on
+        tally.skipped[inst.name] = str(e)
+        return False
+    began = time.perf_counter()
+    ref = _time_references(inst, workload, finals, plan) if plan.device == "cuda" else {}
+    tally.references[inst.name] = ref
+    tally.costs[inst.name] = {"references_s": round(time.perf_counter() - began, 3)}
+    began = time.perf_counter()
+    for method, t in finals.items():
+        tally.rows.append(_row(inst, workload, method, t, ref, memo, plan))
+    tally.costs[inst.name]["escapes_s"] = round(time.perf_counter() - began, 3)
+    return True
+
+
+def _optimize_each(
+    inst: Instance, workload: Workload, plan: _Plan, memo: dict, trajectories: dict
+) -> dict[str, Trajectory]:
+    """Each method's run from the instance's start, its trajectory kept as it ends; the final trajectories."""
+    finals: dict[str, Trajectory] = {}
+    for method in plan.methods:
+        plan.say(f"{inst.name}: {method}")
+        proposer = proposer_for(method, workload, plan.settings, plan.device, plan.library, plan.memory)
+        on_attempt = functools.partial(say_attempt, plan.on_progress, f"{inst.name}: {method}")
+        t = optimize(
+            workload,
+            inst.start,
+            proposer,
+            plan.settings,
+            plan.device,
+            plan.budget,
+            plan.sandbox,
+            memo=memo,
+            on_attempt=on_attempt,
+        )
+        finals[method] = t
+        trajectories[f"{inst.name}/{method}"] = t.as_dict()
+    return finals
+
+
+def _time_references(inst: Instance, workload: Workload, finals: dict[str, Trajectory], plan: _Plan) -> dict:
+    """PyTorch eager, torch.compile, the start, the expert and each method's final program timed side by side in
+    one job (references_job): per name, its time and spread; or the job's error."""
+    plan.say(f"{inst.name}: references")
+    # each distinct program timed once: a method that kept nothing is its start, not a second sample
+    named = [("start", inst.start)] + ([("expert", inst.expert)] if inst.expert else [])
+    named += [(f"final:{method}", t.best) for method, t in finals.items()]
+    distinct = list({p.hash: p for _, p in named}.values())
+    request = GateRequest(str(workload.path), inst.start, plan.device, plan.settings)
+    job = Job(
+        "klineage.bench.references:references_job",
+        (request, distinct),
+        timeout_s=plan.settings.timeout_s * 2,
+        device=plan.device,
+        turns=GpuTurns.of(plan.settings),
+    )
+    result = plan.sandbox.run(job)
+    if not result.ok:
+        return {"error": result.error[:300]}
+    timed = {p.hash: result.value[f"program{i}"] for i, p in enumerate(distinct)}
+    ref = {k: result.value[k] for k in ("eager", "torch_compile")}
+    ref.update({name: timed[p.hash] for name, p in named})
+    ref["rounds"] = result.value.get("rounds", 1)
+    return ref
+
+
+def _row(inst: Instance, workload: Workload, method: str, t: Trajectory, ref: dict, memo: dict, plan: _Plan) -> Row:
+    """One method's row on the instance: its final program re-checked for escapes, its times over the references'."""
+    plan.say(f"{inst.name}: {method}: re-checking for escapes")
+    if ("escapes", t.best.hash) not in memo:  # methods that ended on the same program: checked once
+        memo[("escapes", t.best.hash)] = escapes(workload, inst.start, t.best, plan.settings, plan.device, plan.sandbox)
+    recheck = memo[("escapes", t.best.hash)]
+    final_ms = ref.get(f"final:{method}", {}).get("ms")
+    start_ms = ref.get("start", {}).get("ms")
+    tried = len(t.attempts)
+    return Row(
+        instance=inst.name,
+        method=method,
+        speedup=start_ms / final_ms if start_ms and final_ms else None,
+        expert_fraction=ref["expert"]["ms"] / final_ms if final_ms and "expert" in ref else None,
+        roofline_fraction=t.roofline_fraction,
+        vs_torch_compile=ref["torch_compile"]["ms"] / final_ms if final_ms and "torch_compile" in ref else None,
+        evaluations=t.evaluations,
+        evaluations_to_95=t.evaluations_to(0.95),
+        failed_share=sum(a.outcome == "failed_gate" for a in t.attempts) / tried if tried else 0.0,
+        kept=sum(a.kept for a in t.attempts),
+        refusals=len(t.refusals),
+        escapes=recheck.escapes,
+        seconds=t.seconds,
+        stop=t.stop,
+        best_hash=t.best.hash,
+        commit=plan.commit,
+        unchecked=recheck.unchecked,
+        bound=t.bound,
+    )
+
+
+def _finished(earlier: dict, instances: list[Instance], methods: list[str], budget: int, device: str) -> set[str]:
+    """The instances of `earlier` (a bench report) that a resumed run keeps: every method has its row there, or the
+    start was skipped. A report of other methods, another budget or another device is a user error."""
+    stamp = earlier["stamp"]
+    for key, here in (("methods", methods), ("budget", budget), ("device", device_name(device))):
+        if stamp[key] != here:
+            raise UserError(
+                f"--resume: the report in the output folder has {key} {stamp[key]}, this run {here}; "
+                "use another --out or the same settings"
+            )
+    names = {i.name for i in instances}
+    finished = {n for n in names if {r["method"] for r in earlier["rows"] if r["instance"] == n} >= set(methods)}
+    return finished | (names & set(earlier.get("skipped", {})))
+
+
+def shard(instances: list[Instance], spec: str) -> list[Instance]:
+    """`I/N`: every N-th instance starting at the I-th (1-based), so N machines or GPUs split one suite."""
+    try:
+        i, n = (int(x) for x in spec.split("/"))
+    except ValueError:
+        raise UserError(f"--shard {spec}: expected I/N, e.g. 1/2") from None
+    if not 1 <= i <= n:
+        raise UserError(f"--shard {spec}: I must be between 1 and N")
+    return instances[i - 1 :: n]
+
+
+class Queue:
+    """The instances of one bench run handed out to the processes that share `folder`, one at a time: each takes
+    the next instance in suite order that no other has claimed (a claim is a file created exclusively). With a
+    fixed split (`--shard I/N`) a shard holding the naive matmul and the Liger cross-entropy ran out of time on its
+    third instance while others sat idle: 3 of 32 instances were cut in run 20 (H200, 12 shards). The folder belongs
+    to one run: a claim stays after its process ends, finished or not."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.folder = folder
+
+    def claim(self, name: str) -> bool:
+        path = self.folder / (re.sub(r"[^\w.-]", "_", name) + ".claim")
+        try:
+            handle = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return False
+        with os.fdopen(handle, "w") as f:
+            f.write(f"{name} pid {os.getpid()} {datetime.datetime.now(datetime.UTC).isoformat()}\n")
+        return True
+
+
+def merge(results: list[dict]) -> dict:
+    """One report from shards of one evaluation (same methods, budget and device). Shards made at different
+    commits (an evaluation continued in a later session) merge, and the stamp lists every commit."""
+    if not results:
+        raise UserError("nothing to merge")
+    first = results[0]["stamp"]
+    for r in results[1:]:
+        for key in ("methods", "budget", "device"):
+            if r["stamp"][key] != first[key]:
+                raise UserError(f"shards differ in {key}: {first[key]} vs {r['stamp'][key]}")
+    rows = [_recognized({"commit": r["stamp"]["commit"], **row}) for r in results for row in r["rows"]]
+    trajectories = {k: v for r in results for k, v in r["trajectories"].items()}
+    commits = sorted({row["commit"] for row in rows} | {r["stamp"]["commit"] for r in results})
+    finished = [i for r in results for i in r["stamp"]["instances"]]
+    # every instance some shard was offered and none finished (a queue's shards name none of their own)
+    offered = list(dict.fromkeys(i for r in results for i in r["stamp"].get("suite", r["stamp"]["instances"])))
+    unfinished = list(
+        dict.fromkeys(
+            [i for r in results for i in r["stamp"].get("unfinished", [])] + [i for i in offered if i not in finished]
+        )
+    )
+    stamp = {
+        **first,
+        "instances": finished,
+        "commit": ", ".join(commits),
+        "suite": offered,
+        "seconds": max(r["stamp"]["seconds"] for r in results),
+        "shards": len(results),
+        "partial": any(r["stamp"].get("partial") for r in results) or bool(unfinished),
+        "unfinished": unfinished,
+    }
+    return {
+        "stamp": stamp,
+        "rows": rows,
+        "summary": summarize([Row(**row) for row in rows], first["methods"], trajectories, first["budget"]),
+        "references": {k: v for r in results for k, v in r["references"].items()},
+        "trajectories": trajectories,
+        "skipped": {k: v for r in results for k, v in r.get("skipped", {}).items()},
+        "costs": {k: v for r in results for k, v in r.get("costs", {}).items()},
+    }
+
+
+def _recognized(row: dict) -> dict:
+    """A row as this code writes it: rows written before `unchecked` existed filed a re-check whose harness raised
+    (code `error`) under escapes."""
+    if "unchecked" in row:
+        return row
+    return {
+        **row,
+        "escapes": [e for e in row["escapes"] if e["code"] != "error"],
+        "unchecked": [e for e in row["escapes"] if e["code"] == "error"],
+    }
+
+
+def say_attempt(on_progress: Callable[[str], None] | None, where: str, attempt) -> None:
+    """An attempt as one progress line: where, which evaluation, what was tried, how it ended."""
+    if on_progress:
+        on_progress(f"{where}: evaluation {attempt.evaluation}, {attempt.candidate.label}: {attempt.outcome}")

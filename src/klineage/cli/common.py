@@ -1,0 +1,169 @@
+"""What the commands share: a user mistake as one line and exit code 2, progress on stderr, the tables they print,
+and the settings and the model client they build."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from klineage.config import Settings
+from klineage.workload import UserError
+
+console = Console(width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True)
+
+EXAMPLES_DIR = Path(__file__).parent.parent / "examples"
+
+
+# --- a user mistake: one line, exit code 2 ----------------------------------------------------------------------------
+
+
+class Group(click.Group):
+    """Turn a `UserError` anywhere below into one line and exit code 2."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except UserError as e:
+            click.echo(f"error: {e}", err=True)  # one line, never wrapped
+            sys.exit(2)
+
+
+# --- progress on stderr -----------------------------------------------------------------------------------------------
+
+
+class _LoggedProgress(Progress):
+    """A progress bar on a terminal; where stderr is no terminal (a log, CI, an agent's subprocess), one timestamped
+    line on stderr per new description instead (KLINEAGE_PROGRESS_LINES: see progress_bar). Run 17's memory-base build
+    wrote nothing to its logs in 3 minutes, and which of its five runs was slow could not be told; a single
+    `klineage optimize` on the H200 (session 14) wrote nothing in the 175 s it had before it was cut."""
+
+    def __init__(self, *columns, lines: bool = False, **kwargs):
+        super().__init__(*columns, **kwargs)
+        self._lines, self._said = lines, ""
+
+    def update(self, task_id, *, description: str | None = None, **kwargs) -> None:
+        if self._lines and description and description != self._said:
+            import time
+
+            self._said = description
+            print(f"{time.strftime('%H:%M:%S')} {description}", file=sys.stderr, flush=True)
+        super().update(task_id, description=description, **kwargs)
+
+
+def progress_bar(quiet: bool) -> Progress:
+    import os
+
+    # unset: lines unless --json (a script reading both streams as one); 1: lines even with --json (a bench shard's
+    # log, whose report is the JSON on stdout: run 19's status line counted no evaluation); 0: none
+    wanted = os.environ.get("KLINEAGE_PROGRESS_LINES", "")
+    lines = not err_console.is_terminal and wanted != "0" and (not quiet or wanted == "1")
+    return _LoggedProgress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+        disable=quiet or not err_console.is_terminal,
+        lines=lines,
+    )
+
+
+# --- tables -----------------------------------------------------------------------------------------------------------
+
+
+def fmt_metric(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return str(value)
+
+
+def _metrics_text(metrics: dict, limit: int = 6) -> str:
+    keys = [k for k in metrics if not isinstance(metrics[k], (dict, list))][:limit]
+    return ", ".join(f"{k}={fmt_metric(metrics[k])}" for k in keys)
+
+
+def verdict_table(report, title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("gate")
+    table.add_column("verdict")
+    table.add_column("reason")
+    table.add_column("metrics", overflow="fold")
+    table.add_column("s", justify="right")
+    colors = {"pass": "green", "fail": "red", "error": "red", "skip": "yellow"}
+    for verdict, cached in zip(report.verdicts, report.cached):
+        status = f"[{colors[verdict.status]}]{verdict.status}[/]" + (" (cached)" if cached else "")
+        reason = f"{verdict.code}: {verdict.reason}" if verdict.code else verdict.reason
+        table.add_row(verdict.gate, status, reason, _metrics_text(verdict.metrics), f"{verdict.seconds:.1f}")
+    return table
+
+
+def lineage_table(lineage) -> Table:
+    table = Table(
+        title=f"lineage {lineage.id} ({len(lineage.accepted)} accepted, {len(lineage.rejected)} rejected)",
+        title_justify="left",
+    )
+    for column in ("step", "transform", "function", "verdict", "reason", "effect"):
+        table.add_column(column, overflow="fold")
+    for step in lineage.steps:
+        failed = next((v for v in step.verdicts if v["status"] != "pass"), None)
+        effect = step.effect
+        shown = f"x{effect['speedup']:.3f}" if effect.get("measured") else "not timed"
+        deltas = ", ".join(f"{k} {v:+g}" for k, v in effect.get("static_delta", {}).items() if v)
+        shown += f"; {deltas}" if deltas else ""
+        table.add_row(
+            str(step.index),
+            step.transform,
+            step.site["function"],
+            "[green]accepted[/]" if step.accepted else "[red]rejected[/]",
+            f"{failed['code']}: {failed['reason'][:80]}" if failed else "",
+            shown,
+        )
+    return table
+
+
+# --- settings and the model client ------------------------------------------------------------------------------------
+
+
+def settings_for(seeds: int | None, no_cache: bool, cold: bool, target: str | None) -> Settings:
+    return Settings.from_env(
+        seeds=seeds, use_cache=False if no_cache else None, warm=False if cold else None, target=target
+    )
+
+
+def llm_budget_options(command):
+    """The model's share of a run's budget: calls, tokens, repairs of a failed candidate."""
+    command = click.option(
+        "--repairs",
+        type=int,
+        default=1,
+        show_default=True,
+        help="Model repairs of one failed candidate (llm materializer).",
+    )(command)
+    command = click.option(
+        "--max-tokens",
+        type=int,
+        default=None,
+        help="Cap on prompt + completion tokens (llm materializer; default: no cap).",
+    )(command)
+    return click.option(
+        "--max-calls", type=int, default=40, show_default=True, help="Cap on model calls (llm materializer)."
+    )(command)
+
+
+def llm_client(max_calls, max_tokens):
+    from klineage.llm import LLMClient, LLMConfig
+
+    return LLMClient(LLMConfig.from_env(), max_calls=max_calls, max_tokens=max_tokens)
+
+
+def with_llm(proposer, max_calls, max_tokens, repairs, mechanical=True):
+    from klineage.llm_propose import llm_proposer
+
+    return llm_proposer(proposer, llm_client(max_calls, max_tokens), mechanical, repairs)

@@ -1,0 +1,300 @@
+"""The mining commands: `mine` (walk, probe, save), `skills` (browse and export the library), `effects` (carry GPU
+timings between data directories)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from klineage.cli.common import console, lineage_table, llm_client, progress_bar
+from klineage.config import Settings
+from klineage.workload import UserError
+
+
+@click.command()
+@click.argument("workload", type=click.Path(path_type=Path))
+@click.argument("expert", type=click.Path(path_type=Path))
+@click.option(
+    "--library",
+    "library_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Skill library directory (default: $KLINEAGE_HOME/library).",
+)
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
+@click.option(
+    "--walk-device",
+    type=click.Choice(["cpu", "cuda"]),
+    default=None,
+    help="Where the walk's gates run (default: --device). `--walk-device cpu --device cuda` takes the "
+    "finished walk made on a machine without a GPU (`--device cpu`, same data directory), times its "
+    "accepted steps on the GPU and probes there.",
+)
+@click.option("--max-steps", type=int, default=None, help="Stop after this many attempted steps (resumable).")
+@click.option("--no-probe", is_flag=True, help="Skip condition probing (skills keep their conditions unprobed).")
+@click.option(
+    "--retime",
+    is_flag=True,
+    help="Measure the recorded steps' effects again (GPU), keeping the earlier measurement beside each.",
+)
+@click.option(
+    "--module",
+    "modules",
+    multiple=True,
+    help="Also mine this installed module's kernels (e.g. liger_kernel.ops.rms_norm); a copy is rewritten, "
+    "the installed file never is.",
+)
+@click.option(
+    "--llm",
+    "use_llm",
+    is_flag=True,
+    help="Then ask a model (KLINEAGE_LLM_* settings) for simplifications beyond the catalog; each is gated "
+    "and probed like any step (docs/AGENTS.md).",
+)
+@click.option("--llm-steps", type=int, default=4, show_default=True, help="Model steps that reach the gates (--llm).")
+@click.option("--max-calls", type=int, default=12, show_default=True, help="Cap on model calls (--llm).")
+@click.option("--max-tokens", type=int, default=None, help="Cap on prompt + completion tokens (--llm).")
+@click.option("--json", "as_json", is_flag=True)
+def mine(
+    workload,
+    expert,
+    library_dir,
+    device,
+    walk_device,
+    max_steps,
+    no_probe,
+    retime,
+    modules,
+    as_json,
+    use_llm,
+    llm_steps,
+    max_calls,
+    max_tokens,
+) -> None:
+    """Walk EXPERT backward against WORKLOAD, probe each step's conditions, add the skills to the library."""
+    from klineage.check import resolve_device
+    from klineage.library import Library
+    from klineage.mining import mine_into
+    from klineage.program import load_program, with_installed_modules
+    from klineage.workload import load_workload
+
+    wl, dev = load_workload(workload), resolve_device(device)
+    prog = with_installed_modules(load_program(expert), list(modules))
+    settings = Settings.from_env()
+    walk = _walk_device(dev, walk_device, retime)
+    client = llm_client(max_calls, max_tokens) if use_llm else None  # a missing model setting fails before mining
+    with progress_bar(as_json) as progress, Library(library_dir or settings.data_dir / "library") as library:
+        task = progress.add_task("mining", total=None)
+
+        def on_step(step) -> None:
+            verdict = "accepted" if step.accepted else "rejected"
+            progress.update(task, description=f"step {step.index}: {step.transform} {verdict}")
+
+        lineage, _, skills = mine_into(
+            library,
+            wl,
+            prog,
+            settings,
+            dev,
+            walk,
+            retime=retime,
+            probe=not no_probe,
+            max_steps=max_steps,
+            on_step=on_step,
+            on_phase=lambda text: progress.update(task, description=text),
+        )
+        model_lineage = None
+        if use_llm:
+            model_lineage, model_skills, usage = _mine_llm(
+                wl, lineage, settings, dev, llm_steps, client, probe=not no_probe, quiet=as_json
+            )
+            for skill in model_skills:
+                library.save(skill)
+            skills += model_skills
+        where = library.root
+    if as_json:
+        llm = {"llm_lineage": model_lineage.as_dict(), "llm": usage.as_dict()} if model_lineage else {}
+        click.echo(
+            json.dumps(
+                {"lineage": lineage.as_dict(), "skills": [s.id for s in skills], "library": str(where), **llm},
+                indent=2,
+                default=str,
+            )
+        )
+        return
+    console.print(lineage_table(lineage))
+    if model_lineage is not None:
+        console.print(lineage_table(model_lineage))
+        console.print(usage.line())
+    console.print(f"{len(skills)} skills written to {where}")
+    if dev == "cpu":
+        console.print("No GPU: effects are unmeasured (static metric deltas only).", style="dim")
+
+
+def _walk_device(dev: str, walk_device: str | None, retime: bool) -> str:
+    """Where the walk's gates run: `--device`, or a CPU whose finished walk a GPU times (`--retime` needs a GPU)."""
+    if retime and dev != "cuda":
+        raise UserError("--retime needs a GPU: effects are never measured on the CPU")
+    walk = walk_device or dev
+    if walk != dev and dev != "cuda":
+        raise UserError(
+            f"--walk-device {walk} with --device {dev}: only a walk made on the CPU is timed elsewhere "
+            "(--walk-device cpu --device cuda)"
+        )
+    return walk
+
+
+def _mine_llm(wl, lineage, settings, dev, steps, client, probe, quiet):
+    """The model's part of `mine --llm`: its steps (gated), their probes, their skills, what it spent."""
+    from klineage.llm_mine import llm_skills, mine_with_llm, probe_llm_lineage
+
+    with progress_bar(quiet) as progress:
+        task = progress.add_task("mining with the model", total=None)
+        found = mine_with_llm(
+            wl,
+            lineage,
+            client,
+            settings,
+            dev,
+            max_steps=steps,
+            on_step=lambda st: progress.update(
+                task, description=f"model step {st.index}: {'accepted' if st.accepted else 'rejected'}"
+            ),
+        )
+        probes = probe_llm_lineage(found, wl, settings, dev) if probe else None
+    return found, llm_skills(found, probes), client.usage
+
+
+@click.group()
+def skills() -> None:
+    """Browse and export the skill library."""
+
+
+def _library(library_dir):
+    from klineage.library import Library
+
+    root = library_dir or Settings.from_env().data_dir / "library"
+    if not Path(root).is_dir():
+        raise UserError(f"no skill library at {root} (run `klineage mine` first or pass --library)")
+    return Library(root)
+
+
+_library_option = click.option("--library", "library_dir", type=click.Path(path_type=Path), default=None)
+
+
+@skills.command("list")
+@_library_option
+@click.option("--family", type=int, default=None)
+@click.option("--condition", default=None, help="Only skills with this condition predicate.")
+@click.option("--kind", type=click.Choice(["optimization", "guard"]), default=None)
+@click.option("--json", "as_json", is_flag=True)
+def skills_list(library_dir, family, condition, kind, as_json) -> None:
+    """List skills, filtered by family, condition or kind."""
+    with _library(library_dir) as library:
+        found = library.list(family=family, condition=condition, kind=kind)
+    if as_json:
+        click.echo(json.dumps([s.as_dict() for s in found], indent=2))
+        return
+    # an effect names the GPU that timed it: a library walked on a laptop has none until a GPU times it
+    timed = sum(bool(s.timed_devices()) for s in found if s.kind != "guard")
+    table = Table(title=f"{len(found)} skills ({timed} timed on a GPU)", title_justify="left")
+    for column in ("id", "kind", "family", "where", "conditions", "effect"):
+        table.add_column(column, overflow="fold")
+    for s in found:
+        effect = next((f"x{s.effect[d]['speedup']:.3f} ({d})" for d in s.timed_devices()), "unmeasured")
+        table.add_row(
+            s.id,
+            s.kind,
+            str(s.family),
+            f"{s.location['function']}:{s.location['line']}",
+            ", ".join(c["predicate"] for c in s.conditions),
+            effect if s.kind != "guard" else "",
+        )
+    console.print(table)
+
+
+@skills.command("show")
+@click.argument("skill_id")
+@_library_option
+@click.option("--json", "as_json", is_flag=True)
+def skills_show(skill_id, library_dir, as_json) -> None:
+    """Print one skill's card (or its JSON record)."""
+    from klineage.skills import card
+
+    with _library(library_dir) as library:
+        skill = library.get(skill_id)
+    click.echo(json.dumps(skill.as_dict(), indent=2) if as_json else card(skill))
+
+
+@skills.command("export")
+@click.argument("out", type=click.Path(path_type=Path))
+@_library_option
+@click.option("--format", "fmt", type=click.Choice(["skill-md"]), default="skill-md", show_default=True)
+def skills_export(out, library_dir, fmt) -> None:
+    """Write one folder per skill with a SKILL.md (Agent Skills format)."""
+    with _library(library_dir) as library:
+        written = library.export_skill_md(out)
+    console.print(f"{len(written)} SKILL.md folders written to {out}")
+
+
+@click.group()
+def effects() -> None:
+    """Carry GPU-measured step effects between data directories (walk on a laptop, time once on a GPU box)."""
+
+
+def _home(home: Path | None) -> Path:
+    return home or Settings.from_env().data_dir
+
+
+_home_option = click.option(
+    "--home", type=click.Path(path_type=Path), default=None, help="Data directory (default: $KLINEAGE_HOME)."
+)
+
+
+@effects.command("export")
+@click.argument("out", type=click.Path(path_type=Path))
+@_home_option
+def effects_export(out, home) -> None:
+    """Write every GPU-timed step of the data directory's lineages to OUT (hashes and effects, no source)."""
+    from klineage.config import write_whole
+    from klineage.effects import export_effects
+
+    root = _home(home)
+    export = export_effects(root)
+    if not export["lineages"]:
+        raise UserError(f"no GPU-timed step in {root / 'lineages'}: nothing to export")
+    write_whole(out, json.dumps(export, indent=1))
+    steps = sum(len(r["steps"]) for r in export["lineages"])
+    console.print(f"{steps} timed steps of {len(export['lineages'])} lineages written to {out}")
+
+
+@effects.command("import")
+@click.argument("file", type=click.Path(path_type=Path))
+@_home_option
+@click.option("--json", "as_json", is_flag=True)
+def effects_import(file, home, as_json) -> None:
+    """Give the data directory's untimed steps the effects FILE measured for the very same programs."""
+    from dataclasses import asdict
+
+    from klineage.effects import import_effects, read_export
+
+    export = read_export(file)
+    root = _home(home)
+    results = import_effects(root, export, file.name)
+    if not results:
+        raise UserError(f"no lineages in {root / 'lineages'}: walk the experts first (`klineage mine`)")
+    if as_json:
+        click.echo(json.dumps([asdict(r) for r in results], indent=2))
+        return
+    table = Table(title=f"effects from {file} (exported {export.get('exported', '?')})", title_justify="left")
+    for column in ("lineage", "imported", "timed here already", "still untimed (steps)", "probes taken"):
+        table.add_column(column, overflow="fold")
+    for r in results:
+        untimed = ", ".join(map(str, r.unmatched)) or "none"
+        table.add_row(
+            r.lineage, str(r.matched), str(r.kept), f"{untimed}{f' ({r.why})' if r.why else ''}", str(r.probes)
+        )
+    console.print(table)

@@ -1,0 +1,106 @@
+"""Autotuned kernels inside a correctness check: one chosen config per autotuner instead of a timed pick."""
+
+from __future__ import annotations
+
+
+class AutotunePicks:
+    """Inside a correctness check, every `@triton.autotune` takes one chosen config of its pruned list (the
+    `choose`n index, modulo the list's length), run twice as a benchmark would (which exposes an accumulating
+    kernel without `reset_to_zero`), instead of timing them all. On a GPU the autotuner picks by time, so the timed
+    program may run any config: memory's autotune list on the naive softmax passed the gate with the config its
+    benchmark chose there, and the bench's re-check with hidden seeds found half the bench case's rows wrong (a
+    4096-wide tile on 8192-wide rows, at x1.87; H200, run 20). `offered` is the most configs any autotuner had
+    that the device runs.
+    Every later trial whose config differs starts the autotuners afresh; Triton's on-disk tuning cache is not
+    read.
+    A config the device refuses (out of shared memory or registers, a failed ptxas or compile-time assert) is one
+    Triton's autotuner times as infinite and never picks, so it is left out (`unrunnable`) and the pick moves to
+    the next config; only an autotuner none of whose configs runs fails. Without this, the attention expert's loop
+    at 4 stages failed the gate on its 128x128 config (294944 bytes of shared memory, 232448 on the H200), though
+    the autotuner would have run one of the configs that fit (H200, run 21)."""
+
+    def __init__(self) -> None:
+        self._pruned: dict[str, set[str]] = {}  # per autotuned kernel, the configs its pruned lists held
+        self.chosen: dict[str, str] = {}  # per autotuned kernel, the config it ran last (a failure names it)
+        self.unrunnable: dict[str, dict[str, str]] = {}  # per autotuned kernel: config -> why the device refused it
+        self._config = 0
+        self._tuners: list = []
+        self._saved: dict = {}
+
+    @property
+    def offered(self) -> int:
+        return (
+            max(
+                (len(configs - self.unrunnable.get(name, {}).keys()) for name, configs in self._pruned.items()),
+                default=1,
+            )
+            or 1
+        )
+
+    def choose(self, config: int) -> None:
+        if config != self._config:
+            for tuner in self._tuners:
+                tuner.cache.clear()
+        self._config = config
+
+    def __enter__(self) -> AutotunePicks:
+        from triton.runtime.autotuner import Autotuner
+
+        picks, prune, run = self, Autotuner.prune_configs, Autotuner.run
+        refused = _device_refusals()
+
+        def prune_to_one(tuner, kwargs):
+            name, pruned = tuner.base_fn.__name__, prune(tuner, kwargs)
+            picks._pruned.setdefault(name, set()).update(str(c) for c in pruned)
+            if tuner not in picks._tuners:
+                picks._tuners.append(tuner)
+            skip = picks.unrunnable.get(name, {})
+            runnable = [c for c in pruned if str(c) not in skip] or pruned  # none runs: the first fails, as on a GPU
+            config = runnable[picks._config % len(runnable)]
+            picks.chosen[name] = str(config)
+            return [config]
+
+        def two_calls(kernel_call, quantiles=None):
+            kernel_call()
+            kernel_call()
+            return [0.0, 0.0, 0.0]
+
+        def run_runnable(tuner, *args, **kwargs):
+            """Autotuner.run, again without a config the device refused (the autotuner's bench swallowed the error
+            as an infinite time; the launch of its only config raised it again)."""
+            name = tuner.base_fn.__name__
+            while True:
+                try:
+                    return run(tuner, *args, **kwargs)
+                except refused as e:
+                    skip = picks.unrunnable.setdefault(name, {})
+                    if picks.chosen.get(name) in skip or len(skip) + 1 >= len(tuner.configs):
+                        raise  # every config refused: the launch fails on the GPU too
+                    skip[picks.chosen[name]] = f"{type(e).__name__}: {str(e)[:200]}"
+                    tuner.cache.clear()
+
+        self._saved = {
+            name: Autotuner.__dict__[name] for name in ("prune_configs", "do_bench", "check_disk_cache", "run")
+        }
+        Autotuner.prune_configs = prune_to_one
+        Autotuner.do_bench = property(lambda tuner: two_calls)
+        Autotuner.check_disk_cache = lambda tuner, key, configs, bench: bench() or False
+        Autotuner.run = run_runnable
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from triton.runtime.autotuner import Autotuner
+
+        for name, value in self._saved.items():
+            setattr(Autotuner, name, value)
+        for tuner in self._tuners:  # what a later job in this process times is picked by time again
+            tuner.cache.clear()
+
+
+def _device_refusals() -> tuple[type[BaseException], ...]:
+    """The errors for which Triton's autotuner times a config as infinite (`Autotuner._bench`): the device or its
+    compiler refused the config before anything ran."""
+    from triton.compiler.errors import CompileTimeAssertionFailure
+    from triton.runtime.errors import OutOfResources, PTXASError
+
+    return OutOfResources, CompileTimeAssertionFailure, PTXASError

@@ -1,0 +1,152 @@
+"""What every gate shares: the `Verdict` a gate returns, the `GateRequest` a gate job receives, and the child-side
+setup each job starts with (import the workload and program, build models, place inputs on the device, time on
+rotating input sets)."""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from klineage.compare import Finding
+from klineage.config import Settings
+from klineage.program import Program
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A gate's result. status: pass | fail | error | skip. `code` is a stable slug for the first reason
+    (empty on pass); `metrics` are numbers worth tabulating; `evidence` is what a reader needs to believe it."""
+
+    gate: str
+    status: str
+    code: str = ""
+    reason: str = ""
+    metrics: dict = field(default_factory=dict)
+    evidence: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @staticmethod
+    def from_dict(d: dict) -> Verdict:
+        return Verdict(**d)
+
+
+def fail(gate: str, finding: Finding, **extra) -> Verdict:
+    return Verdict(gate, "fail", finding.code, finding.detail, **extra)
+
+
+@dataclass(frozen=True)
+class GateRequest:
+    """What a sandboxed gate job receives."""
+
+    workload_path: str
+    program: Program
+    device: str  # "cpu" or "cuda"
+    settings: Settings
+    target: str = "sm_90"
+    ceilings: dict | None = None
+    # A condition probe (see probe.py): check this one case only. {"case": {...}, "layout": None | "strided" |
+    # "misaligned"; optional: "inputs": predicate (inputs from the workload's make_probe_inputs), "keep_inputs":
+    # True (CLOBBERED_INPUTS withdrawn: every input must come back unchanged), "compile": True (forward under
+    # torch.compile), "trials": 1 or 2, "runs": 1 (the first trial once), "chunk": N (compare outputs N elements at
+    # a time: a probe past 2^31 elements cannot hold float64 copies of whole outputs)}
+    probe: dict | None = None
+
+
+def prepare(request: GateRequest, interpret: bool, workdir: Path | None = None):
+    """Import the workload and program in this (child) process, with the interpreter fixes and launch tracer; the
+    program's files go to `workdir` (a fresh temporary directory by default: program.install)."""
+    if interpret:
+        os.environ["TRITON_INTERPRET"] = "1"
+        from klineage.interp import patch_interpreter
+
+        patch_interpreter()
+    else:
+        os.environ.pop("TRITON_INTERPRET", None)
+    from klineage.guards import install_tracer
+    from klineage.program import install
+    from klineage.workload import import_file, workload_from_module
+
+    install_tracer()
+    path = Path(request.workload_path)
+    source = path.read_text()
+    wl_module = import_file(path, "klineage_workload")
+    workload = workload_from_module(path, source, wl_module)
+    program_module = install(request.program, workdir)
+    if not isinstance(getattr(program_module, "ModelNew", None), type):
+        raise ImportError("program defines no class ModelNew")
+    return workload, wl_module, program_module
+
+
+def build(cls, init_inputs):
+    import torch
+
+    torch.manual_seed(42)  # same weights for Model and ModelNew, as KernelBench does
+    return cls(*copy.deepcopy(init_inputs))
+
+
+def to_device(x, device: str, guard_bytes: int, log: list, layout: str | None = None):
+    """Place a harness-made input on the device inside a guarded buffer (so writes past inputs are seen too).
+    A probe's `layout` makes it non-contiguous ("strided": rows padded by 8 elements, vectors at stride 2) or
+    misaligned by one element ("misaligned": the base is no longer 16-byte aligned)."""
+    import torch
+
+    from klineage.guards import guarded_empty
+
+    if not isinstance(x, torch.Tensor):
+        return x
+    stride, shift = x.stride(), 0
+    if layout == "strided" and x.dim() == 1:
+        stride = (2,)  # every other element of a buffer twice as long
+    elif layout == "strided" and x.dim() >= 2:
+        padded = [1] * x.dim()
+        padded[-2] = x.shape[-1] + 8
+        for i in range(x.dim() - 3, -1, -1):
+            padded[i] = padded[i + 1] * x.shape[i + 1]
+        stride = tuple(padded)
+    elif layout == "misaligned" and x.is_floating_point():
+        shift = x.element_size()
+    y = guarded_empty(x.shape, stride, x.dtype, device, guard_bytes, "input", log, shift_bytes=shift)
+    y.copy_(x)
+    return y
+
+
+def sync(device: str) -> None:
+    if device == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def input_sets(wl_module, case: dict, count: int, device: str = "cuda", cache_dir: Path | None = None) -> list[list]:
+    """`count` input sets of one case on the GPU, seeds 0..count-1, each input in its own layout: timing cycles
+    through them so the cache is not what is measured. `cache_dir`: Settings.input_cache."""
+    from klineage.workload import make_case_inputs, on_device
+
+    return [
+        [on_device(x, device) for x in make_case_inputs(wl_module, case, seed, cache_dir=cache_dir)]
+        for seed in range(count)
+    ]
+
+
+def rotating(model, sets: list[list]):
+    """A no-argument call of `model` on the next input set each time."""
+    import itertools
+
+    import torch
+
+    cycle = itertools.cycle(sets)
+
+    def call():
+        with torch.no_grad():
+            return model(*next(cycle))
+
+    return call
