@@ -32,6 +32,7 @@ def test_corpus_is_large_enough():
     }
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("case", CPU_CASES, ids=[c.program.removeprefix("programs/") for c in CPU_CASES])
 def test_cheat_fails_for_the_right_reason(case, settings, sandbox):
     report = check(
@@ -49,6 +50,7 @@ def test_cheat_fails_for_the_right_reason(case, settings, sandbox):
         assert "BLOCK: 64" in verdict.evidence["autotune_configs"]["_softmax_kernel"]
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("program, workload", CONTROLS, ids=[p for p, _ in CONTROLS])
 def test_honest_control_passes(program, workload, settings, sandbox):
     report = check(load_workload(ROOT / workload), load_program(ROOT / program), settings, "cpu", sandbox=sandbox)

@@ -20,6 +20,7 @@ def test_weak_workload_is_flagged(settings):
     assert "output 0: zeros" in report.passing_fakes
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("folder", ["softmax", "rmsnorm", "matmul", "cross_entropy", "swiglu"])
 def test_bundled_workloads_are_strong(folder, settings):
     report = audit(load_workload(EXAMPLES / folder / "workload.py"), settings)

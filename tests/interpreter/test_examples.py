@@ -19,6 +19,7 @@ HAS_LIGER = importlib.util.find_spec("liger_kernel") is not None
 PAIRS = [(wl, prog) for wl, prog in bundled_examples() if HAS_LIGER or prog.stem != "liger"]
 
 
+@pytest.mark.sweep(case="rmsnorm-naive")  # the demo's program stands for the sweep below --tier all
 @pytest.mark.parametrize("workload, program", PAIRS, ids=[f"{w.parent.name}-{p.stem}" for w, p in PAIRS])
 def test_bundled_program_passes(workload, program, settings, sandbox):
     report = check(load_workload(workload), load_program(program), settings, "cpu", sandbox=sandbox)
@@ -76,6 +77,7 @@ def test_rewritten_liger_module_replaces_the_installed_one(settings, sandbox):
     assert hashlib.sha256(installed.read_bytes()).hexdigest() == before  # site-packages untouched
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("target", ["sm_80", "sm_89", "sm_90", "sm_100"])
 def test_compile_for_every_target_without_a_gpu(target, settings, sandbox):
     from tests.conftest import FIXTURES

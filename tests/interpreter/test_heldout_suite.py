@@ -15,6 +15,7 @@ PAIRS = suite_instances("heldout")
 IDS = [workload.parent.name for workload, _ in PAIRS]
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("workload, program", PAIRS, ids=IDS)
 def test_naive_program_passes(workload, program, settings, sandbox):
     wl = load_workload(workload)
@@ -26,6 +27,7 @@ def test_naive_program_passes(workload, program, settings, sandbox):
     assert correct_v.metrics["trials"] >= settings.seeds + len(wl.check_cases("cpu"))
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("workload", [w for w, _ in PAIRS], ids=IDS)
 def test_check_is_not_weak(workload, settings, sandbox):
     report = audit(load_workload(workload), settings, sandbox)

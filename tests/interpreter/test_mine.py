@@ -26,17 +26,15 @@ def summary(lineage):
     return [(s.transform, s.site["index"], s.accepted, s.child) for s in lineage.steps]
 
 
-def test_walk_is_deterministic_and_resumes_after_kill(tmp_path, sandbox):
-    reference = mine(
-        load_workload(WORKLOAD), load_program(EXPERT), Settings(data_dir=tmp_path / "a", seeds=3), "cpu", sandbox
-    )
+def test_walk_is_deterministic_and_resumes_after_kill(tmp_path, sandbox, planted):
+    shared, reference, _ = planted  # the planted expert mined with seeds=3 once per run (tests/conftest.py)
     assert len(reference.accepted) >= 4
     again = mine(
         load_workload(WORKLOAD), load_program(EXPERT), Settings(data_dir=tmp_path / "b", seeds=3), "cpu", sandbox
     )
     assert summary(again) == summary(reference)
     # the finished walk read back as recorded, as a GPU box takes a walk made on the CPU (no gate runs)
-    recorded = recorded_walk(load_workload(WORKLOAD), load_program(EXPERT), Settings(data_dir=tmp_path / "a"), "cpu")
+    recorded = recorded_walk(load_workload(WORKLOAD), load_program(EXPERT), Settings(data_dir=shared.data_dir), "cpu")
     assert summary(recorded) == summary(reference) and recorded.finished
 
     home = tmp_path / "killed"

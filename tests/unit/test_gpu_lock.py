@@ -94,6 +94,7 @@ def trading_job(path: str) -> tuple[str, str, str]:
     return before, during, lock_mode_job(path)
 
 
+@pytest.mark.interpreter  # starts sandbox children
 @pytest.mark.parametrize("warm", [False, True])
 def test_sandbox_jobs_hold_a_shared_turn_and_measurements_trade_up(tmp_path, warm):
     path = str(tmp_path / "gpu0.lock")
@@ -121,6 +122,7 @@ def racing_job(payload: tuple[str, str]) -> tuple[float, float]:
         return start, time.time()
 
 
+@pytest.mark.interpreter  # starts sandbox children
 def test_two_jobs_trading_up_at_once_take_turns_without_deadlock(tmp_path):
     path = str(tmp_path / "gpu0.lock")
     results = {}
@@ -163,6 +165,7 @@ def timer_job(path: str) -> tuple[float, float]:
         return start, time.time()
 
 
+@pytest.mark.interpreter  # starts sandbox children
 def test_a_check_lets_a_waiting_timer_measure_between_two_trials(tmp_path, turns):
     path = str(tmp_path / "gpu0.lock")
     turns(path)
@@ -203,6 +206,7 @@ def test_a_section_off_the_gpu_lets_a_timer_have_it(tmp_path, turns):
         yield_turn()
 
 
+@pytest.mark.interpreter  # starts sandbox children
 def test_whole_job_turns_keep_a_checks_turn_and_still_let_a_measurement_trade_up(tmp_path, turns):
     """KLINEAGE_TURNS=job, the comparison arm of benchmarks/gpu_turns.py: a check keeps its turn throughout, and a
     timer still trades its own shared turn for the GPU alone (letting it go is not optional there: it would wait on
