@@ -128,6 +128,7 @@ def _in_domain(probe: dict, workload: Workload) -> bool:
     dtypes = workload.domain.get("dtype") or workload.domain.get("dtypes")
     if dtypes and probe["case"].get("dtype") not in dtypes and "dtype" in probe["case"]:
         return False
-    # sizes as conditions.py reads a domain: a [low, high] range or a list of allowed values. Run 24 re-checked the
-    # rotary embedding at D = 33 (its domain lists 16..256 powers of two): the reference itself raised.
+    # sizes as conditions.py reads a domain: a [low, high] range or a list of allowed values. A re-check of the
+    # rotary embedding at D = 33 (its domain lists 16..256 powers of two) could not run: the reference itself raised
+    # (RESULTS.md#run-24).
     return all(size_in_domain(workload.domain, key, value) for key, value in probe["case"].items())
