@@ -197,7 +197,7 @@ def _run_gate_alone_after_oom(gate: str, request: GateRequest, sandbox: Sandbox)
     verdict = run_gate(gate, request, sandbox)
     if request.device == "cuda" and out_of_device_memory(verdict):
         # beside other jobs' checks (12 bench shards on one H200), a check can find the GPU's memory taken:
-        # a blind candidate of Liger's cross-entropy failed so in run 20. Run alone, the program has the
+        # a blind candidate of Liger's cross-entropy failed so (RESULTS.md#run-20). Run alone, the program has the
         # whole GPU; what runs out of memory then is the program's own
         first = verdict.reason[:300]
         verdict = run_gate(gate, request, sandbox, alone=True)
@@ -228,9 +228,9 @@ def time_pair(
     """Parent and child timed interleaved on the bench case (gates.profile_pair_job); the measurement itself runs
     alone on a shared GPU (sandbox.exclusive_turn), its setup and first calls beside other jobs. A timing job that
     ran out of device memory there runs once more with the GPU alone for the whole job, as a check does
-    (check.py), and says so (`retried_alone`, the first error): in run 22 (one H200, 12 bench shards) the memory
-    baseline's autotune list on the fp32 batched matmul, x1.448 in run 21, found 11 MiB of the GPU free and went
-    down as not faster."""
+    (check.py), and says so (`retried_alone`, the first error): beside 12 bench shards on one H200, the memory
+    baseline's autotune list on the fp32 batched matmul (x1.448 in RESULTS.md#run-21) found 11 MiB of the GPU free
+    and went down as not faster (RESULTS.md#run-22)."""
     request = GateRequest(str(workload.path), parent, device, settings)
     job = Job(
         "klineage.gates.profile:profile_pair_job",

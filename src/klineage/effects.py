@@ -6,9 +6,10 @@ ever carried to the programs it was measured on; a step the exporting walk did n
 transforms, another expert version) stays untimed and says so. An export holds no program source: lineage ids,
 hashes, effects (times, spreads, the device and versions that took them) and probe verdicts.
 
-Why: timing a library's steps took 9 of a 26-minute H200 pipeline in run 26 (six experts, 50 steps), and the
-walks themselves are deterministic on a CPU. A team walks once per commit wherever it likes and times once per
-device; a CI machine or a laptop then has the GPU's evidence for ranking without a GPU."""
+Why: timing a library's steps took 9 of a 26-minute H200 pipeline (six experts, 50 steps; RESULTS.md#run-26), and
+the walks themselves are deterministic on a CPU (RESULTS.md#run-26-effects-carried). A team walks once per commit
+wherever it likes and times once per device; a CI machine or a laptop then has the GPU's evidence for ranking
+without a GPU."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@
    bind them to `tl.math` (patched by the interpreter inside a kernel) or to numpy.
 5. numpy >= 2.3 refuses `int()` of a one-element array, which the interpreter's `tl.tensor.__index__` does: every
    `range(0, n_cols, BLOCK)` over a run-time bound failed (Liger's cross-entropy and the attention expert, on the
-   H200 image's numpy 2.5.2 in run 15; numpy 2.4.6 here). Index through `.item()`, which every numpy accepts.
+   H200 image's numpy 2.5.2, RESULTS.md#run-15; numpy 2.4.6 here). Index through `.item()`, which every numpy accepts.
 
 Apply in the sandbox process, after setting TRITON_INTERPRET=1 and before any kernel is defined."""
 

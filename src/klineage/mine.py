@@ -341,8 +341,8 @@ def _step(
 def recorded_walk(workload: Workload, expert: Program, settings: Settings, device: str) -> Lineage:
     """The finished walk recorded for `expert` on `device`, read as it is: no gate runs. This is how a walk made on a
     machine without a GPU is taken to one (`klineage mine --walk-device cpu --device cuda`): the GPU box's own
-    interpreter need not agree with the laptop's (run 15: on the H200's image, the interpreter failed three experts
-    that pass on the CPU where they were walked), and nothing about the walk needs it again."""
+    interpreter need not agree with the laptop's (on the H200's image, the interpreter failed three experts that
+    pass on the CPU where they were walked: RESULTS.md#run-15), and nothing about the walk needs it again."""
     lid = lineage_id(workload, expert, device)
     store = LineageStore(settings.data_dir / "lineages" / lid)
     lineage = store.lineage()

@@ -41,8 +41,9 @@ def mine_into(
 
     The skills are saved before the probes as well as after: a run stopped while probing (a pipeline's time limit)
     then leaves skills with their measured effects, and with the conditions of the probes that finished (or the
-    walk device's) rather than none. Run 16 lost four experts' GPU-timed effects that way (27 steps): their timing
-    had finished, the probing was cut at the limit, and the skills were written only at the end."""
+    walk device's) rather than none. Four experts' GPU-timed effects (27 steps) were lost that way on the H200:
+    their timing had finished, the probing was cut at the limit, and the skills were written only at the end
+    (RESULTS.md#run-16)."""
     phase = on_phase or (lambda text: None)
     walked_elsewhere = (walk_device or device) != device
     lineage = walk_for(workload, expert, settings, device, walk_device, sandbox, max_steps=max_steps, on_step=on_step)

@@ -158,8 +158,8 @@ def probe_step(
 def probes_path(folder: Path, lineage: Lineage, device: str) -> Path:
     """Where a lineage's probes on `device` are kept: `probes.json` for the kind of device it was walked on, beside
     it `probes-<device>.json` for the other. A walk made on the CPU leaves the GPU-only conditions not probed; a GPU
-    probes those again (run 15 reused the CPU's file whole, and the conditions the CPU had left unprobed stayed so)
-    and takes the CPU's answers for the rest (probe_lineage)."""
+    probes those again (where a GPU reused the CPU's file whole, the conditions the CPU had left unprobed stayed so:
+    RESULTS.md#run-15) and takes the CPU's answers for the rest (probe_lineage)."""
     return folder / ("probes.json" if device == device_kind(lineage.device) else f"probes-{device}.json")
 
 
@@ -203,8 +203,8 @@ def probe_lineage(
     A walk made on the CPU and probed on a GPU: the predicates the CPU answered (a counterexample, or none that
     breaks either form) are taken from the walk's probes, marked so, and the GPU probes only those the interpreter
     cannot decide (`not_probed` there: alignment, hints, cache modifiers, what the interpreter ignores). Each probe
-    is a pair of full checks: in run 16, four experts that had finished their timing on one H200 were still being
-    probed again in full at the six-minute limit (matmul had not finished one step)."""
+    is a pair of full checks: four experts that had finished their timing on one H200 were still being probed again
+    in full at a six-minute limit (matmul had not finished one step; RESULTS.md#run-16)."""
     import queue
     import threading
     from concurrent.futures import ThreadPoolExecutor

@@ -30,7 +30,8 @@ from typing import Any
 
 # address space a CPU job may add to what it starts with: a runaway allocation becomes MemoryError, not an OOM kill.
 # On top of the start, not absolute: a CUDA build of torch maps gigabytes of libraries before any job runs, and an
-# absolute 16 GiB cap left the matmul expert's CPU compile job on the H200 image unable to allocate 256 MiB (run 15).
+# absolute 16 GiB cap left the matmul expert's CPU compile job on the H200 image unable to allocate 256 MiB
+# (RESULTS.md#run-15).
 MEMORY_LIMIT_CPU = 16 * 2**30
 
 
@@ -195,8 +196,8 @@ def yield_turn() -> None:
     """A point between two pieces of a job's GPU work (two correctness trials, two compile cases) where a timer
     waiting for the GPU alone goes first: the shared turn is let go, the timer measures, the turn is taken back. No
     timer waiting, nothing changes. Without such points a timer waits for every running check to end (whole jobs
-    of 10-15 s in run 17, on one H200 with 12 shards, where a timing job waited 9 s for its turn, median) and no
-    new check starts meanwhile. A no-op outside a shared turn."""
+    of 10-15 s on one H200 with 12 shards, where a timing job waited 9 s for its turn, median: RESULTS.md#run-17)
+    and no new check starts meanwhile. A no-op outside a shared turn."""
     path = _turns[0].lock
     if not path or not _shared or _exclusive or _whole_job_turns():
         return
@@ -365,7 +366,7 @@ def _recv(stream):
 # Imported by the warm server, so its children inherit them. torch._dynamo: torch's dispatch modes and many torch
 # functions import it lazily on their first call (torch._compile), so every child of a server without it imported it
 # again: 4.8 s of a 7 s correctness check on the H200 image, whose torch has no bytecode cache (a profile of a forked
-# child there, docs/runs/2026-12-01-h200/session13/; 0.9 s here). Importing it starts no thread and touches no GPU.
+# child there, RESULTS.md#run-18; 0.9 s here). Importing it starts no thread and touches no GPU.
 PRELOAD = (
     "torch",
     "triton",

@@ -59,9 +59,10 @@ def time_calls(
     does not, and neither do the first calls, which compile: they run beside other jobs' checks, and only an
     autotuner's benchmarks among them take the GPU alone (`autotuners_alone`): another job's check may run while
     this one compiles, and a timer waiting for the GPU alone need not wait for it. `first_calls_alone` puts them
-    back inside, for calls whose first run benchmarks by other means than Triton's autotuner. In run 17 (one H200,
-    12 bench shards) the first calls took 0.5-0.6 s (median) beside other jobs; the measured section took 0.28-1 s
-    in 25 of 60 timings, counted with the wait to take the shared turn back that `turn_held_s` then included."""
+    back inside, for calls whose first run benchmarks by other means than Triton's autotuner. On one H200 with 12
+    bench shards the first calls took 0.5-0.6 s (median) beside other jobs; the measured section took 0.28-1 s in
+    25 of 60 timings, counted with the wait to take the shared turn back that `turn_held_s` then included
+    (RESULTS.md#run-17)."""
     from klineage.sandbox import exclusive_turn
 
     first = time.perf_counter()

@@ -301,7 +301,7 @@ def redraw(x, distribution: str, gen):
 def on_device(x, device: str):
     """`x` on `device` with its layout. `Tensor.to` keeps the strides of a dense tensor only and copies a strided
     view (every other element, padded rows) into a contiguous one, so a workload with a strided input was timed
-    on contiguous inputs: the H200's strided_add ran at 127% of its roofline that way (run 5), while its
+    on contiguous inputs: the H200's strided_add ran at 127% of its roofline that way (RESULTS.md#run-5), while its
     correctness gate (guarded buffers, layout kept) saw the stride. An expanded view (stride 0) cannot be copied
     into and arrives materialized, as before."""
     import torch

@@ -123,8 +123,8 @@ def to_instance_best(
     any method reached on the instance, over the instances some method improved. A method that never reached it
     counts budget + 1, as does one whose final program escaped ((instance, method) in `escaped`), which sets no
     target either. Evaluations to 95% of a method's *own* final result reward a method that keeps one small
-    step early and nothing after (run 19: memory 2.7, as few as KLineage's 2.7, with a final result 16% lower in
-    geometric mean); a common target per instance does not."""
+    step early and nothing after (memory 2.7, as few as KLineage's 2.7, with a final result 16% lower in geometric
+    mean: RESULTS.md#run-19); a common target per instance does not."""
     curves: dict[str, dict[str, list]] = {}
     for key, t in trajectories.items():
         instance, _, method = key.rpartition("/")

@@ -52,11 +52,11 @@ def references_job(payload: tuple[GateRequest, list[Program]]) -> dict:
 
 
 # A references round whose noisiest program (start, expert or a final; not eager or torch.compile, whose own spread
-# says nothing of ours) spreads wider than this, half its p20-p80 band over its median, is timed once more. Run 24
-# (H200, 12 shards): the rotary embedding's final took 0.206 ms at a spread of 0.17, against 0.134 ms side by side
-# with its start in the run and 0.133 ms in run 23, and its row read x4.07 where run 23's read x5.99. It was the one
-# job of run 24's 32 over 0.15 (the next, 0.074); in run 23 one was too, Liger's RMSNorm at 0.50: a second round costs
-# a job or two a run.
+# says nothing of ours) spreads wider than this, half its p20-p80 band over its median, is timed once more. On the
+# H200 with 12 shards, the rotary embedding's final took 0.206 ms at a spread of 0.17, against 0.134 ms side by side
+# with its start in the run and 0.133 ms a run earlier, and its row read x4.07 where the earlier one read x5.99
+# (RESULTS.md#run-24). It was the one job of that run's 32 over 0.15 (the next, 0.074); a run earlier one was too,
+# Liger's RMSNorm at 0.50 (RESULTS.md#run-23): a second round costs a job or two a run.
 REFERENCE_SPREAD = 0.15
 
 
@@ -84,7 +84,8 @@ def escapes(
 ) -> Recheck:
     """Failures of `final` on hidden seeds and in-domain probe cases that `start` does not have. A check whose job
     raised instead of judging (status `error`, not `fail`) runs once more; a second error makes it `unchecked`,
-    never an escape: run 23 (H200) counted a FileNotFoundError of the harness as an escape of blind and memory."""
+    never an escape: a bench on the H200 counted a FileNotFoundError of the harness as an escape of blind and memory
+    (RESULTS.md#run-23)."""
     if final.hash == start.hash:
         return Recheck([], [])
     hidden = settings.replace(seed_base=HIDDEN_SEED_BASE, seeds=HIDDEN_SEEDS, use_cache=False)
@@ -127,6 +128,7 @@ def _in_domain(probe: dict, workload: Workload) -> bool:
     dtypes = workload.domain.get("dtype") or workload.domain.get("dtypes")
     if dtypes and probe["case"].get("dtype") not in dtypes and "dtype" in probe["case"]:
         return False
-    # sizes as conditions.py reads a domain: a [low, high] range or a list of allowed values. Run 24 re-checked the
-    # rotary embedding at D = 33 (its domain lists 16..256 powers of two): the reference itself raised.
+    # sizes as conditions.py reads a domain: a [low, high] range or a list of allowed values. A re-check of the
+    # rotary embedding at D = 33 (its domain lists 16..256 powers of two) could not run: the reference itself raised
+    # (RESULTS.md#run-24).
     return all(size_in_domain(workload.domain, key, value) for key, value in probe["case"].items())

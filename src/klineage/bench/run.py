@@ -290,8 +290,8 @@ class Queue:
     """The instances of one bench run handed out to the processes that share `folder`, one at a time: each takes
     the next instance in suite order that no other has claimed (a claim is a file created exclusively). With a
     fixed split (`--shard I/N`) a shard holding the naive matmul and the Liger cross-entropy ran out of time on its
-    third instance while others sat idle: 3 of 32 instances were cut in run 20 (H200, 12 shards). The folder belongs
-    to one run: a claim stays after its process ends, finished or not."""
+    third instance while others sat idle: 3 of 32 instances were cut (H200, 12 shards: RESULTS.md#run-20). The
+    folder belongs to one run: a claim stays after its process ends, finished or not."""
 
     def __init__(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)

@@ -87,9 +87,9 @@ def _relocated(path: str, workload_hash: str = "") -> Path:
     """Where to read a lineage's workload, recorded as a path on the machine that mined it. A bundled workload is
     read from this installation's package whenever its copy here has the recorded content (`workload_hash`), even
     where the recorded path exists too: on the device machine the recorded /work/main/... is the device call's own
-    tree, which every later call replaces while the bench runs from a copy, and run 23 (H200) read it while it was
-    being replaced (a FileNotFoundError in an escape re-check). Otherwise the recorded path where it is a file, and
-    the package's copy where only that exists."""
+    tree, which every later call replaces while the bench runs from a copy, and a bench on the H200 read it while it
+    was being replaced (a FileNotFoundError in an escape re-check: RESULTS.md#run-23). Otherwise the recorded path
+    where it is a file, and the package's copy where only that exists."""
     recorded = Path(path)
     if "klineage/" not in path:
         return recorded

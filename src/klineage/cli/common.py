@@ -39,9 +39,10 @@ class Group(click.Group):
 
 class _LoggedProgress(Progress):
     """A progress bar on a terminal; where stderr is no terminal (a log, CI, an agent's subprocess), one timestamped
-    line on stderr per new description instead (KLINEAGE_PROGRESS_LINES: see progress_bar). Run 17's memory-base build
-    wrote nothing to its logs in 3 minutes, and which of its five runs was slow could not be told; a single
-    `klineage optimize` on the H200 (session 14) wrote nothing in the 175 s it had before it was cut."""
+    line on stderr per new description instead (KLINEAGE_PROGRESS_LINES: see progress_bar). A memory-base build on
+    the H200 wrote nothing to its logs in 3 minutes, and which of its five runs was slow could not be told
+    (RESULTS.md#run-17); a single `klineage optimize` there wrote nothing in the 175 s it had before it was cut
+    (RESULTS.md#run-19)."""
 
     def __init__(self, *columns, lines: bool = False, **kwargs):
         super().__init__(*columns, **kwargs)
@@ -60,7 +61,8 @@ def progress_bar(quiet: bool) -> Progress:
     import os
 
     # unset: lines unless --json (a script reading both streams as one); 1: lines even with --json (a bench shard's
-    # log, whose report is the JSON on stdout: run 19's status line counted no evaluation); 0: none
+    # log, whose report is the JSON on stdout: without lines its status counted no evaluation, RESULTS.md#run-19);
+    # 0: none
     wanted = os.environ.get("KLINEAGE_PROGRESS_LINES", "")
     lines = not err_console.is_terminal and wanted != "0" and (not quiet or wanted == "1")
     return _LoggedProgress(

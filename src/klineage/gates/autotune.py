@@ -9,15 +9,15 @@ class AutotunePicks:
     kernel without `reset_to_zero`), instead of timing them all. On a GPU the autotuner picks by time, so the timed
     program may run any config: memory's autotune list on the naive softmax passed the gate with the config its
     benchmark chose there, and the bench's re-check with hidden seeds found half the bench case's rows wrong (a
-    4096-wide tile on 8192-wide rows, at x1.87; H200, run 20). `offered` is the most configs any autotuner had
-    that the device runs.
+    4096-wide tile on 8192-wide rows, at x1.87; H200, RESULTS.md#run-20). `offered` is the most configs any
+    autotuner had that the device runs.
     Every later trial whose config differs starts the autotuners afresh; Triton's on-disk tuning cache is not
     read.
     A config the device refuses (out of shared memory or registers, a failed ptxas or compile-time assert) is one
     Triton's autotuner times as infinite and never picks, so it is left out (`unrunnable`) and the pick moves to
     the next config; only an autotuner none of whose configs runs fails. Without this, the attention expert's loop
     at 4 stages failed the gate on its 128x128 config (294944 bytes of shared memory, 232448 on the H200), though
-    the autotuner would have run one of the configs that fit (H200, run 21)."""
+    the autotuner would have run one of the configs that fit (H200, RESULTS.md#run-21)."""
 
     def __init__(self) -> None:
         self._pruned: dict[str, set[str]] = {}  # per autotuned kernel, the configs its pruned lists held

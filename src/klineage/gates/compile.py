@@ -29,7 +29,7 @@ def _arch_number(target: str) -> int:
 
 
 # The shared memory one block may opt in to, per compute capability (CUDA C++ Programming Guide, technical
-# specifications per compute capability); the H200's loader reported 232448 for sm_90 (run 21).
+# specifications per compute capability); the H200's loader reported 232448 for sm_90 (RESULTS.md#run-21).
 SHARED_MEMORY_LIMIT = {
     80: 166912,
     86: 101376,
