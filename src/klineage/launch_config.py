@@ -23,12 +23,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from klineage.transform import dotted
-from klineage.transforms._anchored import (  # broadcasts: part of this module's interface
-    broadcasts,  # noqa: F401
-    int_literal,
-    literal_bindings,
-)
+from klineage.transform import broadcasts, dotted, int_literal, literal_bindings
 
 # Constexpr names that are tile sizes by convention (BLOCK_M, BLOCK_SIZE, TILE_N, BLOCK, BN, GROUP_M excluded).
 TILE_NAME = re.compile(r"^(BLOCK|TILE)(_?[A-Z0-9]*)?$|^B[MNK]$|^(BLOCK|TILE)_SIZE(_[A-Z0-9]+)?$")

@@ -4,20 +4,26 @@ from __future__ import annotations
 
 import libcst as cst
 
-from klineage.transform import dotted, kwarg, node_code, register, with_kwargs
+from klineage.transform import (
+    broadcasts,
+    dotted,
+    int_literal,
+    kwarg,
+    literal_bindings,
+    node_code,
+    register,
+    with_kwargs,
+)
 from klineage.transforms._anchored import (
     AnchoredTransform,
     Module,
-    broadcasts,
     calls,
     calls_to,
     constexpr_params,
     imported_modules,
-    int_literal,
     launch_statement,
     launches,
     leading_comments,
-    literal_bindings,
     names_in,
     statement_code,
 )

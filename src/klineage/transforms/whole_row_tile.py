@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from klineage.transform import dotted, kwarg, node_code, register, with_kwargs
+from klineage.transform import broadcasts, dotted, kwarg, node_code, register, with_kwargs
 from klineage.transforms._anchored import (
     AnchoredTransform,
     Module,
     bound_in,
-    broadcasts,
     calls,
     constexpr_params,
     imported_modules,
