@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from klineage.transform import node_code
-from klineage.transforms.launch_knobs import launched_kernel
+from klineage.transform import launched_kernel, node_code
 from klineage.workload import Workload
 
 HOLDS, PARTIAL, VIOLATED, GATED = "holds", "partial", "violated", "gated"

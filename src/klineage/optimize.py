@@ -21,11 +21,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from klineage.check import CheckReport, check, time_pair
-from klineage.config import Settings, device_name, versions, write_whole
+from klineage.config import Settings, device_name, versions
 from klineage.library import Library
 from klineage.llm import usage_line
 from klineage.program import Program
 from klineage.proposers import (
+    LAUNCH_CONFIG,
     AutotuneProposer,
     BlindProposer,
     Candidate,
@@ -37,7 +38,10 @@ from klineage.proposers import (
     features,
     launched_kernel,
     load_memory,
+    memory_base,
     memory_path,
+    remember,
+    remember_attempts,
 )
 from klineage.sandbox import Sandbox
 from klineage.workload import UserError, Workload
@@ -46,9 +50,6 @@ METHODS = ("klineage", "blind", "memory", "autotune")
 # On a GPU the correctness gate compiles and launches every case itself; the compile gate's separate pass (every
 # case again, for static metrics) cost 8.4 s of a 35 s matmul candidate on the H200 (docs/BENCHMARKS.md).
 CANDIDATE_GATES = {False: ("compile", "correctness"), True: ("correctness",)}
-# Families that choose numbers (tiles, warps, stages, a config list): whether the expert's numbers suit another
-# kernel is a question for a timer, so without a GPU they are not kept, even from a skill.
-NEEDS_TIMING = ("launch_config", "launch_knobs", "pipelining", "autotune_single_config")
 NEAR_ROOFLINE = 0.95  # stop when the profile gate puts the program at this fraction of the roofline
 
 
@@ -152,40 +153,7 @@ class Trajectory:
         }
 
 
-# --- the memory baseline's knowledge base, filled from trajectories -----------------------------------
-
-
-def remember(trajectory: Trajectory, workload: Workload, path: Path) -> int:
-    """Append a run's attempts to the knowledge base (program features -> transform -> observed outcome)."""
-    return remember_attempts(
-        trajectory.attempts, features(trajectory.start, workload), f"{trajectory.workload}:{trajectory.method}", path
-    )
-
-
-def remember_attempts(attempts: list[Attempt], feats: dict[str, float], source: str, path: Path) -> int:
-    """Append attempts made on a program with features `feats`; `memory build` calls this after every attempt, so
-    a build stopped at a deadline keeps what it learned."""
-    entries = load_memory(path)
-    for a in attempts:
-        c = a.candidate
-        speedup = a.effect.get("speedup") if a.effect.get("measured") else None
-        entries.append(MemoryEntry(feats, c.transform, c.params, speedup, a.outcome != "failed_gate", source))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_whole(path, json.dumps([asdict(e) for e in entries], indent=1))  # a build ends by a kill at its deadline
-    return len(attempts)
-
-
 # --- the walk ---------------------------------------------------------------------------------------------------
-
-
-def memory_base(settings: Settings, memory: Path | None = None) -> list[MemoryEntry]:
-    """The memory baseline's knowledge base (`memory`, else the data directory's); a missing or empty one is a user
-    error, raised before any budget is spent."""
-    path = Path(memory) if memory else memory_path(settings)
-    entries = load_memory(path)
-    if not entries:
-        raise UserError(f"no memory knowledge base at {path} (run `klineage memory build` first)")
-    return entries
 
 
 def proposer_for(
@@ -363,14 +331,14 @@ def optimize(
                 # decided before the candidate program is written (writing one can be expensive: Candidate.made)
                 if round(cand.expected, 2) < 1.0:
                     # its own evidence (a skill's measured effect, a remembered outcome) says slower, by 1% or more
-                    # (closer is noise, as in proposers._ordered): the rows-per-program skill's x0.999, measured
+                    # (closer is noise, as in proposers.best_first): the rows-per-program skill's x0.999, measured
                     # where the RMSNorm expert's dispatch kept one row per program, held back RoPE's rows twin
                     # (x4.73 for blind) while KLineage spent three evaluations on int64 offsets (H200, run 20)
                     continue
                 if (
                     device != "cuda"
                     and not explore
-                    and (cand.origin in ("catalog", "launch_config") or cand.transform in NEEDS_TIMING)
+                    and (cand.origin in ("catalog", LAUNCH_CONFIG) or cand.needs_timing)
                 ):
                     continue  # untimed here, and nothing else to decide it on
                 if cand.program is None or cand.program.hash in seen:
@@ -637,10 +605,12 @@ __all__ = [
     "diff",
     "features",
     "load_memory",
+    "memory_base",
     "memory_path",
     "optimize",
     "proposer_for",
     "remember",
+    "remember_attempts",
     "report",
     "write_outputs",
 ]

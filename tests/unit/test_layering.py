@@ -20,6 +20,7 @@ ORDER = [
     "cache",
     "check",
     "audit",
+    "carry",
     "transform",
     "launch_config",
     "transforms",
