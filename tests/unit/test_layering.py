@@ -36,6 +36,7 @@ ORDER = [
     "conditions",
     "proposers",
     "llm_propose",
+    "trajectory",
     "optimize",
     "bench",
     "llm_compare",
