@@ -46,8 +46,8 @@ def visible_code(source: str, function: str) -> str:
     """The code whose names `function` can read: its own body and the module's top level, other functions' and
     classes' bodies left out (their names kept). A name defined only inside another function had passed as
     defined: SwiGLU's `num_warps=num_warps` was carried into Liger's cross_entropy_forward, where `num_warps`
-    lives in another function, and failed its gate with a NameError on the H200 (run 5). The whole source when
-    `function` is neither a top-level function nor a method of a top-level class."""
+    lives in another function, and failed its gate with a NameError on the H200 (RESULTS.md#run-5). The whole
+    source when `function` is neither a top-level function nor a method of a top-level class."""
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError:
