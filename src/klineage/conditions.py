@@ -8,12 +8,12 @@ check on every candidate anyway (tolerance, shared memory) is reported as such r
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
 
-from klineage.transform import node_code
-from klineage.transforms.launch_knobs import launched_kernel
+from klineage.transform import launched_kernel, node_code
 from klineage.workload import Workload
 
 HOLDS, PARTIAL, VIOLATED, GATED = "holds", "partial", "violated", "gated"
@@ -107,88 +107,151 @@ def accumulates(source: str, kernel: str | None = None) -> bool:
     return bool(re.search(r"tl\.atomic_(add|max|min|xchg|cas|and|or|xor)\(", text))
 
 
+# (predicate, workload, source, kernel or None, device, target) -> Decision
+Decider = Callable[..., Decision]
+# predicate -> the function that decides it on a domain (`decider`); `decide` looks it up
+DECIDERS: dict[str, Decider] = {}
+# Predicates with no decider of their own, and why: properties of the code that no domain settles, judged by the
+# gates on every candidate (`decide` says so).
+CODE_PROPERTIES = {
+    "torch_compile_launch": "whether a launch from inside torch.compile still works is the candidate's to show",
+    "loop_index_not_constexpr": "where the loop index is used is the kernel's code, which the compile gate checks",
+    "flag_not_shape": "whether a flag decides a shape is the kernel's code, which the gates check",
+    "cross_program_handoff": "whether programs hand work to each other is the kernel's code, checked by correctness",
+}
+
+
+def decider(*predicates: str) -> Callable[[Decider], Decider]:
+    """Register a function as the decider of `predicates` (it is told which one it decides)."""
+
+    def register(fn: Decider) -> Decider:
+        for predicate in predicates:
+            if predicate in DECIDERS:
+                raise ValueError(f"predicate {predicate!r} decided twice")
+            DECIDERS[predicate] = fn
+        return fn
+
+    return register
+
+
 def decide(predicate: str, workload: Workload, source: str, kernel: str | None, device: str, target: str) -> Decision:
     """Whether `predicate` holds on the workload's domain for this program."""
-    domain = workload.domain
-    if predicate == "divisible_by_block":
-        ranged = [k for k, r in _ranges(domain).items() if r]
-        if ranged:
-            return Decision(
-                predicate,
-                PARTIAL,
-                f"the domain lets {', '.join(ranged)} take any value in a range, "
-                "so some sizes are not multiples of the block",
-            )
-        sizes = _sizes(domain)
-        odd = sorted(k for k, vals in sizes.items() if any(v % 16 for v in vals))
-        if odd:
-            return Decision(predicate, PARTIAL, f"listed sizes of {', '.join(odd)} are not multiples of 16")
-        if not sizes:
-            case_sizes = {k: v for c in workload.cases.values() for k, v in c.items() if isinstance(v, int)}
-            odd = sorted(k for k, v in case_sizes.items() if v % 16)
-            if odd:
-                return Decision(predicate, PARTIAL, f"cases have sizes ({', '.join(odd)}) that are not multiples of 16")
-        return Decision(predicate, HOLDS, "every size in the domain is a multiple of 16")
-    if predicate == "contiguous":
-        layouts = _layouts(workload)
-        if layouts == ["contiguous"]:
-            return Decision(predicate, HOLDS, "the domain's layout is contiguous only")
-        if "contiguous" in layouts:
-            return Decision(predicate, PARTIAL, f"the domain allows layouts {layouts}")
-        return Decision(predicate, VIOLATED, f"the domain's inputs are {layouts}, never contiguous")
-    if predicate == "aligned_16":
-        layouts = _layouts(workload)
-        if any(x in ("misaligned", "offset", "strided") for x in layouts):
-            return Decision(predicate, PARTIAL, f"the domain allows layouts {layouts}: views need not be aligned")
-        return Decision(predicate, HOLDS, "contiguous fresh tensors: PyTorch allocations are 16-byte aligned")
-    if predicate == "offsets_below_2_31":
-        sizes = _sizes(domain)
-        largest = 1
-        for vals in sizes.values():
-            largest *= max(vals)
-        if sizes and largest >= 2**31:
-            return Decision(
-                predicate, PARTIAL, f"the domain's largest sizes multiply to {largest:.3g} elements (at or beyond 2^31)"
-            )
-        return Decision(predicate, HOLDS, "the domain's sizes stay below 2^31 elements")
-    if predicate.startswith("dtype_"):
-        wanted = {"dtype_fp32": "float32", "dtype_fp16": "float16", "dtype_bf16": "bfloat16"}[predicate]
-        dtypes = _dtypes(workload)
-        if dtypes == [wanted]:
-            return Decision(predicate, HOLDS, f"the domain is {wanted} only")
-        if wanted in dtypes:
-            return Decision(predicate, PARTIAL, f"the domain's dtypes are {dtypes}")
-        return Decision(predicate, VIOLATED, f"the domain's dtypes are {dtypes}, never {wanted}")
-    if predicate == "idempotent_launch":
-        if workload.mutated_inputs:
-            inputs = list(workload.mutated_inputs)
-            return Decision(predicate, VIOLATED, f"the workload updates inputs {inputs} in place")
-        if accumulates(source, kernel):
-            where = f"kernel {kernel}" if kernel else "a kernel"
-            return Decision(predicate, VIOLATED, f"{where} accumulates with atomics: a repeated launch adds twice")
-        return Decision(predicate, HOLDS, "no atomics and no in-place inputs: launching twice writes the same values")
-    if predicate == "no_aliasing":
-        if workload.mutated_inputs:
-            return Decision(predicate, VIOLATED, f"outputs alias inputs {list(workload.mutated_inputs)}")
-        return Decision(predicate, HOLDS, "the workload declares no in-place inputs")
-    if predicate == "fully_masked_rows":
-        if domain.get("masked_rows") or domain.get("fully_masked_rows"):
-            return Decision(predicate, PARTIAL, "the domain allows fully masked rows")
-        return Decision(predicate, HOLDS, "the domain declares no fully masked rows")
-    if predicate == "arch_sm90":
-        arch = target if device == "cpu" else "the device"
-        if device == "cpu":
-            number = int(re.sub(r"\D", "", target) or 0)
-            ok = number >= 90
-        else:
-            import torch
+    found = DECIDERS.get(predicate)
+    if found is None:
+        return Decision(predicate, GATED, "a property of the code: the gates judge it on the candidate")
+    return found(predicate, workload, source, kernel, device, target)
 
-            ok = torch.cuda.get_device_capability()[0] >= 9
-        return Decision(predicate, HOLDS if ok else VIOLATED, f"{arch} {'is' if ok else 'is not'} sm_90 or newer")
-    if predicate in ("tolerance", "shared_memory_fits"):
-        gate = "correctness" if predicate == "tolerance" else "compile"
-        return Decision(predicate, GATED, f"the {gate} gate checks it on every candidate")
-    return Decision(predicate, GATED, "a property of the code: the gates judge it on the candidate")
+
+@decider("divisible_by_block")
+def _divisible(predicate: str, workload: Workload, source: str, kernel: str | None, device: str, target: str):
+    domain = workload.domain
+    ranged = [k for k, r in _ranges(domain).items() if r]
+    if ranged:
+        return Decision(
+            predicate,
+            PARTIAL,
+            f"the domain lets {', '.join(ranged)} take any value in a range, "
+            "so some sizes are not multiples of the block",
+        )
+    sizes = _sizes(domain)
+    odd = sorted(k for k, vals in sizes.items() if any(v % 16 for v in vals))
+    if odd:
+        return Decision(predicate, PARTIAL, f"listed sizes of {', '.join(odd)} are not multiples of 16")
+    if not sizes:
+        case_sizes = {k: v for c in workload.cases.values() for k, v in c.items() if isinstance(v, int)}
+        odd = sorted(k for k, v in case_sizes.items() if v % 16)
+        if odd:
+            return Decision(predicate, PARTIAL, f"cases have sizes ({', '.join(odd)}) that are not multiples of 16")
+    return Decision(predicate, HOLDS, "every size in the domain is a multiple of 16")
+
+
+@decider("contiguous")
+def _contiguous(predicate: str, workload: Workload, source: str, kernel: str | None, device: str, target: str):
+    layouts = _layouts(workload)
+    if layouts == ["contiguous"]:
+        return Decision(predicate, HOLDS, "the domain's layout is contiguous only")
+    if "contiguous" in layouts:
+        return Decision(predicate, PARTIAL, f"the domain allows layouts {layouts}")
+    return Decision(predicate, VIOLATED, f"the domain's inputs are {layouts}, never contiguous")
+
+
+@decider("aligned_16")
+def _aligned(predicate: str, workload: Workload, source: str, kernel: str | None, device: str, target: str):
+    layouts = _layouts(workload)
+    if any(x in ("misaligned", "offset", "strided") for x in layouts):
+        return Decision(predicate, PARTIAL, f"the domain allows layouts {layouts}: views need not be aligned")
+    return Decision(predicate, HOLDS, "contiguous fresh tensors: PyTorch allocations are 16-byte aligned")
+
+
+@decider("offsets_below_2_31")
+def _offsets(predicate: str, workload: Workload, source: str, kernel: str | None, device: str, target: str):
+    sizes = _sizes(workload.domain)
+    largest = 1
+    for vals in sizes.values():
+        largest *= max(vals)
+    if sizes and largest >= 2**31:
+        return Decision(
+            predicate, PARTIAL, f"the domain's largest sizes multiply to {largest:.3g} elements (at or beyond 2^31)"
+        )
+    return Decision(predicate, HOLDS, "the domain's sizes stay below 2^31 elements")
+
+
+DTYPE_PREDICATES = {"dtype_fp32": "float32", "dtype_fp16": "float16", "dtype_bf16": "bfloat16"}
+
+
+@decider(*DTYPE_PREDICATES)
+def _dtype(predicate: str, workload: Workload, source: str, kernel: str | None, device: str, target: str):
+    wanted = DTYPE_PREDICATES[predicate]
+    dtypes = _dtypes(workload)
+    if dtypes == [wanted]:
+        return Decision(predicate, HOLDS, f"the domain is {wanted} only")
+    if wanted in dtypes:
+        return Decision(predicate, PARTIAL, f"the domain's dtypes are {dtypes}")
+    return Decision(predicate, VIOLATED, f"the domain's dtypes are {dtypes}, never {wanted}")
+
+
+@decider("idempotent_launch")
+def _idempotent(predicate: str, workload: Workload, source: str, kernel: str | None, device: str, target: str):
+    if workload.mutated_inputs:
+        inputs = list(workload.mutated_inputs)
+        return Decision(predicate, VIOLATED, f"the workload updates inputs {inputs} in place")
+    if accumulates(source, kernel):
+        where = f"kernel {kernel}" if kernel else "a kernel"
+        return Decision(predicate, VIOLATED, f"{where} accumulates with atomics: a repeated launch adds twice")
+    return Decision(predicate, HOLDS, "no atomics and no in-place inputs: launching twice writes the same values")
+
+
+@decider("no_aliasing")
+def _no_aliasing(predicate: str, workload: Workload, source: str, kernel: str | None, device: str, target: str):
+    if workload.mutated_inputs:
+        return Decision(predicate, VIOLATED, f"outputs alias inputs {list(workload.mutated_inputs)}")
+    return Decision(predicate, HOLDS, "the workload declares no in-place inputs")
+
+
+@decider("fully_masked_rows")
+def _masked_rows(predicate: str, workload: Workload, source: str, kernel: str | None, device: str, target: str):
+    if workload.domain.get("masked_rows") or workload.domain.get("fully_masked_rows"):
+        return Decision(predicate, PARTIAL, "the domain allows fully masked rows")
+    return Decision(predicate, HOLDS, "the domain declares no fully masked rows")
+
+
+@decider("arch_sm90")
+def _sm90(predicate: str, workload: Workload, source: str, kernel: str | None, device: str, target: str):
+    arch = target if device == "cpu" else "the device"
+    if device == "cpu":
+        number = int(re.sub(r"\D", "", target) or 0)
+        ok = number >= 90
+    else:
+        import torch
+
+        ok = torch.cuda.get_device_capability()[0] >= 9
+    return Decision(predicate, HOLDS if ok else VIOLATED, f"{arch} {'is' if ok else 'is not'} sm_90 or newer")
+
+
+@decider("tolerance", "shared_memory_fits")
+def _gated(predicate: str, workload: Workload, source: str, kernel: str | None, device: str, target: str):
+    gate = "correctness" if predicate == "tolerance" else "compile"
+    return Decision(predicate, GATED, f"the {gate} gate checks it on every candidate")
 
 
 # --- run-time guards --------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ values (x2, /2, powers of two within bounds)."""
 
 from __future__ import annotations
 
+import ast
 import functools
 import math
 import re
@@ -23,16 +24,17 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from klineage.transform import dotted
-from klineage.transforms._anchored import (  # broadcasts: part of this module's interface
-    broadcasts,  # noqa: F401
-    int_literal,
-    literal_bindings,
-)
+from klineage.carry import literal_int
+from klineage.transform import broadcasts, dotted, int_literal, literal_bindings
 
 # Constexpr names that are tile sizes by convention (BLOCK_M, BLOCK_SIZE, TILE_N, BLOCK, BN, GROUP_M excluded).
 TILE_NAME = re.compile(r"^(BLOCK|TILE)(_?[A-Z0-9]*)?$|^B[MNK]$|^(BLOCK|TILE)_SIZE(_[A-Z0-9]+)?$")
 KNOBS = ("num_warps", "num_stages")
+# Carried warps leave each thread at least this many of the elements one program handles: Liger's launch rule
+# (calculate_settings) raises warps above 4 only where each thread keeps 8 or more (8 warps from 2048-element
+# blocks, 16 from 8192, 32 from 32768), and on the H200 (run 5) 8 warps carried onto 256- to 512-element blocks
+# (1 to 2 elements per thread) ran at x0.57-0.86 on 9 of 10 kernels (x1.035 on one).
+MIN_ELEMENTS_PER_THREAD = 8
 BOUNDS = {"num_warps": (1, 16), "num_stages": (1, 5)}
 TILE_BOUNDS = (16, 4096)
 # The atomic row sum's 512-element chunks ran at 0.59 of the copy roofline, 8192 at 0.84, 65536 at 0.82 (H200,
@@ -196,6 +198,38 @@ class _Rewriter(cst.CSTTransformer):
                 v = v.with_changes(value=cst.Integer(str(self.values[name])))
             elements.append(v)
         return line.with_changes(body=[assign.with_changes(value=value.with_changes(elements=elements))])
+
+
+def present_warps(source: str, kernel: str) -> int:
+    """The warps `kernel` is launched with: a literal `num_warps`, else Triton's default of 4."""
+    return next((t.value for t in tunables(source) if t.kernel == kernel and t.keyword == "num_warps"), 4)
+
+
+def expert_tiles(skill_params: dict) -> list[dict[str, int]]:
+    """The tile/warps/stages settings an expert's autotune configs (or launch) chose, as {name: value} dicts."""
+    out = []
+    configs = skill_params.get("config_list") or skill_params.get("configs")
+    if configs:
+        try:
+            tree = ast.parse(configs, mode="eval")
+        except SyntaxError:
+            tree = None
+        for call in ast.walk(tree) if tree is not None else []:
+            if isinstance(call, ast.Call) and getattr(call.func, "attr", getattr(call.func, "id", "")) == "Config":
+                values: dict[str, int] = {}
+                if call.args and isinstance(call.args[0], ast.Dict):
+                    for k, v in zip(call.args[0].keys, call.args[0].values):
+                        if isinstance(k, ast.Constant) and isinstance(v, ast.Constant) and isinstance(v.value, int):
+                            values[str(k.value)] = v.value
+                for kw in call.keywords:
+                    if kw.arg in KNOBS and isinstance(kw.value, ast.Constant):
+                        values[kw.arg] = kw.value.value
+                if values:
+                    out.append(values)
+    knobs = {k: v for k, v in ((k, literal_int(skill_params.get(k))) for k in KNOBS) if v}
+    if knobs:
+        out.append(knobs)
+    return out
 
 
 def elements_per_program(source: str, kernel: str) -> int | None:

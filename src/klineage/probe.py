@@ -28,7 +28,7 @@ The probes, per predicate (each made by its maker in `PROBE_MAKERS`):
 
 Predicates that only a GPU can show are reported as not probed on the CPU, never as "not a condition". Neither is a
 family whose rewrite changes only what the Triton interpreter ignores (hints, cache modifiers, launch knobs): on
-the CPU its parent and child run identically, so any probe would pass both vacuously (`INTERPRETER_BLIND`)."""
+the CPU its parent and child run identically, so any probe would pass both vacuously (`Transform.interpreter_blind`)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ import libcst as cst
 
 from klineage.mine import Step
 from klineage.program import Program
-from klineage.transform import dotted, node_code, without_kwargs
+from klineage.transform import dotted, family, node_code, without_kwargs
 from klineage.workload import DTYPES, Workload
 
 GPU_ONLY = {
@@ -49,17 +49,6 @@ GPU_ONLY = {
     "torch_compile_launch": "needs a torch.compile launch on a GPU",
     "arch_sm90": "needs an sm_90 device",
     "shared_memory_fits": "shared memory limits exist only on a GPU",
-}
-
-# Families whose simplification changes only what the Triton interpreter ignores: on the CPU parent and child
-# compute identically, so a probe there cannot tell them apart.
-INTERPRETER_BLIND = {
-    "alignment_hints": "tl.multiple_of / tl.max_contiguous are no-ops in the interpreter",
-    "assume_hints": "tl.assume is a no-op in the interpreter",
-    "cache_hints": "the interpreter ignores cache and eviction modifiers",
-    "specialization": "the interpreter does not specialize arguments",
-    "launch_knobs": "the interpreter has no warps or pipeline stages",
-    "pipelining": "the interpreter does not pipeline loops",
 }
 
 OFFSET_LIMIT = 2**31
@@ -82,6 +71,12 @@ def _allowed_dtypes(workload: Workload) -> list[str]:
     return list(workload.domain.get("dtype") or workload.domain.get("dtypes") or DTYPES[:3])
 
 
+def _interpreter_blind(transform: str) -> str:
+    """Why the Triton interpreter cannot tell the family's two forms apart ("" where it can, or for no family)."""
+    found = family(transform) if transform else None
+    return found.interpreter_blind if found is not None else ""
+
+
 def base_case(workload: Workload) -> dict:
     """The case probes perturb: the tiny one (the interpreter runs it in seconds)."""
     return workload.cases.get("tiny") or next(iter(workload.cases.values()))
@@ -100,11 +95,9 @@ def make_probes(
     A predicate may need several probes; the workload's own (PROBES) come first."""
     if device != "cuda" and predicate in GPU_ONLY:
         return [], f"not probed on the CPU: {GPU_ONLY[predicate]}"
-    if device != "cuda" and transform in INTERPRETER_BLIND:
-        return [], (
-            f"not probed on the CPU: {INTERPRETER_BLIND[transform]}, so both forms run identically there; "
-            "a GPU decides it"
-        )
+    # a family whose simplification changes only what the Triton interpreter ignores (Transform.interpreter_blind)
+    if device != "cuda" and (blind := _interpreter_blind(transform)):
+        return [], f"not probed on the CPU: {blind}, so both forms run identically there; a GPU decides it"
     base = base_case(workload)
     own = [
         {

@@ -8,16 +8,25 @@ parameters. Round trip: optimize(simplify(p, s), matching site, s.params) == p, 
 Most families rewrite one kind of node. `NodeTransform` does the bookkeeping for those: subclasses say which node
 type they look at and give four small functions (match/rewrite in each direction). Sites are numbered in source
 order, so a walk over them is deterministic. Families live in `klineage.transforms.<family>`, one module each,
-registered with `@register`."""
+registered with `@register`.
+
+The forward walk asks a family what is particular to it through `Transform`'s hooks (its rank, whether its numbers
+need a timer, how its parameters carry to another program, when a site refuses it, what it writes beyond its
+rewrite); each family overrides them in its own module. Also here: the libcst helpers the families and the
+launch-configuration search share (recognizing kernels and launches, literal bindings)."""
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
+
+from klineage.carry import adapt, numeric_neighbours, visible_code
 
 TRANSFORMS: dict[str, type[Transform]] = {}
 
@@ -45,7 +54,11 @@ class Site:
 
 
 class Transform:
-    """Base class. Subclasses set the class attributes and implement the four methods."""
+    """Base class. Subclasses set the class attributes and implement the four methods.
+
+    The forward walk (klineage.proposers, klineage.optimize, klineage.probe) asks a family what is particular to it
+    through the hooks below: class attributes and methods whose defaults are those of a family with nothing
+    particular to say, overridden in the family's own module. No proposer names a family."""
 
     id: ClassVar[str]
     family: ClassVar[int]  # number in optimization-catalog.md
@@ -54,8 +67,38 @@ class Transform:
     conditions: ClassVar[tuple[str, ...]]  # condition vocabulary worth probing (see CONDITIONS)
     intent: ClassVar[str]  # one line: what the optimization buys
     # parameters that name one of the family's own choices (a form, an operand order), not code of the expert's:
-    # carried to another program as they are, never checked against its names (proposers.adapt)
+    # carried to another program as they are, never checked against its names (klineage.carry.adapt)
     label_params: ClassVar[tuple[str, ...]] = ()
+
+    # --- forward hooks: attributes ---
+    # Tie-break when the evidence does not separate candidates (unmeasured, or within the noise): changes to the
+    # work decomposition (tiles, warps, stages, program order) before code-level rewrites, hints last; the launch
+    # configuration's own numbers rank 0 (klineage.proposers). The backward walk's `cost` orders the other way on
+    # purpose: it undoes the cheapest, least entangled families first.
+    forward_rank: ClassVar[float] = 5
+    # What part of a launch configuration the family's parameters are (WHOLE_CONFIGS or WARPS_AND_STAGES), None for
+    # code. Tiles, warps and stages cost registers and shared memory in proportion to the element size, so such
+    # evidence holds only for kernels of the same element size (the bf16 matmul expert's 128x256x64 tile, x4.7
+    # there, ran at x0.054 on an fp32 batched matmul on the H200, run 5).
+    launch_configuration: ClassVar[str | None] = None
+    # Families whose expert form buys robustness, not speed (int64 offsets past 2^31, fp32 math in half-precision
+    # kernels): the predicate that says where the domain needs it. Applied where it fails on part of the domain,
+    # never for speed, and never behind a guard (that would run the robust kernel only where the plain one would do).
+    robustness_predicate: ClassVar[str | None] = None
+    # Whether it chooses numbers (tiles, warps, stages, a config list): whether the expert's numbers suit another
+    # kernel is a question for a timer, so without a GPU its candidates are not kept, even from a skill.
+    needs_timing: ClassVar[bool] = False
+    # The suffix of the twin kernel the family writes beside the original (`k` + suffix), dispatched to where it
+    # fits: the original then runs only where the twin cannot, and a change to it, or to its launch, leaves the
+    # timed case as it was (klineage.proposers spends no evaluation there).
+    twin_suffix: ClassVar[str] = ""
+    # Whether the family writes num_warps / num_stages onto a launch that passes none: its candidates change a
+    # launch's warps (measured, ordered, and stepped the other way by the skill proposer), and the launch knobs an
+    # expert's tile or the autotune baseline needs are written through it.
+    sets_launch_knobs: ClassVar[bool] = False
+    # Why the Triton interpreter cannot tell the expert form from the simple form ("" where it can): on the CPU
+    # parent and child then compute identically, so a probe there would pass both vacuously (klineage.probe).
+    interpreter_blind: ClassVar[str] = ""
 
     def sites(self, source: str) -> list[Site]:
         raise NotImplementedError
@@ -68,6 +111,61 @@ class Transform:
 
     def optimize(self, source: str, site: Site, params: dict) -> str:
         raise NotImplementedError
+
+    def default_params(self) -> dict:
+        """Parameters used where no expert's are at hand (a preview, the blind catalog, a name that did not carry)."""
+        return {}
+
+    # --- forward hooks: methods ---
+
+    def carry(self, expert: dict, source: str, site: Site) -> dict | None:
+        """An expert's parameters for this site: the expert's code where this program can evaluate it, else the
+        family's defaults (klineage.carry.adapt); None where they cannot be carried at all."""
+        return adapt(expert, visible_code(source, site.function), self.default_params(), self.label_params)
+
+    def blind_params(self, source: str, site: Site) -> dict | None:
+        """What a method without an expert's parameters applies here: the family's defaults."""
+        return self.default_params()
+
+    def variants(self, carried: dict, source: str, kernel: str | None, launches: list[dict] | None) -> list[dict]:
+        """The parameter sets to try at a site of `kernel` (None: the site is in no kernel), the carried ones first:
+        a small neighbourhood, each integer literal doubled or halved. `launches`: what the program's launches asked
+        for on the bench case, where a check saw them (klineage.optimize.bench_launches)."""
+        return numeric_neighbours(carried or self.default_params())[:3]
+
+    def variant_expected(self, expected: float, params: dict, carried: dict, source: str, kernel: str | None) -> float:
+        """What a variant is expected to bring, given the skill's `expected` for the carried parameters: the skill's
+        own for them, a neighbour's discounted (the square root)."""
+        return expected if params == carried else expected**0.5
+
+    def misfit(self, expert: dict, source: str, site: Site, kernel: str | None) -> tuple[str, str] | None:
+        """Why the expert's rewrite would be wrong at this site whatever the domain holds, as (the predicate it
+        would break, the reason); None where nothing here speaks against it. Decided before the conditions."""
+        return None
+
+    def untimed(self, source: str, site: Site, launches: list[dict] | None) -> str:
+        """Why the bench case would not run the rewritten code ("" where it would, or where it is not known):
+        decided after the conditions, from what the program's launches asked for (`launches`)."""
+        return ""
+
+    def host_side(self, before: str, after: str, site: Site) -> str:
+        """`after` (what `optimize` wrote from `before`) with what the forward direction needs beyond the round trip
+        on another program's host code; as it is by default."""
+        return after
+
+    def warp_ladders(self, source: str) -> dict[str, tuple[str, str]]:
+        """Kernels whose twin this family launches with warps computed from the tile by a ladder, each with (the
+        twin, the name the ladder binds): a kept candidate is followed by the ladder one rung down, then on."""
+        return {}
+
+    def scaled_ladder(self, source: str, kernel: str, factor: float) -> str | None:
+        """`source` with `kernel`'s warp ladder (see `warp_ladders`) scaled by `factor`; None where nothing moves."""
+        return None
+
+
+# What part of a launch configuration a family's parameters are (Transform.launch_configuration)
+WHOLE_CONFIGS = "whole configurations"  # tiles with the warps and stages they were measured with (a config list)
+WARPS_AND_STAGES = "warps and stages"  # at a launch, apart from any tile
 
 
 CONDITIONS = {
@@ -105,6 +203,38 @@ def dotted(node: cst.BaseExpression) -> str:
     return ""
 
 
+# Decorators that make a function a Triton kernel (bare names cover `from triton import jit`).
+KERNEL_DECORATORS = frozenset({"triton.jit", "jit", "triton.autotune", "autotune", "triton.heuristics", "heuristics"})
+
+
+def decorator_name(decorator: cst.Decorator) -> str:
+    expr = decorator.decorator
+    return dotted(expr.func if isinstance(expr, cst.Call) else expr)
+
+
+def is_kernel(fn: cst.FunctionDef) -> bool:
+    return any(decorator_name(d) in KERNEL_DECORATORS for d in fn.decorators)
+
+
+def is_autotuned(fn: cst.FunctionDef) -> bool:
+    return any(decorator_name(d) in ("triton.autotune", "autotune") for d in fn.decorators)
+
+
+def kernel_names(module: cst.Module) -> set[str]:
+    """Module-level Triton kernels. Launches of kernels imported from elsewhere are not recognized: their
+    decorators (autotune, defaults) are not visible here."""
+    return {s.name.value for s in module.body if isinstance(s, cst.FunctionDef) and is_kernel(s)}
+
+
+def launched_kernel(call: cst.Call, kernels: set[str]) -> str | None:
+    """`kernel[grid](...)` -> "kernel" when `kernel` is one of `kernels`."""
+    if isinstance(call.func, cst.Subscript):
+        name = dotted(call.func.value)
+        if name in kernels:
+            return name
+    return None
+
+
 def kwarg(call: cst.Call, name: str) -> cst.Arg | None:
     return next((a for a in call.args if a.keyword is not None and a.keyword.value == name), None)
 
@@ -130,11 +260,58 @@ def with_kwargs(call: cst.Call, values: dict[str, str]) -> cst.Call:
     return call.with_changes(args=args)
 
 
+def literal_bindings(function: cst.FunctionDef) -> dict[str, int]:
+    """Names the function binds exactly once at its top level, to an integer literal: `A = 32`, a chain
+    `A = B = 32`, or element-wise `A, B = 512, 128`. A name an augmented assignment (`A *= 2`) also binds is not
+    one (its value at a later launch is not the literal), nor an annotated one (launch_config rewrites plain
+    assignments only)."""
+    counts: dict[str, int] = {}
+    values: dict[str, int] = {}
+    for stmt in function.body.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Assign):
+                pairs = [p for target in small.targets for p in _literal_pairs(target.target, small.value)]
+            elif isinstance(small, cst.AnnAssign | cst.AugAssign) and isinstance(small.target, cst.Name):
+                pairs = [(small.target.value, None)]
+            else:
+                continue
+            for name, value in pairs:
+                counts[name] = counts.get(name, 0) + 1
+                if value is not None:
+                    values[name] = value
+    return {k: v for k, v in values.items() if counts[k] == 1}
+
+
+def int_literal(node: cst.BaseExpression | None) -> int | None:
+    """The value of an integer literal (`32`, `0x20`); None for anything else."""
+    return int(node.value, 0) if isinstance(node, cst.Integer) else None
+
+
+def _literal_pairs(target: cst.BaseExpression, value: cst.BaseExpression) -> list[tuple[str, int | None]]:
+    """(name, integer literal or None) pairs an assignment binds: `A = 32`, and `A, B = 512, 128` element-wise."""
+    if isinstance(target, cst.Name):
+        return [(target.value, int_literal(value))]
+    if isinstance(target, cst.Tuple):
+        names = [e.value for e in target.elements]
+        values = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [None] * len(names)
+        if len(values) != len(names):
+            values = [None] * len(names)
+        return [(n.value, int_literal(v)) for n, v in zip(names, values) if isinstance(n, cst.Name)]
+    return []
+
+
+def broadcasts(code: str) -> bool:
+    """Whether kernel code indexes with `[:, None]` / `[None, :]`: a 2-D kernel, whose lanes span rows and columns."""
+    return re.search(r"\[\s*None\s*,|,\s*None\s*\]", code) is not None
+
+
 Match = Callable[[cst.CSTNode], dict | None]
 Rewrite = Callable[[cst.CSTNode, dict], cst.CSTNode]
 
 
-class _Rewriter(cst.CSTTransformer):
+class NodeRewriter(cst.CSTTransformer):
     """Numbers the nodes of one type that `match` accepts, in post-order, and rewrites the one at `target`
     (or, with target None, only collects them)."""
 
@@ -178,7 +355,7 @@ class _Rewriter(cst.CSTTransformer):
 
 def _run(source: str, node_type, match: Match, rewrite: Rewrite | None, target: int | None, transform: str):
     wrapper = MetadataWrapper(cst.parse_module(source))
-    rewriter = _Rewriter(node_type, match, rewrite, target, transform)
+    rewriter = NodeRewriter(node_type, match, rewrite, target, transform)
     module = wrapper.visit(rewriter)
     return module.code, rewriter.found
 
@@ -224,10 +401,6 @@ class NodeTransform(Transform):
         except (KeyError, ValueError):
             return node
 
-    def default_params(self) -> dict:
-        """Parameters used to preview an optimize site when no expert's are at hand."""
-        return {}
-
 
 def matching_optimize_site(transform: Transform, simplified_source: str, site: Site) -> Site | None:
     """In the simplified program, the optimize site that `site` became: same function, and its code is what the
@@ -240,6 +413,12 @@ def matching_optimize_site(transform: Transform, simplified_source: str, site: S
 
 def load_families() -> dict[str, type[Transform]]:
     """Import every family module (each registers itself) and return the registry."""
+    _import_families()
+    return TRANSFORMS
+
+
+@functools.cache  # the forward walk asks per candidate (`family`): the modules are imported once
+def _import_families() -> None:
     import importlib
     import pkgutil
 
@@ -247,4 +426,9 @@ def load_families() -> dict[str, type[Transform]]:
 
     for info in pkgutil.iter_modules(package.__path__):
         importlib.import_module(f"klineage.transforms.{info.name}")
-    return TRANSFORMS
+
+
+def family(transform_id: str) -> type[Transform] | None:
+    """The registered family of that id (every family module imported first), or None: the forward walk names
+    candidates by transform id, and asks the family's hooks through this."""
+    return load_families().get(transform_id)

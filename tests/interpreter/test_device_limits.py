@@ -97,16 +97,7 @@ def test_an_autotuner_with_no_config_the_device_runs_fails(settings, sandbox):
 class _Deciding(FixedProposer):
     """A proposer that decides its candidates' conditions (as KLineage's does), offering the programs it is given."""
 
-    decides_conditions = True
-
-    def refuse_candidate(self, candidate, predicate, reason):
-        from klineage.proposers import Refusal
-
-        self.refusals.append(
-            Refusal(
-                candidate.origin, candidate.transform, candidate.function, predicate, f"{candidate.label}: {reason}"
-            )
-        )
+    decides_conditions = True  # Proposer.refuse_candidate records the refusal
 
 
 def test_a_candidate_that_cannot_load_is_refused_without_spending_an_evaluation(settings, sandbox):

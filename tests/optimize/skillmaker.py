@@ -4,6 +4,7 @@ offers fixed programs."""
 
 from __future__ import annotations
 
+from klineage.proposers import Candidate, Proposer
 from klineage.skills import Skill
 from klineage.transform import CONDITIONS, TRANSFORMS, load_families
 
@@ -55,29 +56,16 @@ def make_skill(
     )
 
 
-class FixedProposer:
+class FixedProposer(Proposer):
     """Proposes the programs it is given every round (an A and a B program, say), as two methods might."""
 
     def __init__(self, method, programs):
-        self.method, self.programs, self.refusals = method, programs, []
+        super().__init__(workload=None, settings=None, device="cpu")
+        self.method, self.programs = method, programs
 
     def propose(self, program):
-        from klineage.proposers import Candidate
-
         return [
             Candidate(f"variant {i}", "catalog", "launch_knobs", "program", "forward", {}, 1.0, "", (), p)
             for i, p in enumerate(self.programs)
             if p.hash != program.hash
         ]
-
-    def observe(self, attempt, evaluations_left):
-        return None
-
-    def worth(self, candidate):
-        return True
-
-    def llm_usage(self):
-        return None
-
-    def evidence(self):
-        return None

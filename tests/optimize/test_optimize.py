@@ -483,7 +483,7 @@ def test_a_tile_computed_at_launch_caps_carried_warps_by_the_size_the_bench_case
     x1.234 there for the autotune baseline in run 20). A 4096-wide launch still takes 8, and without the launch they
     are carried as before. On the walk, the start's check supplies the launches (faked here: nothing runs)."""
 
-    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
+    monkeypatch.setattr("klineage.proposers.skill.device_name", lambda device: "NVIDIA H200")
     rope = SUITES["heldout"] / "rope"
     wl, prog = load_workload(rope / "workload.py"), load_program(rope / "naive.py")
     skills = [make_skill("launch_knobs", {"num_warps": w}, (), speedup=1.16) for w in ("8", "16")]
@@ -536,7 +536,7 @@ def test_the_rows_twin_is_refused_where_the_bench_case_would_not_take_it(setting
     """The rows twin dispatches only on row tiles of at most 256 elements: where the bench case launched a wider
     tile (the naive softmax's 4096-wide rows), the timed case would run the present kernel and the evaluation would
     measure nothing. RoPE's 64-element tile takes it."""
-    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
+    monkeypatch.setattr("klineage.proposers.skill.device_name", lambda device: "NVIDIA H200")
     rope = SUITES["heldout"] / "rope"
     wl, prog = load_workload(rope / "workload.py"), load_program(rope / "naive.py")
 
@@ -560,7 +560,7 @@ def test_a_launch_whose_kernel_never_ran_is_not_gated(settings, monkeypatch):
     names the host function as run, so launch knobs at the tiled launch took two of KLineage's three evaluations
     and changed nothing (x1.0008, x1.000; run 19). A candidate at a launch is gated only where the check saw its
     kernel run: here RoPE's rows twin, whose fallback launch never runs on the cases checked (faked: nothing runs)."""
-    from klineage.proposers import Candidate, _rewrite, _transforms, launched_kernel
+    from klineage.proposers.base import Candidate, families, launched_kernel, rewriter
 
     rope = SUITES["heldout"] / "rope"
     wl, prog = load_workload(rope / "workload.py"), load_program(rope / "naive.py")
@@ -569,7 +569,7 @@ def test_a_launch_whose_kernel_never_ran_is_not_gated(settings, monkeypatch):
         for c in SkillProposer(wl, settings, "cpu", [make_skill("rows_per_program", {}, ())]).propose(prog)
         if c.transform == "rows_per_program"
     ).program
-    knobs = _transforms()["launch_knobs"]
+    knobs = families()["launch_knobs"]
     sites = knobs.optimize_sites(twin.source)
     cands = [
         Candidate(
@@ -582,7 +582,7 @@ def test_a_launch_whose_kernel_never_ran_is_not_gated(settings, monkeypatch):
             1.0,
             "",
             (),
-            _rewrite(twin, "program", knobs, twin.source, s, {"num_warps": "8"}),
+            rewriter(twin, "program", knobs, twin.source, s, {"num_warps": "8"}),
             s.before,
         )
         for s in sites
@@ -643,11 +643,11 @@ def test_a_carried_name_must_be_visible_where_it_is_used(settings):
     assert "def forward" in visible and "num_warps" not in visible and "_settings" in visible
     assert visible_code(elsewhere.source, "no_such_function") == elsewhere.source
     # a mention is not a binding: the keyword of a launch (`num_warps=4`) defines no `num_warps`
-    from klineage.proposers import _undefined
+    from klineage.carry import undefined_names
 
     spelled = "def forward(x):\n    k[(1,)](x, num_warps=4)\n"
-    assert _undefined({"num_warps", "min"}, spelled) == ["num_warps"]  # builtins are defined
-    assert _undefined({"num_warps"}, spelled.replace("(x):", "(x):\n    num_warps = 8")) == []
+    assert undefined_names({"num_warps", "min"}, spelled) == ["num_warps"]  # builtins are defined
+    assert undefined_names({"num_warps"}, spelled.replace("(x):", "(x):\n    num_warps = 8")) == []
 
 
 def test_a_launch_configuration_is_evidence_only_for_its_element_size(settings, monkeypatch):
@@ -656,7 +656,7 @@ def test_a_launch_configuration_is_evidence_only_for_its_element_size(settings, 
     it keeps its evidence."""
     from dataclasses import replace
 
-    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")  # proposing, not running
+    monkeypatch.setattr("klineage.proposers.skill.device_name", lambda device: "NVIDIA H200")  # proposing, not running
     skill = make_skill(
         "autotune_single_config",
         {"configs": "[triton.Config({'BLOCK_M': 128, 'BLOCK_N': 256, 'BLOCK_K': 64}, num_warps=8, num_stages=3)]"},
@@ -686,9 +686,9 @@ def test_an_expert_autotune_list_is_carried_only_onto_a_launch_it_tiles(settings
     element size, the skill still decides that autotune is safe, and the configs are the catalog's."""
     from dataclasses import replace
 
-    from klineage.proposers import _sites, _transforms, blind_params
+    from klineage.proposers.base import families, sites_in
 
-    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
+    monkeypatch.setattr("klineage.proposers.skill.device_name", lambda device: "NVIDIA H200")
     skill = make_skill(
         "autotune_single_config",
         {"configs": "[triton.Config({'BLOCK_M': 128, 'BLOCK_N': 256, 'BLOCK_K': 64}, num_warps=8, num_stages=3)]"},
@@ -698,7 +698,7 @@ def test_an_expert_autotune_list_is_carried_only_onto_a_launch_it_tiles(settings
     skill = replace(
         skill, provenance={**skill.provenance, "features": {"dot": 1.0, "compute_bound": 1.0, "dtype_bfloat16": 1.0}}
     )
-    autotune = _transforms()["autotune_single_config"]
+    autotune = families()["autotune_single_config"]
     for name, expert in (("layernorm", False), ("matmul_odd_k", True)):
         folder = SUITES["heldout"] / name
         wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
@@ -711,8 +711,8 @@ def test_an_expert_autotune_list_is_carried_only_onto_a_launch_it_tiles(settings
         configs = cands[0].params["configs"]
         assert ("'BLOCK_M': 128" in configs) == expert, (name, configs)
         if not expert:
-            ((_, source, site),) = [x for x in _sites(autotune, prog)]
-            assert cands[0].params == blind_params(autotune, source, site)
+            ((_, source, site),) = [x for x in sites_in(autotune, prog)]
+            assert cands[0].params == autotune.blind_params(source, site)
 
 
 def test_an_expert_configuration_brings_its_warps_onto_a_launch_that_passes_none(settings, monkeypatch, tmp_path):
@@ -722,7 +722,7 @@ def test_an_expert_configuration_brings_its_warps_onto_a_launch_that_passes_none
     added where the launch passes none, and a launch on the defaults does not run the configuration."""
     from klineage.program import Program
 
-    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
+    monkeypatch.setattr("klineage.proposers.skill.device_name", lambda device: "NVIDIA H200")
     skill = make_skill(
         "autotune_single_config",
         {"configs": "[triton.Config({'BLOCK_M': 128, 'BLOCK_N': 256, 'BLOCK_K': 64}, num_warps=8, num_stages=3)]"},
@@ -757,7 +757,7 @@ def test_a_measured_slowdown_of_more_warps_turns_the_search_to_fewer(settings, m
     nothing."""
     from klineage.optimize import Attempt
 
-    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")  # proposing, not running
+    monkeypatch.setattr("klineage.proposers.skill.device_name", lambda device: "NVIDIA H200")  # proposing, not running
     skill = make_skill("launch_knobs", {"num_warps": "8"}, (), speedup=1.16)
     rope = SUITES["heldout"] / "rope"
     wl, prog = load_workload(rope / "workload.py"), load_program(rope / "naive.py")
@@ -795,7 +795,7 @@ def test_after_fewer_warps_pay_the_search_does_not_go_back(settings, monkeypatch
     counts at that launch and tile: back to 4 or up to 8 is skipped with the reason, 1 is still worth a try."""
     from klineage.optimize import Attempt
 
-    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
+    monkeypatch.setattr("klineage.proposers.skill.device_name", lambda device: "NVIDIA H200")
     skill = make_skill("launch_knobs", {"num_warps": "8"}, (), speedup=1.16)
     folder = SUITES["heldout"] / "softmax_scale_mask"
     wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
@@ -948,7 +948,7 @@ def test_the_walk_gates_the_fewer_warps_next_after_a_slowdown(monkeypatch, setti
     monkeypatch.setattr(opt, "check", fake_check)
     monkeypatch.setattr(opt, "time_pair", fake_pair)
     monkeypatch.setattr(opt, "device_name", lambda device: "NVIDIA H200")
-    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
+    monkeypatch.setattr("klineage.proposers.skill.device_name", lambda device: "NVIDIA H200")
     rope = SUITES["heldout"] / "rope"
     wl, prog = load_workload(rope / "workload.py"), load_program(rope / "naive.py")
     proposer = SkillProposer(wl, settings, "cuda", [make_skill("launch_knobs", {"num_warps": "8"}, (), speedup=1.16)])
@@ -962,7 +962,7 @@ def test_the_walk_gates_the_fewer_warps_next_after_a_slowdown(monkeypatch, setti
 
 def _twin_proposer(name: str, settings, monkeypatch):
     """KLineage with one whole_row_tile skill (x1.5) on a held-out naive program: (proposer, program, its twin)."""
-    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")  # proposing, not running
+    monkeypatch.setattr("klineage.proposers.skill.device_name", lambda device: "NVIDIA H200")  # proposing, not running
     skill = make_skill("whole_row_tile", {"leading": []}, (), speedup=1.5)
     folder = SUITES["heldout"] / name
     wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
@@ -1077,7 +1077,7 @@ def test_rows_twin_ranks_with_the_launch_configuration_and_its_fallback_is_left_
     reached. Its twin now ranks with the launch configuration, ahead of code-level rewrites the evidence does not
     separate from it; once applied, the one-row kernel only runs on tiles wider than 256, and nothing is proposed
     for it."""
-    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
+    monkeypatch.setattr("klineage.proposers.skill.device_name", lambda device: "NVIDIA H200")
     folder = SUITES["heldout"] / "rope"
     wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
     skills = [
@@ -1118,7 +1118,7 @@ def test_a_kept_tile_step_is_followed_by_the_next_step_the_same_way(settings, mo
     the same way; a step not kept, or a warps step, is not."""
     from klineage.optimize import Attempt
 
-    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
+    monkeypatch.setattr("klineage.proposers.skill.device_name", lambda device: "NVIDIA H200")
     folder = SUITES["heldout"] / "mse_loss"
     wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
     proposer = SkillProposer(wl, settings, "cuda", [make_skill("launch_knobs", {"num_warps": "8"}, (), speedup=1.2)])
@@ -1164,7 +1164,7 @@ def test_a_tile_step_that_paid_much_is_followed_by_two_steps_at_once(settings, m
     from klineage.launch_config import TILE_BOUNDS
     from klineage.optimize import Attempt
 
-    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
+    monkeypatch.setattr("klineage.proposers.skill.device_name", lambda device: "NVIDIA H200")
     folder = SUITES["heldout"] / "mse_loss"
     wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
     proposer = SkillProposer(wl, settings, "cuda", [])
@@ -1196,7 +1196,7 @@ def test_the_atomic_row_sums_chunk_is_searched_with_its_tile_and_followed_the_sa
     step is followed by the next one the same way, both names moving."""
     from klineage.optimize import Attempt
 
-    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
+    monkeypatch.setattr("klineage.proposers.skill.device_name", lambda device: "NVIDIA H200")
     folder = SUITES["heldout"] / "atomic_rowsum"
     wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
     proposer = SkillProposer(wl, settings, "cuda", [])
@@ -1310,7 +1310,7 @@ def test_a_tile_that_leaves_each_thread_few_elements_first_steps_x4(instance, fi
     one doubling after it; blind's search keeps its one doubling."""
     from klineage.proposers import BlindProposer
 
-    monkeypatch.setattr("klineage.proposers.device_name", lambda device: "NVIDIA H200")
+    monkeypatch.setattr("klineage.proposers.skill.device_name", lambda device: "NVIDIA H200")
     folder = SUITES["heldout"] / instance
     wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
     ours = [c.label for c in SkillProposer(wl, settings, "cuda", []).propose(prog) if c.transform == "launch_config"]

@@ -80,3 +80,15 @@ def test_the_escape_recheck_skips_a_probe_outside_a_listed_domain():
     odd = {"name": "even sizes + 1", "case": {"B": 3, "S": 5, "H": 3, "D": 33, "dtype": "bfloat16"}}
     assert not _in_domain(odd, rope)
     assert _in_domain({**odd, "case": {**odd["case"], "D": 32}}, rope)
+
+
+def test_every_predicate_has_a_decider_or_says_why_it_has_none():
+    """`decide` is a registry (predicate -> decider); a predicate without one is a property of the code that the
+    gates judge, and says so in CODE_PROPERTIES."""
+    from klineage.conditions import CODE_PROPERTIES, DECIDERS
+    from klineage.transform import CONDITIONS
+
+    for predicate in CONDITIONS:
+        assert (predicate in DECIDERS) != (predicate in CODE_PROPERTIES), predicate
+    assert set(DECIDERS) | set(CODE_PROPERTIES) == set(CONDITIONS)
+    assert all(why for why in CODE_PROPERTIES.values())

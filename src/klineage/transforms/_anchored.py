@@ -8,7 +8,6 @@ function enclosing the anchor (a function anchor names itself). Not a family: re
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 import libcst as cst
@@ -152,48 +151,6 @@ def bound_in(node: cst.CSTNode) -> set[str]:
 
     node.visit(V())
     return found
-
-
-def literal_bindings(function: cst.FunctionDef) -> dict[str, int]:
-    """Names the function binds exactly once at its top level, to an integer literal: `A = 32`, a chain
-    `A = B = 32`, or element-wise `A, B = 512, 128`. A name an augmented assignment (`A *= 2`) also binds is not
-    one (its value at a later launch is not the literal), nor an annotated one (launch_config rewrites plain
-    assignments only)."""
-    counts: dict[str, int] = {}
-    values: dict[str, int] = {}
-    for stmt in function.body.body:
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            continue
-        for small in stmt.body:
-            if isinstance(small, cst.Assign):
-                pairs = [p for target in small.targets for p in _literal_pairs(target.target, small.value)]
-            elif isinstance(small, cst.AnnAssign | cst.AugAssign) and isinstance(small.target, cst.Name):
-                pairs = [(small.target.value, None)]
-            else:
-                continue
-            for name, value in pairs:
-                counts[name] = counts.get(name, 0) + 1
-                if value is not None:
-                    values[name] = value
-    return {k: v for k, v in values.items() if counts[k] == 1}
-
-
-def int_literal(node: cst.BaseExpression | None) -> int | None:
-    """The value of an integer literal (`32`, `0x20`); None for anything else."""
-    return int(node.value, 0) if isinstance(node, cst.Integer) else None
-
-
-def _literal_pairs(target: cst.BaseExpression, value: cst.BaseExpression) -> list[tuple[str, int | None]]:
-    """(name, integer literal or None) pairs an assignment binds: `A = 32`, and `A, B = 512, 128` element-wise."""
-    if isinstance(target, cst.Name):
-        return [(target.value, int_literal(value))]
-    if isinstance(target, cst.Tuple):
-        names = [e.value for e in target.elements]
-        values = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [None] * len(names)
-        if len(values) != len(names):
-            values = [None] * len(names)
-        return [(n.value, int_literal(v)) for n, v in zip(names, values) if isinstance(n, cst.Name)]
-    return []
 
 
 def calls_to(node: cst.CSTNode, name: str) -> list[cst.Call]:
@@ -406,8 +363,3 @@ def replace_node(root: cst.CSTNode, old: cst.CSTNode, new) -> cst.CSTNode:
 
 def blocks(root: cst.CSTNode) -> list[cst.IndentedBlock]:
     return nodes_under(root, cst.IndentedBlock)
-
-
-def broadcasts(code: str) -> bool:
-    """Whether kernel code indexes with `[:, None]` / `[None, :]`: a 2-D kernel, whose lanes span rows and columns."""
-    return re.search(r"\[\s*None\s*,|,\s*None\s*\]", code) is not None

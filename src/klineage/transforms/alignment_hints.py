@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
-from klineage.transform import dotted, node_code, register
+from klineage.carry import code_names, literal_int, undefined_names
+from klineage.transform import Site, dotted, node_code, register
 from klineage.transforms._anchored import AnchoredTransform, Module
 from klineage.transforms._kernel_exprs import call_with, int_like, kernel_nodes, single_name_assign_value
 
@@ -45,6 +48,24 @@ class AlignmentHints(AnchoredTransform):
     cost = 1
     conditions = ("aligned_16", "contiguous", "divisible_by_block")
     intent = "multiple_of/max_contiguous hints let the compiler vectorize loads and stores"
+    interpreter_blind = "tl.multiple_of / tl.max_contiguous are no-ops in the interpreter"
+
+    def misfit(self, expert: dict, source: str, site: Site, kernel: str | None) -> tuple[str, str] | None:
+        """Why an expert's alignment hint cannot be carried to this site, or None. `tl.multiple_of(x, BLOCK_M)`
+        claims x is a multiple of BLOCK_M: here that bound must exist, and the value must be built from it
+        (`pid * BLOCK`, `tl.arange(0, BLOCK)`), or the claim is unfounded: the attention expert's hints had landed
+        on `pid = tl.program_id(0)` with a `BLOCK_M` the kernel did not define."""
+        for fn, bound in expert.get("hints", []):
+            if literal_int(bound) is not None:
+                continue  # a number: whether it holds is the conditions' question (divisible_by_block, aligned_16)
+            names = code_names(str(bound))
+            if missing := undefined_names(names, source):
+                why = f"the expert's bound {bound} names {', '.join(missing)}, which this program does not define"
+                return "divisible_by_block", why
+            if not any(re.search(rf"\b{re.escape(n)}\b", site.before) for n in names):
+                why = f"{site.before.strip()[:60]} is not built from {bound}: {fn} would claim what nothing shows"
+                return "divisible_by_block", why
+        return None
 
     def expert_anchors(self, module: Module):
         found = []

@@ -48,6 +48,7 @@ class AssumeHints(AnchoredTransform):
     cost = 1
     conditions = ("aligned_16", "contiguous", "divisible_by_block")
     intent = "tl.assume facts let integer analysis simplify address arithmetic"
+    interpreter_blind = "tl.assume is a no-op in the interpreter"
 
     def _kernels(self, module: Module):
         return [f for f in module.functions() if is_jit(f) and isinstance(f.body, cst.IndentedBlock)]

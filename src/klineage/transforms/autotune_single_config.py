@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from klineage.transform import Site, Transform, dotted, node_code, register
-from klineage.transforms.launch_knobs import (
-    append_kwargs,
+from klineage import launch_config
+from klineage.launch_config import expert_tiles
+from klineage.transform import (
+    WHOLE_CONFIGS,
+    Site,
+    Transform,
     decorator_name,
-    drop_trailing,
+    dotted,
     is_kernel,
     launched_kernel,
-    trailing_kwargs,
+    node_code,
+    register,
 )
+from klineage.transforms._anchored import constexpr_params
+from klineage.transforms.launch_knobs import append_kwargs, drop_trailing, trailing_kwargs
 
 AUTOTUNE = ("triton.autotune", "autotune")
 CONFIG = ("triton.Config", "Config")
@@ -190,6 +198,34 @@ class AutotuneSingleConfig(Transform):
     cost = 2
     conditions = ("idempotent_launch",)
     intent = "pick the tile/warps/stages per shape by benchmarking a config list instead of one fixed config"
+    forward_rank = 1
+    launch_configuration = WHOLE_CONFIGS
+    needs_timing = True
+
+    # -- the forward walk's hooks ---------------------------------------------------------------------------
+
+    def carry(self, expert: dict, source: str, site: Site) -> dict | None:
+        """The expert's configs, renamed onto this kernel's launch."""
+        return autotune_params(source, site.function, expert_tiles(expert))
+
+    def blind_params(self, source: str, site: Site) -> dict | None:
+        """Without an expert's configs: the current config plus every tile doubled and 8 warps."""
+        current = {t.keyword: t.value for t in launch_config.tunables(source) if t.kernel == site.function}
+        doubled = {k: v * 2 for k, v in current.items() if k not in launch_config.KNOBS}
+        return autotune_params(source, site.function, [doubled, {"num_warps": 8}, {**doubled, "num_warps": 8}])
+
+    def variants(self, carried: dict, source: str, kernel: str | None, launches: list[dict] | None) -> list[dict]:
+        """The config list as carried: it is its own neighbourhood."""
+        return [carried] if carried else []
+
+    def host_side(self, before: str, after: str, site: Site) -> str:
+        """The configs now own the tiles: size the grid from them (`META`)."""
+        host_tiles = {
+            t.name
+            for t in launch_config.tunables(before)
+            if t.kernel == site.function and t.bound == "assigned" and t.keyword not in launch_config.KNOBS
+        }
+        return launch_config.meta_grid(after, site.function, host_tiles)
 
     # -- analysis -------------------------------------------------------------------------------------------
 
@@ -321,3 +357,42 @@ class AutotuneSingleConfig(Transform):
             return cst.parse_expression(params["decorator"])
         extra = "".join(f", {k}={v}" for k, v in params.items() if k not in ("configs", "key", "decorator"))
         return cst.parse_expression(f"triton.autotune(configs={params['configs']}, key={params['key']}{extra})")
+
+
+SIZE_PARAM = re.compile(r"^([A-Z]|n_\w+|\w+_size|num_\w+|n\w*)$")
+
+
+def autotune_params(source: str, kernel: str, tiles: list[dict[str, int]]) -> dict | None:
+    """Params for `optimize` on this program: the first config is what the launches pass now (their trailing tile
+    and knob keywords), the others that config changed by each of `tiles`; the key is the kernel's size arguments.
+    None when the launch's trailing keywords are not all tunable literals."""
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError:
+        return None
+    fn = next((s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == kernel), None)
+    values = {t.keyword: t.value for t in launch_config.tunables(source) if t.kernel == kernel}
+    launches = kernel_launches(module, kernel)
+    if fn is None or not values or not launches:
+        return None
+    launch = launches[0]  # optimize checks that every launch ends with the same keywords
+    n = trailing_kwargs(launch, frozenset(values))
+    if n == 0:
+        return None
+    end = len(launch.args) - 1 if launch.args[-1].star == "**" else len(launch.args)
+    first = {a.keyword.value: values[a.keyword.value] for a in launch.args[end - n : end]}
+    configs = [first]
+    for tile in tiles:
+        config = {**first, **{k: v for k, v in tile.items() if k in first or k in launch_config.KNOBS}}
+        if config not in configs:
+            configs.append(config)
+    params = [p.name.value for p in fn.params.params]
+    constexpr = constexpr_params(fn)
+    key = [p for p in params if p not in constexpr and SIZE_PARAM.match(p) and not p.endswith("_ptr")]
+
+    def config_code(c: dict) -> str:
+        meta = ", ".join(f"'{k}': {v}" for k, v in c.items() if k not in launch_config.KNOBS)
+        knobs = "".join(f", {k}={v}" for k, v in c.items() if k in launch_config.KNOBS)
+        return f"triton.Config({{{meta}}}{knobs})"
+
+    return {"configs": "[" + ", ".join(config_code(c) for c in configs) + "]", "key": repr(key)}

@@ -97,6 +97,7 @@ class BlockCapDispatch(AnchoredTransform):
     cost = 3
     conditions = ("divisible_by_block", "shared_memory_fits")
     intent = "size the column tile to the row (capped) instead of a fixed moderate tile"
+    forward_rank = 2
 
     def expert_anchors(self, module: Module):
         found = []

@@ -33,6 +33,7 @@ class CacheHints(AnchoredTransform):
     cost = 1
     conditions = ("cross_program_handoff", "contiguous", "fully_masked_rows")
     intent = "cache/eviction hints on loads and stores keep re-read data in L2 and stream the rest"
+    interpreter_blind = "the interpreter ignores cache and eviction modifiers"
 
     def expert_anchors(self, module: Module):
         found = []

@@ -5,8 +5,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
-from klineage.transform import Site, Transform, dotted, node_code, register
-from klineage.transforms.launch_knobs import is_kernel
+from klineage.transform import Site, Transform, dotted, is_kernel, node_code, register
 
 CONSTEXPR = ("tl.constexpr", "triton.language.constexpr", "constexpr")
 
@@ -169,6 +168,7 @@ class ConstexprFlags(Transform):
     cost = 3
     conditions = ("flag_not_shape", "dtype_fp16", "dtype_bf16")
     intent = "make a feature flag a compile-time constant so the branches it gates are folded away"
+    forward_rank = 4
 
     def sites(self, source: str) -> list[Site]:
         try:

@@ -123,6 +123,7 @@ class DivisibilityFastPath(AnchoredTransform):
     cost = 3
     conditions = ("divisible_by_block",)
     intent = "compile a mask-free branch for the launches whose sizes divide by the block"
+    forward_rank = 3
 
     def expert_anchors(self, module: Module):
         found = []

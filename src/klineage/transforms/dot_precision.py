@@ -38,6 +38,7 @@ class DotPrecision(AnchoredTransform):
     cost = 1
     conditions = ("dtype_fp32", "tolerance")
     intent = "tf32 input precision runs fp32 dots on tensor cores"
+    forward_rank = 3
 
     def expert_anchors(self, module: Module):
         found = []

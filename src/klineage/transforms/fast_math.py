@@ -68,6 +68,7 @@ class FastMath(AnchoredTransform):
     conditions = ("tolerance",)
     intent = "exp2 with folded LOG2E and rsqrt map to fast hardware instructions"
     label_params = ("kind", "order", "parens")
+    forward_rank = 3
 
     def expert_anchors(self, module: Module):
         names, tl = log2e_names(module), _tl_alias(module)

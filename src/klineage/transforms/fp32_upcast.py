@@ -97,6 +97,7 @@ class Fp32Upcast(StatementSites, AnchoredTransform):
     cost = 2
     conditions = ("dtype_fp16", "dtype_bf16", "tolerance")
     intent = "upcasting loaded fp16/bf16 values to fp32 keeps reductions accurate and finite"
+    robustness_predicate = "tolerance"
 
     def expert_anchors(self, module: Module):
         found, cache = [], {}

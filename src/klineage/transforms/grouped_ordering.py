@@ -8,8 +8,7 @@ from collections import Counter
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from klineage.transform import Site, Transform, dotted, node_code, register
-from klineage.transforms.launch_knobs import is_kernel
+from klineage.transform import Site, Transform, dotted, is_kernel, node_code, register
 
 # The expert form, with the names the kernel uses (keys are the roles, as in Triton tutorial 03).
 GROUPED = """\
@@ -259,6 +258,7 @@ class GroupedOrdering(Transform):
     cost = 2
     conditions = ("divisible_by_block",)
     intent = "swizzle program ids into groups of tile-rows for L2 reuse of A and B panels"
+    forward_rank = 2
 
     def sites(self, source: str) -> list[Site]:
         try:

@@ -87,6 +87,7 @@ class InplaceAliasing(AnchoredTransform):
     cost = 4
     conditions = ("no_aliasing",)
     intent = "store the output into an input's buffer instead of allocating a new one"
+    forward_rank = 4
 
     def expert_anchors(self, module: Module):
         found = []

@@ -37,6 +37,7 @@ class Int64Offsets(AnchoredTransform):
     cost = 1
     conditions = ("offsets_below_2_31",)
     intent = "int64 index arithmetic keeps element offsets past 2**31 from overflowing"
+    robustness_predicate = "offsets_below_2_31"
 
     def expert_anchors(self, module: Module):
         found = []

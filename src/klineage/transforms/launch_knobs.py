@@ -1,49 +1,30 @@
 """Family 9: num_warps / num_stages at kernel launch sites.
 
 Also holds helpers shared by the other launch- and kernel-scoped families (autotune_single_config,
-grouped_ordering, pipelining, constexpr_flags, specialization): recognizing Triton kernels and their launches,
-and adding/removing trailing keyword arguments of a call while keeping the call's own argument layout (so a
-one-argument-per-line launch stays one-argument-per-line and round trips exactly)."""
+grouped_ordering, pipelining, constexpr_flags, specialization): a node transform that knows whether it sits
+inside a Triton kernel (recognizing kernels and their launches lives in klineage.transform), and adding/removing
+trailing keyword arguments of a call while keeping the call's own argument layout (so a one-argument-per-line
+launch stays one-argument-per-line and round trips exactly)."""
 
 from __future__ import annotations
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from klineage.transform import NodeTransform, _Rewriter, dotted, register
-
-# Decorators that make a function a Triton kernel (bare names cover `from triton import jit`).
-KERNEL_DECORATORS = frozenset({"triton.jit", "jit", "triton.autotune", "autotune", "triton.heuristics", "heuristics"})
+from klineage import launch_config
+from klineage.carry import literal_int
+from klineage.transform import (
+    WARPS_AND_STAGES,
+    NodeRewriter,
+    NodeTransform,
+    is_autotuned,
+    is_kernel,
+    kernel_names,
+    launched_kernel,
+    register,
+)
 
 KNOBS = ("num_warps", "num_stages")
-
-
-def decorator_name(decorator: cst.Decorator) -> str:
-    expr = decorator.decorator
-    return dotted(expr.func if isinstance(expr, cst.Call) else expr)
-
-
-def is_kernel(fn: cst.FunctionDef) -> bool:
-    return any(decorator_name(d) in KERNEL_DECORATORS for d in fn.decorators)
-
-
-def is_autotuned(fn: cst.FunctionDef) -> bool:
-    return any(decorator_name(d) in ("triton.autotune", "autotune") for d in fn.decorators)
-
-
-def kernel_names(module: cst.Module) -> set[str]:
-    """Module-level Triton kernels. Launches of kernels imported from elsewhere are not recognized: their
-    decorators (autotune, defaults) are not visible here."""
-    return {s.name.value for s in module.body if isinstance(s, cst.FunctionDef) and is_kernel(s)}
-
-
-def launched_kernel(call: cst.Call, kernels: set[str]) -> str | None:
-    """`kernel[grid](...)` -> "kernel" when `kernel` is one of `kernels`."""
-    if isinstance(call.func, cst.Subscript):
-        name = dotted(call.func.value)
-        if name in kernels:
-            return name
-    return None
 
 
 def _default_sep() -> cst.Comma:
@@ -106,8 +87,8 @@ def drop_trailing(call: cst.Call, count: int) -> cst.Call:
     return call.with_changes(args=keep + rest)
 
 
-class _ScopedRewriter(_Rewriter):
-    """_Rewriter that also tells its transform whether the node being matched sits inside a Triton kernel."""
+class _ScopedRewriter(NodeRewriter):
+    """NodeRewriter that also tells its transform whether the node being matched sits inside a Triton kernel."""
 
     def __init__(self, owner: ScopedNodeTransform, *args):
         super().__init__(*args)
@@ -185,6 +166,11 @@ class LaunchKnobs(ScopedNodeTransform):
     cost = 2
     conditions = ("shared_memory_fits",)
     intent = "launch with the warp count and pipeline depth suited to the tile instead of the defaults"
+    forward_rank = 1
+    launch_configuration = WARPS_AND_STAGES
+    needs_timing = True
+    sets_launch_knobs = True
+    interpreter_blind = "the interpreter has no warps or pipeline stages"
 
     def expert(self, node):
         if launched_kernel(node, self.kernels - self.autotuned) is None:
@@ -212,3 +198,61 @@ class LaunchKnobs(ScopedNodeTransform):
 
     def default_params(self):
         return {"num_warps": "8"}
+
+    def variants(self, carried: dict, source: str, kernel: str | None, launches: list[dict] | None) -> list[dict]:
+        """The neighbourhood, with carried warps adapted to the launch's tile (`warps_for_tile`)."""
+        variants = super().variants(carried, source, kernel, launches)
+        return variants if kernel is None else warps_for_tile(variants, source, kernel, launches)
+
+    def variant_expected(self, expected: float, params: dict, carried: dict, source: str, kernel: str | None) -> float:
+        """For warps turned the other way from the carried ones (`warps_for_tile`), none: the skill measured more
+        warps."""
+        if params != carried and kernel is not None:
+            warps, asked = literal_int(params.get("num_warps")), literal_int((carried or {}).get("num_warps"))
+            if warps is not None:
+                present = launch_config.present_warps(source, kernel)
+                if warps < present and (asked is None or asked > present):
+                    return 1.0
+        return super().variant_expected(expected, params, carried, source, kernel)
+
+
+def warps_for_tile(variants: list[dict], source: str, kernel: str, launches: list[dict] | None = None) -> list[dict]:
+    """Carried warps adapted to this launch's tile: at most the warps that leave each thread
+    MIN_ELEMENTS_PER_THREAD of the elements one program handles (an expert's 8 or 16 warps were measured on rows
+    of thousands of elements; on a 256-element block they idle). A variant the tile has no room for (its warps
+    capped at or below the present ones: a reduction nobody measured) is dropped, as are variants that end at the
+    launch's present warps or repeat one another: they would spend an evaluation on the same program. A computed
+    tile (`next_power_of_2(n)`) has its size from the bench case's launches (`launches`), where the check saw them;
+    without them it is not capped. RoPE's 64-wide half per program took SwiGLU's 8 warps (expected x1.16) first and
+    ran at x0.50, and the rows-per-program twin, x5.9 for blind, never got its turn in four evaluations (H200,
+    run 19).
+    Where a computed tile has no room for more warps than the present ones, the carried variant becomes half the
+    present warps (one step; the next round steps again from there): such a tile is the row or the head, which no
+    launch parameter enlarges, so fewer threads are the one way to give each more of it. Measured: on RoPE (64
+    elements a program) and the masked softmax (1024 fp16 elements) the autotune baseline's 2 warps ran at x1.234
+    and x1.068, and 1 warp after them at x1.000 and x1.140, where the cap had left KLineage no warps at all (H200,
+    run 20). A literal tile keeps the drop: the launch-configuration search enlarges it instead."""
+    elements = launch_config.elements_per_program(source, kernel)
+    computed = elements is None
+    if computed:
+        elements = launch_config.launched_elements(source, kernel, launches)
+    cap = None
+    if elements is not None:
+        room = elements // (32 * launch_config.MIN_ELEMENTS_PER_THREAD)
+        cap = 1 << (room.bit_length() - 1) if room else 0  # a power of two
+    present = launch_config.present_warps(source, kernel)
+    out = []
+    for params in variants:
+        warps = literal_int(params.get("num_warps"))
+        if warps is not None and cap is not None and warps > cap:
+            if cap > present:
+                params = {**params, "num_warps": str(cap)}
+            elif computed and present >= 2:
+                params = {**params, "num_warps": str(present // 2)}
+            else:
+                continue
+        if params.get("num_warps") is not None and literal_int(params["num_warps"]) == present and len(params) == 1:
+            continue
+        if params not in out:
+            out.append(params)
+    return out

@@ -313,6 +313,7 @@ class MergedReductions(Transform):
     conditions = ("dtype_fp16", "tolerance")
     intent = "one tl.max(..., return_indices=True) reduction gives a maximum and its index instead of two reductions"
     label_params = ("tie_break", "order")
+    forward_rank = 3
 
     def default_params(self) -> dict:
         return {"tie_break": "explicit"}

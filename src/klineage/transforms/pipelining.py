@@ -49,6 +49,9 @@ class Pipelining(ScopedNodeTransform):
     conditions = ("arch_sm90", "shared_memory_fits")
     intent = "software-pipeline a kernel loop (stages, warp specialization, flattening) instead of the defaults"
     node_type = cst.For
+    forward_rank = 2
+    needs_timing = True
+    interpreter_blind = "the interpreter does not pipeline loops"
 
     def expert(self, node):
         call = node.iter

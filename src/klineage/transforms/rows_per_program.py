@@ -4,20 +4,27 @@ from __future__ import annotations
 
 import libcst as cst
 
-from klineage.transform import dotted, kwarg, node_code, register, with_kwargs
+from klineage import launch_config
+from klineage.transform import (
+    broadcasts,
+    dotted,
+    int_literal,
+    kwarg,
+    literal_bindings,
+    node_code,
+    register,
+    with_kwargs,
+)
 from klineage.transforms._anchored import (
     AnchoredTransform,
     Module,
-    broadcasts,
     calls,
     calls_to,
     constexpr_params,
     imported_modules,
-    int_literal,
     launch_statement,
     launches,
     leading_comments,
-    literal_bindings,
     names_in,
     statement_code,
 )
@@ -367,6 +374,27 @@ class RowsPerProgram(AnchoredTransform):
     cost = 4
     conditions = ("fully_masked_rows", "divisible_by_block")  # a row count that BLOCK_ROW does not divide
     intent = "process a tile of narrow rows per program instead of one row"
+    # Right after the launch configuration's own numbers: the twin runs only where a program's row tile is at most
+    # 256 elements wide, under-filled by construction (held-out RoPE, 64 elements a program, ended at 0.20 of the
+    # roofline in run 9 while the skill, measured where Liger's dispatch kept one row per program, carried no
+    # effect to rank it by). It waits for the launch configuration's own numbers: ranked ahead of MSE's block
+    # doublings, the twin was kept (x1.55) and the single final program still summed one partial per 256 elements:
+    # 0.37 of the roofline where blind's doublings reached 0.86 (H200, run 10).
+    forward_rank = 0.5
+    twin_suffix = TWIN
+
+    def untimed(self, source: str, site, launches: list[dict] | None) -> str:
+        """Why the rows twin would change nothing timed: its dispatch takes it only where the row tile is at most
+        ROW_TILE_CAP wide, and the bench case's launches (as the check saw them) asked for a wider one; '' when
+        they did not, or are unknown. The naive softmax's 8192-wide rows would have spent an evaluation on it."""
+        kernel = site.params.get("kernel")
+        elements = launch_config.launched_elements(source, kernel, launches) if kernel else None
+        if elements is None or elements <= ROW_TILE_CAP:
+            return ""
+        return (
+            f"the bench case launches {kernel} with a {elements}-element row tile; the twin's dispatch takes only "
+            f"tiles of at most {ROW_TILE_CAP}, so the timed case would run the present kernel"
+        )
 
     def expert_anchors(self, module: Module):
         found = []

@@ -89,6 +89,7 @@ class ScalarDtypePin(StatementSites, AnchoredTransform):
     cost = 2
     conditions = ("torch_compile_launch",)
     intent = "pinning scalar arguments to fp32 keeps fp64 scalars from torch.compile out of the math"
+    forward_rank = 4
 
     def expert_anchors(self, module: Module):
         found = []

@@ -38,6 +38,8 @@ class Specialization(NodeTransform):
     conditions = ("aligned_16",)
     intent = "keep a fast-changing argument out of specialization so the kernel is compiled once"
     node_type = cst.Decorator
+    forward_rank = 4
+    interpreter_blind = "the interpreter does not specialize arguments"
 
     def expert(self, node):
         call = node.decorator

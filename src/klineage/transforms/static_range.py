@@ -54,6 +54,7 @@ class StaticRange(AnchoredTransform):
     cost = 1
     conditions = ("loop_index_not_constexpr",)
     intent = "tl.static_range unrolls short loops with compile-time trip counts"
+    forward_rank = 3
 
     def expert_anchors(self, module: Module):
         return [

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from klineage.transform import dotted, kwarg, node_code, register, with_kwargs
+from klineage.transform import broadcasts, dotted, kwarg, node_code, register, with_kwargs
 from klineage.transforms._anchored import (
     AnchoredTransform,
     Module,
     bound_in,
-    broadcasts,
     calls,
     constexpr_params,
     imported_modules,
@@ -444,6 +443,16 @@ class WholeRowTile(AnchoredTransform):
     cost = 4
     conditions = ("divisible_by_block", "shared_memory_fits")
     intent = "hold a row that fits in one tile instead of sweeping it in fixed tiles"
+    forward_rank = 2
+    twin_suffix = TWIN
+
+    def warp_ladders(self, source: str) -> dict[str, tuple[str, str]]:
+        """The kernels whose one-tile twin is launched with this family's warp ladder: computed at launch from the
+        row's tile, so the launch-configuration search has no literal to change there."""
+        return {kernel: (kernel + TWIN, WARPS_NAME) for kernel in twin_ladders(source)}
+
+    def scaled_ladder(self, source: str, kernel: str, factor: float) -> str | None:
+        return scaled_ladder(source, kernel, factor)
 
     def default_params(self) -> dict:
         return {"cap": str(FUSED_CAP)}

@@ -74,6 +74,7 @@ class WorkSkipping(AnchoredTransform):
     cost = 4
     conditions = ("fully_masked_rows",)
     intent = "return early from programs whose result is known, skipping their loads and math"
+    forward_rank = 3
 
     def expert_anchors(self, module: Module):
         found = []

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from klineage.transform import kwarg, node_code, register, with_kwargs, without_kwargs
+from klineage import launch_config
+from klineage.transform import Site, broadcasts, kwarg, node_code, register, with_kwargs, without_kwargs
 from klineage.transforms._anchored import AnchoredTransform, Module, calls_to, is_jit, names_in
 
 
@@ -155,6 +156,29 @@ class _Kernel:
         return found
 
 
+REDUCTIONS = (
+    "tl.sum(",
+    "tl.max(",
+    "tl.min(",
+    "tl.argmax(",
+    "tl.argmin(",
+    "tl.cumsum(",
+    "tl.cumprod(",
+    "tl.reduce(",
+    "tl.associative_scan(",
+    "tl.atomic_",
+)
+
+
+def reduces_1d(source: str, kernel: str) -> str | None:
+    """The reduction a 1-D kernel (no broadcast indexing) applies to its lanes, if any: there, lanes a wrap
+    duplicates are summed, maxed or atomically added twice, while in a 2-D GEMM the wrapped rows are independent."""
+    body = launch_config.kernel_code(source, kernel)
+    if broadcasts(body):
+        return None
+    return next((op.rstrip("(") for op in REDUCTIONS if op in body), None)
+
+
 @register
 class WrappedIndices(AnchoredTransform):
     """Intent: wrap tile offsets (`offs_am = (pid_m * BM + tl.arange(0, BM)) % M`) so the A/B loads of a tile
@@ -184,6 +208,17 @@ class WrappedIndices(AnchoredTransform):
     cost = 3
     conditions = ("divisible_by_block",)
     intent = "wrap out-of-range offsets instead of masking the loads"
+    forward_rank = 3
+
+    def misfit(self, expert: dict, source: str, site: Site, kernel: str | None) -> tuple[str, str] | None:
+        """Refused in a kernel that reduces its lanes: there a wrapped lane counts twice."""
+        if kernel is None or (op := reduces_1d(source, kernel)) is None:
+            return None
+        return (
+            "divisible_by_block",
+            f"the kernel reduces its lanes ({op}): a wrapped lane would count twice wherever a size is not a "
+            "multiple of the block; a GEMM's rows and columns are independent, these are not",
+        )
 
     def expert_anchors(self, module: Module):
         found = []
