@@ -1,7 +1,8 @@
 """The attention expert's two newest skills on the H200, both ways: `exp2_folded_scale` (family 18 across host and
 kernel) and `masked_stage_split` (family 5). For each, the effect on the expert (the attention walk's step that
-undid it: its parent against its child, read from a lineage), and what the transform buys on run 25's final for
-the naive attention (the causal cut, P @ V on bf16 operands, 128x64 tiles, 8 warps, 3 stages), alone and together.
+undid it: its parent against its child, read from a lineage), and what the transform buys on the naive
+attention's final program of RESULTS.md#run-25 (the causal cut, P @ V on bf16 operands, 128x64 tiles, 8 warps, 3
+stages), alone and together.
 All timed side by side, interleaved, with the L2 flushed.
 
     PYTHONPATH=/tmp/site:src:. python3 benchmarks/attention_skills.py [LINEAGE_DIR]
@@ -28,7 +29,7 @@ DEFAULT_LINEAGE = next(
 
 
 def run25_final() -> str:
-    """The naive attention as KLineage left it in run 25 (the cut, bf16 P @ V, 128x64, 8 warps, 3 stages)."""
+    """The naive attention as KLineage left it (RESULTS.md#run-25: the cut, bf16 P @ V, 128x64, 8 warps, 3 stages)."""
     return naive_as_klineage_leaves_it((128, 64, 8, 3))
 
 

@@ -40,7 +40,7 @@ def costs(results: list[dict]) -> dict[str, dict]:
             )
             m["runs"] += 1
             m["seconds"] += t.get("seconds") or 0.0
-            if t.get("phases"):  # reports from before 2026-12-01's session 13 have none
+            if t.get("phases"):  # older reports have none (phases came after RESULTS.md#run-18)
                 attempts = sum(a.get("seconds") or 0.0 for a in t["attempts"])
                 rest = (t.get("seconds") or 0.0) - attempts - sum(t["phases"].values())
                 m["phases"].append({**t["phases"], "attempts_s": attempts, "rest_s": rest})

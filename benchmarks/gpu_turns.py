@@ -11,12 +11,12 @@ timing job, the timer's wait for the GPU alone (with its p80) and its hold.
 
 A report, not a test. Needs a GPU, except --simulate: the lock protocol alone, on this machine, with SHARDS processes
 that sleep where a bench shard's attempt would work (a check: TRIALS trials of TRIAL_S seconds, +-25%, under its
-shared turn; then a timing job: SETUP_S of setup, then HOLD_S with the GPU alone), sized after run 17 (H200, 12
-shards: checks of 10-15 s, measurements of 0.3 s). It models the waiting, not a GPU.
+shared turn; then a timing job: SETUP_S of setup, then HOLD_S with the GPU alone), sized after RESULTS.md#run-17
+(H200, 12 shards: checks of 10-15 s, measurements of 0.3 s). It models the waiting, not a GPU.
 
-On the H200 (session 13, layernorm, 12 shards, 90 s per arm, before the input cache was set here): 48 attempts in
-each arm, the timers' wait 3.66 s (job) and 3.51 s (yield), median. There the checks were not what kept a timer
-waiting; the model's gain did not appear."""
+On the H200 (RESULTS.md#run-18: layernorm, 12 shards, 90 s per arm, before the input cache was set here): 48
+attempts in each arm, the timers' wait 3.66 s (job) and 3.51 s (yield), median. There the checks were not what kept a
+timer waiting; the model's gain did not appear."""
 
 from __future__ import annotations
 

@@ -3,8 +3,8 @@ measured in the same run: what would close each gap, before a transform is writt
 
     python benchmarks/roofline_gaps.py [twins,atomic,rope,argmax,kl,ceilings,argmax_forms] [--case bench]
 
-- twins: the naive program, the whole-row twin without `one_load` (run 9's), the current twin, and the twin with its
-  warps fixed at 4, 8 and 16 (log-softmax, KL divergence, row argmax, the layer norms);
+- twins: the naive program, the whole-row twin without `one_load` (RESULTS.md#run-9's), the current twin, and the
+  twin with its warps fixed at 4, 8 and 16 (log-softmax, KL divergence, row argmax, the layer norms);
 - atomic: the atomic row sum with other (CHUNK, BLOCK, warps) than the naive 512 / 128 / 4;
 - rope: the naive RoPE at 4 and 2 warps, and rows_per_program's generated twin at several BLOCK_ROW and warps;
 - argmax: the row argmax twin with one merged reduction (`merged_reductions`), and a looped form
@@ -24,9 +24,9 @@ measured in the same run: what would close each gap, before a transform is writt
 
 Each program is checked against the reference on the case first (a wrong one is reported, not timed). Without a GPU
 and with TRITON_INTERPRET=1, `--case tiny` checks the programs on the CPU and times nothing. Medians
-of `triton.testing.do_bench` (`return_mode="all"`), with the interquartile range. A report, not a test. Session 8
-ran it on an H200 (docs/runs/2026-11-30-h200/session8-explore.log; its RoPE rows were a hand-written twin, the
-kernel rows_per_program now writes). Needs a GPU."""
+of `triton.testing.do_bench` (`return_mode="all"`), with the interquartile range. A report, not a test. What it
+found on an H200: RESULTS.md#run-10 (log: docs/runs/2026-11-30-h200/session8/explore.log; its RoPE rows were a
+hand-written twin, the kernel rows_per_program now writes) and RESULTS.md#run-12. Needs a GPU."""
 
 from __future__ import annotations
 

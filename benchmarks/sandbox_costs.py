@@ -10,7 +10,8 @@ threads for SECONDS, with the warm server's old preload list (torch, triton, kli
 (klineage.sandbox.PRELOAD), twice each, alternating; then four checks alone with today's.
 
 A report, not a test; it needs a GPU. Both set the bench's input cache (KLINEAGE_INPUT_CACHE), so drawing bench-sized
-inputs on the CPU is not what is measured. Session 13 (H200): docs/runs/2026-12-01-h200/session13/."""
+inputs on the CPU is not what is measured. On the H200: RESULTS.md#run-18 (logs:
+docs/runs/2026-12-01-h200/session13/)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-OLD_PRELOAD = ("torch", "triton", "klineage.gates")  # the warm server's list before session 13
+OLD_PRELOAD = ("torch", "triton", "klineage.gates")  # the warm server's list before 45d68c4 (RESULTS.md#run-18)
 
 
 def profiled_job(payload: tuple[str, object]) -> str:

@@ -1,5 +1,5 @@
 """Time the whole-row twins against their naive row kernels, side by side in one process: the held-out naive program,
-its twin without `one_load` (what run 9 measured), and its twin as `whole_row_tile` writes it now.
+its twin without `one_load` (what RESULTS.md#run-9 measured), and its twin as `whole_row_tile` writes it now.
 
     python benchmarks/whole_row_twins.py [--case bench] [--reps 50] [--instances layernorm,log_softmax,...]
 

@@ -32,8 +32,8 @@ TILE_NAME = re.compile(r"^(BLOCK|TILE)(_?[A-Z0-9]*)?$|^B[MNK]$|^(BLOCK|TILE)_SIZ
 KNOBS = ("num_warps", "num_stages")
 # Carried warps leave each thread at least this many of the elements one program handles: Liger's launch rule
 # (calculate_settings) raises warps above 4 only where each thread keeps 8 or more (8 warps from 2048-element
-# blocks, 16 from 8192, 32 from 32768), and on the H200 (run 5) 8 warps carried onto 256- to 512-element blocks
-# (1 to 2 elements per thread) ran at x0.57-0.86 on 9 of 10 kernels (x1.035 on one).
+# blocks, 16 from 8192, 32 from 32768), and on the H200 8 warps carried onto 256- to 512-element blocks (1 to 2
+# elements per thread) ran at x0.57-0.86 on 9 of 10 kernels (x1.035 on one; RESULTS.md#run-5).
 MIN_ELEMENTS_PER_THREAD = 8
 BOUNDS = {"num_warps": (1, 16), "num_stages": (1, 5)}
 TILE_BOUNDS = (16, 4096)
@@ -258,9 +258,9 @@ def _tile_product(source: str, kernel: str, tiles: dict[str, int]) -> int | None
     """The elements a program handles with these tile sizes: their product, a tile name counted once per dimension
     it spans. A 2-D kernel may span one name twice (`tl.arange(0, BLOCK)` for rows and for columns: BLOCK^2
     elements, the 32x32 transpose); counting it once had undercounted, so such kernels were left uncapped and took
-    SwiGLU's 8 warps on 1024 elements (x0.77, H200, run 19). Twice is an upper bound where both spans lie along one
-    dimension; a 1-D kernel that reuses the name in several loops over a row still handles BLOCK elements at a
-    time."""
+    SwiGLU's 8 warps on 1024 elements (x0.77, H200, RESULTS.md#run-19). Twice is an upper bound where both spans
+    lie along one dimension; a 1-D kernel that reuses the name in several loops over a row still handles BLOCK
+    elements at a time."""
     body = kernel_code(source, kernel)
     if not body or not tiles:
         return None

@@ -93,8 +93,9 @@ def over_shared_memory(report: CheckReport) -> str | None:
     more shared memory than the device has (the compile gate says so without a GPU, compiling for the target; on
     a GPU the loader refuses the launch and the correctness gate says so). The condition `shared_memory_fits`,
     decided by the check the candidate had anyway: a method that decides its skills' conditions counts such a
-    candidate as refused, not as an evaluation. The attention expert's 4-stage pipelining (run 21) and its 128x128
-    tile carried onto the naive attention (262144 bytes, sm_90 has 232448) would each have spent one."""
+    candidate as refused, not as an evaluation. The attention expert's 4-stage pipelining (294944 bytes) and its
+    128x128 tile carried onto the naive attention (262144 bytes; sm_90 has 232448) would each have spent one
+    (RESULTS.md#run-21, RESULTS.md#run-22)."""
     failed = next((v for v in report.verdicts if v.status == "fail"), None)
     if failed is None or SHARED_MEMORY_REFUSED not in failed.reason:
         return None
@@ -280,7 +281,7 @@ class _Walk:
             # its own evidence (a skill's measured effect, a remembered outcome) says slower, by 1% or more
             # (closer is noise, as in proposers.best_first): the rows-per-program skill's x0.999, measured
             # where the RMSNorm expert's dispatch kept one row per program, held back RoPE's rows twin
-            # (x4.73 for blind) while KLineage spent three evaluations on int64 offsets (H200, run 20)
+            # (x4.73 for blind) while KLineage spent three evaluations on int64 offsets (H200, RESULTS.md#run-20)
             return False
         if self.device != "cuda" and not explore and (cand.origin in ("catalog", LAUNCH_CONFIG) or cand.needs_timing):
             return False  # untimed here, and nothing else to decide it on
@@ -349,9 +350,9 @@ class _Walk:
             self.roofline, self.bound = profiled.metrics.get("roofline_fraction"), profiled.metrics.get("bound")
             profiled_ms = profiled.metrics.get("median_ms")
             # Two medians of the same program: the profile gate's and the final pair's. Interference only ever
-            # slows a program down, so the faster one is the better estimate; in run 15 the profile gate timed
-            # RoPE's final program at about 0.159 ms where the pair beside it took 0.1348 ms (and the bench's
-            # references job 0.1327 ms), and its roofline column read 0.80 instead of 0.94.
+            # slows a program down, so the faster one is the better estimate: the profile gate timed RoPE's final
+            # program at about 0.159 ms where the pair beside it took 0.1348 ms (and the bench's references job
+            # 0.1327 ms), and its roofline column read 0.80 instead of 0.94 (H200, RESULTS.md#run-15).
             if self.roofline and profiled_ms and self.best_ms and self.best_ms < profiled_ms:
                 self.roofline *= profiled_ms / self.best_ms
         self.phases["final_s"] = round(time.perf_counter() - began, 3)

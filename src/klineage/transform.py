@@ -78,8 +78,8 @@ class Transform:
     forward_rank: ClassVar[float] = 5
     # What part of a launch configuration the family's parameters are (WHOLE_CONFIGS or WARPS_AND_STAGES), None for
     # code. Tiles, warps and stages cost registers and shared memory in proportion to the element size, so such
-    # evidence holds only for kernels of the same element size (the bf16 matmul expert's 128x256x64 tile, x4.7
-    # there, ran at x0.054 on an fp32 batched matmul on the H200, run 5).
+    # evidence holds only for kernels of the same element size (the bf16 matmul expert's 128x256x64 tile, expected
+    # x4.7, ran at x0.054 on an fp32 batched matmul; H200, RESULTS.md#run-5).
     launch_configuration: ClassVar[str | None] = None
     # Families whose expert form buys robustness, not speed (int64 offsets past 2^31, fp32 math in half-precision
     # kernels): the predicate that says where the domain needs it. Applied where it fails on part of the domain,

@@ -19,19 +19,6 @@ ANCHOR = re.compile(r'<a id="([^"]+)"></a>')
 ANCHORS_ONLY = re.compile(r'(<a id="[^"]+"></a>)+')
 NARRATION = re.compile(r"\b[Rr]uns? [0-9]+|\b[Ss]essions? [0-9]+")
 
-# TODO(issue 29), for the lead after struct-a (helper A) is merged: A is still rewriting these modules, so their
-# comments have not had this pass. Give each the same pass (docs/contributing.md, Style), then empty this set; until
-# then each is an expected failure (XFAIL), and one whose comments are already clean shows as XPASS.
-PENDING = {
-    "proposers",  # proposers.py, or the proposers/ package
-    "optimize",
-    "transform",
-    "transforms",
-    "launch_config",
-    "conditions",
-    "llm_propose",
-}
-
 
 def _anchors() -> list[str]:
     return ANCHOR.findall(RESULTS.read_text())
@@ -97,19 +84,7 @@ def test_every_cited_anchor_exists():
     assert not missing, "no such anchor in docs/RESULTS.md:\n" + "\n".join(missing)
 
 
-@pytest.mark.parametrize(
-    "module",
-    [
-        pytest.param(m, marks=pytest.mark.xfail(reason="TODO(issue 29): pending helper A's merge", strict=False))
-        if m in PENDING
-        else m
-        for m in _modules()
-    ],
-)
+@pytest.mark.parametrize("module", _modules())
 def test_comments_point_at_the_run_they_cite(module):
     found = [line for file in _files(module) for line in _narrations(file)]
     assert not found, "say why, and cite the evidence as RESULTS.md#run-N:\n" + "\n".join(found)
-
-
-def test_pending_names_modules_that_exist():
-    assert PENDING <= set(_modules()), PENDING - set(_modules())

@@ -143,7 +143,7 @@ def launched_kernel(candidate: Candidate, program: Program) -> str | None:
     """The Triton kernel a candidate's site launches, where the site is a launch in a host function (launch knobs,
     a dispatch); None for a site inside a kernel, or none found. A check's `functions_run` names the host function,
     which ran, not which of its launches did: Liger SwiGLU's Blackwell-only tiled launch took two of KLineage's three
-    evaluations on the H200 and changed nothing there (x1.0008 and x1.000, run 19)."""
+    evaluations on the H200 and changed nothing there (x1.0008 and x1.000, RESULTS.md#run-19)."""
     source = dict(program.module_sources()).get(candidate.module)
     if not source or not candidate.site:
         return None
@@ -289,8 +289,8 @@ class Proposer:
         """One tunable changed to a neighbouring value (the launch-configuration search). Work per program whose
         loop steps by a tile moves first together with that tile, the loop's trip count kept: the atomic row sum's
         CHUNK alone went 512 -> 2048 at x1.23 and x1.07, then 4096 ran at x0.65, its 128-wide tile left to loop 32
-        times (H200, run 12), where 4096 with a 1024 tile runs at 0.83 of the roofline and 8192 with 2048 at 0.85
-        (roofline_gaps.py atomic)."""
+        times (H200, RESULTS.md#run-12), where 4096 with a 1024 tile runs at 0.83 of the roofline and 8192 with 2048
+        at 0.85 (`roofline_gaps.py atomic`, the same section)."""
         for module, source in program.module_sources():
             found = launch_config.tunables(source, work=True)
             for t in found:
@@ -338,13 +338,13 @@ class Proposer:
     def _same_way(self, attempt, evaluations_left: int) -> Candidate | None:
         """After a kept tile step, the next step the same way, gated before the round's list: MSE's partial sums
         paid at each block doubling (256 -> 2048 at x1.98, x1.53 and x1.10), and KLineage then spent its sixth
-        evaluation on launch knobs (x1.000) where blind's fourth doubling gave x1.077 (H200, run 11). Warps and
-        stages keep their own order (`SkillProposer.worth`).
+        evaluation on launch knobs (x1.000) where blind's fourth doubling gave x1.077 (H200, RESULTS.md#run-11).
+        Warps and stages keep their own order (`SkillProposer.worth`).
         A step that paid STRIDE_GAIN or more is followed by two steps' worth at once (x4), where the tunable's bounds
-        allow: the program is still far from where the tile stops paying. At budget 4 (run 17, H200) KLineage and
-        blind climbed the element-wise kernels' BLOCK one doubling per evaluation (bias_gelu 128 -> 1024 at x1.98,
-        x1.74, x1.21), while the memory baseline, jumping to a remembered 4096 at once, ended at x4.64 against x4.16
-        on bias_gelu and x3.74 against x3.44 on MSE."""
+        allow: the program is still far from where the tile stops paying. At budget 4 (H200, RESULTS.md#run-17)
+        KLineage and blind climbed the element-wise kernels' BLOCK one doubling per evaluation (bias_gelu 128 ->
+        1024 at x1.98, x1.74, x1.21), while the memory baseline, jumping to a remembered 4096 at once, ended at x4.64
+        against x4.16 on bias_gelu and x3.74 against x3.44 on MSE."""
         cand = attempt.candidate
         step = self._steps.get(cand.key)
         if step is None or not attempt.kept or evaluations_left < 1 or cand.program is None:

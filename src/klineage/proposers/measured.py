@@ -17,7 +17,7 @@ from klineage.transform import Site, Transform
 def spent_key(candidate: Candidate) -> tuple:
     """The same rewrite at the same site: by the site's code, not its label, whose line moves when an earlier
     change is kept (whole_row_tile on MSE's final reduction, spent at forward:42, came back as forward:60 after the
-    rows twin was kept above it; H200, run 10)."""
+    rows twin was kept above it; H200, RESULTS.md#run-10)."""
     where = candidate.site or candidate.label
     return (
         candidate.origin,
@@ -33,7 +33,7 @@ def spent_key(candidate: Candidate) -> tuple:
 class Spent:
     """Rewrites this run gated and found no faster, or failing, by `spent_key` -> why: the same rewrite at the same
     site, offered again once another change was kept, is not gated again (whole_row_tile on MSE's small final
-    reduction ran at x1.000 three times in one run of 6 evaluations; H200, run 8)."""
+    reduction ran at x1.000 three times in one run of 6 evaluations; H200, RESULTS.md#run-8)."""
 
     why: dict[tuple, str] = field(default_factory=dict)
 
@@ -137,7 +137,8 @@ class Warps:
         self.order.setdefault(where, []).append((warps, present, f"{why} (evaluation {attempt.evaluation})"))
         at = self.sites.get(cand.key)
         # only the next count up says the present one is already too many: 16 warps slower than 4, with 8 even,
-        # pointed nowhere below 4 (the naive RMSNorm's 2 warps ran at x0.996, an evaluation spent; run 6)
+        # pointed nowhere below 4 (the naive RMSNorm's 2 warps ran at x0.996, an evaluation spent; H200,
+        # RESULTS.md#run-6)
         if (
             at is None
             or not present < warps <= 2 * present
@@ -187,8 +188,8 @@ class Rung:
 class Ladders:
     """The warps of a kept twin, one rung of its ladder at a time (Transform.warp_ladders): they are computed at
     launch from the row's tile, so the launch-configuration search has no literal to change, and after the
-    one-tile twin the layer norms, log-softmax and row argmax had stopped with budget left (H200, run 9). Halved
-    first; kept, halved again; the first halving slower, doubled once instead."""
+    one-tile twin the layer norms, log-softmax and row argmax had stopped with budget left (H200,
+    RESULTS.md#run-9). Halved first; kept, halved again; the first halving slower, doubled once instead."""
 
     rungs: dict[tuple, Rung] = field(default_factory=dict)  # a follow-up (by key) -> where it stands
     laddered: set[tuple[str, str]] = field(default_factory=set)  # (module, kernel) whose ladder was started

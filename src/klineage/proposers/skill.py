@@ -97,11 +97,11 @@ class SkillProposer(Proposer):
         """x4 for a tile's first step up while that leaves each thread at most MIN_ELEMENTS_PER_THREAD of the
         program's elements, the density the Liger experts keep (launch_config): at one element a thread (128 at 4
         warps) each load is a 2- or 4-byte scalar, and one doubling leaves the tile far below that density. On the
-        H200 (run 21) blind's one-doubling ladders ran faster at 512 than at 256 on 12 of 14 one-dimensional
-        held-out kernels starting at 128 elements (softplus_odd_n peaking there), the other two within 2% (layer
-        norm x0.98, strided add x0.999); KLineage spent its second and third evaluations climbing 128 -> 256 -> 1024
-        where the memory baseline's remembered 4096 landed at once. A tile computed at launch, or one the warps
-        already fill, keeps the plain step."""
+        H200 (RESULTS.md#run-21) blind's one-doubling ladders ran faster at 512 than at 256 on 12 of 14
+        one-dimensional held-out kernels starting at 128 elements (softplus_odd_n peaking there), the other two
+        within 2% (layer norm x0.98, strided add x0.999); KLineage spent its second and third evaluations climbing
+        128 -> 256 -> 1024 where the memory baseline's remembered 4096 landed at once. A tile computed at launch, or
+        one the warps already fill, keeps the plain step."""
         elements = launch_config.elements_per_program(source, kernel)
         density = 32 * launch_config.present_warps(source, kernel) * launch_config.MIN_ELEMENTS_PER_THREAD
         if elements is None or elements * 4 > density:
@@ -110,8 +110,8 @@ class SkillProposer(Proposer):
 
     def evidence(self) -> dict:
         """How many of the library's optimization skills carry an effect timed on a GPU, and on this very device:
-        without any, every skill expects x1.0 and the order is the families' cost, as blind's catalog is (run 16:
-        a library walked on the CPU and never timed ended level with blind on six instances)."""
+        without any, every skill expects x1.0 and the order is the families' cost, as blind's catalog is (a library
+        walked on the CPU and never timed ended level with blind on six instances: RESULTS.md#run-16)."""
         here = device_name(self.device)
         timed = [s.timed_devices() for s in self.skills]
         # effects another data directory measured (`klineage effects import`): a report says they were carried
@@ -140,8 +140,8 @@ class SkillProposer(Proposer):
             # within the noise: no evidence of a gain, nor of a loss. A quarter of a gain had still ranked
             # cross-entropy's x1.03 fast math (spreads of 7-9%) above the block-size search on every GELU-like
             # held-out kernel; a loss kept had ranked RMSNorm's rows-per-program step (x0.993, spread 0.10, at
-            # 0.039 ms) below every untimed candidate, and RoPE, x5.96 with rows per program, ended at x1.24 in
-            # run 26 (x5.95 in run 25, where the same step had timed at or above x0.995)
+            # 0.039 ms) below every untimed candidate, and RoPE, x5.96 with rows per program, ended at x1.24
+            # (RESULTS.md#run-26; x5.95 in RESULTS.md#run-25, where the same step had timed at or above x0.995)
             gain = 0.0
         weight = 0.5 + 0.5 * similarity(self.context, skill.provenance.get("features") or {})
         return math.exp(gain * weight)
@@ -232,7 +232,8 @@ class SkillProposer(Proposer):
         ):
             # the skill's conditions still decide whether autotune is safe here, but its configs were measured on
             # another loop nest, element size or regime: the matmul expert's warps and stages on layer norm's
-            # 256-element block ran at x1.22 where the block doubled and 8 warps ran at x1.43 (H200, run 6)
+            # 256-element block ran at x1.22 where the block doubled and 8 warps ran at x1.43 (H200,
+            # RESULTS.md#run-6)
             carried = transform.blind_params(at.source, at.site)
         else:
             carried = transform.carry(skill.transform.get("params") or {}, at.source, at.site)
@@ -350,10 +351,11 @@ class SkillProposer(Proposer):
     def _measured_at_configuration(self, lineage: str, tiles: list[dict]) -> float:
         """What a compute-bound lineage's steps are expected to bring where the program does not run the lineage's
         configuration yet: every step was timed at that configuration, and only there is its effect evidence. So the
-        configuration is ranked as the best of them and comes first. On the H200 (session 20) the attention
-        expert's exp2 fold, x1.39 at its 128x128 tile, ran at x1.013 on the naive attention's 32x32 tile and x1.31
-        at 128x64; ranked above the tile it spent the budget's evaluations before the tile was tried. 1.0 for a
-        memory-bound program (a tile there is not what the steps' effects hinge on) or a lineage with no tiles."""
+        configuration is ranked as the best of them and comes first. On the H200 the attention expert's exp2 fold,
+        x1.39 at its 128x128 tile, ran at x1.013 on the naive attention's 32x32 tile and x1.31 at 128x64; ranked
+        above the tile it spent the budget's evaluations before the tile was tried
+        (RESULTS.md#attention-skills-after-run-25). 1.0 for a memory-bound program (a tile there is not what the
+        steps' effects hinge on) or a lineage with no tiles."""
         if not self.context.get("compute_bound") or not tiles:
             return 1.0
         steps = [self.expected(s) for s in self.skills if _lineage(s) == lineage]
@@ -407,9 +409,9 @@ class SkillProposer(Proposer):
     def worth(self, candidate: Candidate) -> bool:
         """Not a rewrite this run already spent here (Spent), nor warps this run already measured slower at the same
         launch and tile, nor further in that direction (Warps): rope's 8 warps ran at x0.51 on the H200 and its 16
-        warps were then tried at x0.25 (run 5); after 2 warps beat 4 on rope and on the masked softmax, the search
-        went back to 4, the start's launch, x0.80 and x0.93 (run 6). The order is kept per tile: a kept block change
-        moves where the warps pay."""
+        warps were then tried at x0.25 (RESULTS.md#run-5); after 2 warps beat 4 on rope and on the masked softmax,
+        the search went back to 4, the start's launch, x0.80 and x0.93 (RESULTS.md#run-6). The order is kept per
+        tile: a kept block change moves where the warps pay."""
         why = self.spent.reason(candidate) or self.warps.slower(candidate)
         if why is None:
             return True

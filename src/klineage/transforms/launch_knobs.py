@@ -225,13 +225,13 @@ def warps_for_tile(variants: list[dict], source: str, kernel: str, launches: lis
     tile (`next_power_of_2(n)`) has its size from the bench case's launches (`launches`), where the check saw them;
     without them it is not capped. RoPE's 64-wide half per program took SwiGLU's 8 warps (expected x1.16) first and
     ran at x0.50, and the rows-per-program twin, x5.9 for blind, never got its turn in four evaluations (H200,
-    run 19).
+    RESULTS.md#run-19).
     Where a computed tile has no room for more warps than the present ones, the carried variant becomes half the
     present warps (one step; the next round steps again from there): such a tile is the row or the head, which no
     launch parameter enlarges, so fewer threads are the one way to give each more of it. Measured: on RoPE (64
     elements a program) and the masked softmax (1024 fp16 elements) the autotune baseline's 2 warps ran at x1.234
     and x1.068, and 1 warp after them at x1.000 and x1.140, where the cap had left KLineage no warps at all (H200,
-    run 20). A literal tile keeps the drop: the launch-configuration search enlarges it instead."""
+    RESULTS.md#run-20). A literal tile keeps the drop: the launch-configuration search enlarges it instead."""
     elements = launch_config.elements_per_program(source, kernel)
     computed = elements is None
     if computed:

@@ -4,7 +4,7 @@ The attention expert sweeps the key blocks left of its query block's diagonal in
 kind, and only the diagonal block (and a partial last block) in a second loop with the bounds and causal masks.
 The naive attention masks every block. Measured on an NVIDIA H200 (torch 2.11, Triton 3.6.0): the naive attention
 with the causal cut and half-precision P @ V at 128x128 tiles ran at 2.169 ms masking every block and at 1.728 ms
-with the split written by hand (x1.255; `python benchmarks/attention_gap.py`, 2026-12-02, docs/RESULTS.md, run 25).
+with the split written by hand (x1.255; `python benchmarks/attention_gap.py`, RESULTS.md#attention-gap).
 
 The masks this family understands are comparisons of the block's indices, `cols = start + tl.arange(0, BLOCK)`:
 `cols < bound` keeps a whole block while `start + BLOCK <= bound`, and `cols <= rows` with `rows = first +

@@ -31,8 +31,8 @@ from klineage.transforms._anchored import (
 
 # The generated dispatch, after Liger's RMSNorm (`_block_rms_norm_forward_kernel`, catalog family 11): a block of
 # BLOCK_ROW = 16 rows per program when the row tile is at most 256 wide. On the H200, held-out RoPE (a 64-wide half
-# per program, 2**20 programs) went from 0.79 ms to 0.135 ms with 16 rows per program, 0.95 of the copy roofline
-# (written by hand, session 8: 8 rows 0.85, 32 rows 0.92). Liger also asks for 4096 * 8 rows; the generated
+# per program, 2**20 programs) went from 0.79 ms to 0.135 ms with 16 rows per program, 0.94 of the copy roofline
+# (written by hand: 8 rows 0.85, 32 rows 0.91; RESULTS.md#run-10). Liger also asks for 4096 * 8 rows; the generated
 # dispatch does not, so that the twin runs on a workload's small cases too, where the correctness gate sees it
 # (its last block partly past the end included), instead of only on the large ones.
 ROWS, ROW_TILE_CAP = 16, 256
@@ -376,10 +376,10 @@ class RowsPerProgram(AnchoredTransform):
     intent = "process a tile of narrow rows per program instead of one row"
     # Right after the launch configuration's own numbers: the twin runs only where a program's row tile is at most
     # 256 elements wide, under-filled by construction (held-out RoPE, 64 elements a program, ended at 0.20 of the
-    # roofline in run 9 while the skill, measured where Liger's dispatch kept one row per program, carried no
-    # effect to rank it by). It waits for the launch configuration's own numbers: ranked ahead of MSE's block
+    # roofline, RESULTS.md#run-9, while the skill, measured where Liger's dispatch kept one row per program, carried
+    # no effect to rank it by). It waits for the launch configuration's own numbers: ranked ahead of MSE's block
     # doublings, the twin was kept (x1.55) and the single final program still summed one partial per 256 elements:
-    # 0.37 of the roofline where blind's doublings reached 0.86 (H200, run 10).
+    # 0.37 of the roofline where blind's doublings reached 0.86 (H200, RESULTS.md#run-10).
     forward_rank = 0.5
     twin_suffix = TWIN
 

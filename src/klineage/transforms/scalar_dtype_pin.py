@@ -42,7 +42,7 @@ def scalar_params(fn: cst.FunctionDef) -> set[str]:
     """Parameters of a kernel that are runtime scalars: not annotated (a constexpr or anything else), not named like
     a pointer, and not used like one (the base of a load/store address, `p.dtype`, or advanced with `p += ...`), nor
     added into an address (an offset such as rope's `half` in `x_vec + half + offs` is an integer: pinned to fp32
-    it made a float pointer offset, a compile error the H200 run 5 spent two evaluations on)."""
+    it made a float pointer offset, a compile error that cost two evaluations on the H200: RESULTS.md#run-5)."""
     names = {p.name.value for p in fn.params.params if p.annotation is None}
     names = {n for n in names if not n.lower().endswith("ptr") and not n.lower().startswith("ptr")}
     pointers: set[str] = set()

@@ -31,7 +31,7 @@ def _constexpr_names(fn: cst.FunctionDef | None) -> set[str]:
 def _compile_time_bounds(module: Module, call: cst.Call) -> bool:
     """Every name in the loop's bounds is a constexpr parameter of the kernel (literals aside): `tl.static_range`
     needs a trip count known at compile time. Offered on attention's `range(lo, hi, BLOCK_N)`, whose bounds come
-    from the program id, it failed to compile (blind on the H200, run 5)."""
+    from the program id, it failed to compile (blind on the H200, RESULTS.md#run-5)."""
     allowed = _constexpr_names(module.enclosing(call))
     return all(names_in(arg.value) <= allowed for arg in call.args)
 

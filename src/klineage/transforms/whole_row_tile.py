@@ -485,7 +485,8 @@ class WholeRowTile(AnchoredTransform):
             if _one_program(call):
                 # one program reduces the whole problem (a final sum of partials), not a row: its width grows
                 # with the input and passes the cap only where the launch costs microseconds. MSE's final
-                # reduction's twin ran at x1.000 (H200, runs 8 and 11) and spent an evaluation each time
+                # reduction's twin ran at x1.000 and spent an evaluation each time (H200, RESULTS.md#run-8,
+                # RESULTS.md#run-11)
                 continue
             if seen["kernel"] + TWIN in module.kernels() or "triton" not in imported_modules(module):
                 continue  # applied already (this is the fallback launch), or no triton.next_power_of_2 to call
