@@ -128,6 +128,7 @@ def confine(c: Confinement) -> IsolationReport:
     forked. `end_all(that pid)` then kills the waiter, whose death kills the namespace (PR_SET_PDEATHSIG on its init).
     """
     root = os.geteuid() == 0
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the waiter too dies with the judge; set again after the uid change
     found = [_own_group(), _no_core()]
     spaces, pidns = _unshare(c, root)
     found += spaces
@@ -136,7 +137,7 @@ def confine(c: Confinement) -> IsolationReport:
     masked = []
     if any(m.name == "mountns" and m.applied for m in found):
         found.append(_read_only_outside(c.private_dir))
-        masked = _hide(c, _needed(c))
+        masked = _hide(c, _needed(c), root)
     found.append(_private_dir(c, root))
     found.append(_scrub_environment())
     found += _limits(c, root)
@@ -286,12 +287,16 @@ def _needed(c: Confinement) -> list[str]:
     return [p for p in real if not any(q != p and _inside(p, q) for q in real)]
 
 
-def _hide(c: Confinement, needed: list[str]) -> list[str]:
-    """An empty read-only tmpfs over each hidden directory, with what the candidate needs from inside it bound back
-    read-only at the same path (a Python installed under a 0700 home). Returns the paths hidden this way."""
+def _hide(c: Confinement, needed: list[str], root: bool) -> list[str]:
+    """An empty read-only tmpfs over each hidden directory, and over each directory whose mode would keep the
+    dropped uid from what it needs (a Python installed under a 0700 home), with what the candidate needs from inside
+    it bound back read-only at the same path. Returns the paths hidden this way."""
     masked = []
     private = os.path.realpath(c.private_dir)
-    for path in map(os.path.realpath, c.hidden):
+    blockers = [b[0] for b in (blocking(k, c.uid, c.gid) for k in needed) if b and root]
+    for path in sorted({*map(os.path.realpath, c.hidden), *blockers}, key=len):
+        if any(_inside(path, m) for m in masked):
+            continue
         if not os.path.isdir(path) or any(_inside(path, k) for k in [*needed, private]):
             continue  # a file, or inside what the candidate needs: mode bits and the uid must do
         inner = [k for k in needed if _inside(k, path)]
@@ -418,20 +423,21 @@ def _limits(c: Confinement, root: bool) -> list[Mechanism]:
     return found
 
 
-def unreadable_for(path: str, uid: int, gid: int) -> str | None:
-    """Why `uid`/`gid` (no supplementary groups) could not read `path` by its mode bits, or None if it could."""
+def blocking(path: str, uid: int, gid: int) -> tuple[str, str] | None:
+    """The first directory on `path` (or `path` itself) whose mode bits keep `uid`/`gid` (no supplementary groups)
+    from reading it, and why; None if it can."""
     target = Path(os.path.realpath(path))
     for i, part in enumerate([*reversed(target.parents), target]):
         try:
             st = os.stat(part)
         except OSError as e:
-            return f"{part}: {e}"
+            return str(part), str(e)
         shift = 6 if st.st_uid == uid else 3 if st.st_gid == gid else 0
         bits = (st.st_mode >> shift) & 7
         last = i == len(target.parents)
         need = (4 | (1 if stat.S_ISDIR(st.st_mode) else 0)) if last else 1
         if bits & need != need:
-            return f"{part} is mode {stat.S_IMODE(st.st_mode):o}, owner {st.st_uid}"
+            return str(part), f"{part} is mode {stat.S_IMODE(st.st_mode):o}, owner {st.st_uid}"
     return None
 
 
@@ -439,9 +445,9 @@ def _drop_user(c: Confinement, root: bool, needed: list[str]) -> Mechanism:
     if not root:
         return Mechanism("uid", False, f"not root: the candidate keeps uid {os.getuid()}")
     for path in needed:
-        problem = unreadable_for(path, c.uid, c.gid)
+        problem = blocking(path, c.uid, c.gid)
         if problem:  # the drop would break an honest candidate: keep root and say why
-            return Mechanism("uid", False, f"needs {path}, unreadable to uid {c.uid}: {problem}")
+            return Mechanism("uid", False, f"needs {path}, unreadable to uid {c.uid}: {problem[1]}")
     try:
         os.setgroups([])
         os.setresgid(c.gid, c.gid, c.gid)

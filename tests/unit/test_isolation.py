@@ -1,0 +1,234 @@
+"""The candidate's confinement (klineage.isolation), tried from a forked child of this torch-importing process, the
+way the judge forks its candidate. A mechanism a machine lacks skips its test with the report's reason."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from pathlib import Path
+
+import pytest
+import torch  # noqa: F401  the candidate is forked from a process that imported torch: so is this test's
+
+from klineage.isolation import (
+    Confinement,
+    IsolationReport,
+    Mechanism,
+    end_all,
+    make_private_dir,
+    remove_private_dir,
+)
+
+
+@pytest.fixture
+def private():
+    path = make_private_dir()
+    yield path
+    remove_private_dir(path)
+
+
+def _attempt(action) -> str:
+    try:
+        action()
+    except BaseException as e:  # noqa: BLE001  anything the candidate hits is the answer
+        return f"{type(e).__name__}: {e}"
+    return "ALLOWED"
+
+
+def confined(private: Path, actions: dict, **settings) -> tuple[IsolationReport, dict]:
+    """Fork, confine, run each action; what each gave back ("ALLOWED" or the exception) and the report."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read)
+            report = _confine(private, write, settings)
+            answers = {name: _attempt(action) for name, action in actions.items()}
+            os.write(write, json.dumps({"report": report.to_json(), "answers": answers}).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    data = b""
+    while chunk := os.read(read, 1 << 16):
+        data += chunk
+    os.close(read)
+    os.waitpid(pid, 0)
+    got = json.loads(data)
+    return IsolationReport.from_json(got["report"]), got["answers"]
+
+
+def _confine(private: Path, write: int, settings: dict) -> IsolationReport:
+    from klineage.isolation import confine
+
+    return confine(Confinement(str(private), keep_fds=(1, 2, write), **settings))
+
+
+def needs(report: IsolationReport, *names: str) -> None:
+    """Skip, naming why, unless one of the mechanisms `names` was applied."""
+    got = {m.name: m for m in report.mechanisms}
+    if not any(got.get(n) and got[n].applied for n in names):
+        pytest.skip("; ".join(f"{n}: {got[n].detail if n in got else 'not tried'}" for n in names))
+
+
+def test_report_line_and_round_trip():
+    report = IsolationReport((Mechanism("uid", True, "uid 65534"), Mechanism("pidns", False, "unshare: EPERM")))
+    assert report.describe() == "isolation: uid 65534; not available: pidns (unshare: EPERM)"
+    assert IsolationReport.from_json(json.loads(json.dumps(report.to_json()))) == report
+
+
+def test_cannot_write_outside_its_directory(private, tmp_path):
+    outside = Path("/tmp") / f"klineage-escape-{os.getpid()}"
+    report, got = confined(
+        private,
+        {
+            "tmp": lambda: outside.write_text("x"),
+            "worktree": lambda: (tmp_path / "escape").write_text("x"),
+            "own": lambda: Path("inside").write_text("x"),
+        },
+    )
+    needs(report, "read_only")
+    assert got["own"] == "ALLOWED"
+    assert got["tmp"] != "ALLOWED" and got["worktree"] != "ALLOWED", got
+    assert not outside.exists() and not (tmp_path / "escape").exists()
+    assert (private / "inside").read_text() == "x"
+
+
+def test_cannot_read_the_judges_private_files(private, tmp_path):
+    secret_dir = tmp_path / "data"
+    secret_dir.mkdir(mode=0o700)
+    (secret_dir / "verdicts").write_text("judge only")
+    root_only = tmp_path / "root-only"
+    root_only.write_text("judge only")
+    root_only.chmod(0o600)
+    report, got = confined(
+        private,
+        {"hidden": lambda: (secret_dir / "verdicts").read_text(), "file": lambda: root_only.read_text()},
+        hidden=(str(secret_dir),),
+    )
+    needs(report, "hidden")
+    assert got["hidden"] != "ALLOWED", got
+    needs(report, "uid")
+    assert got["file"].startswith("PermissionError"), got
+
+
+def test_cannot_reach_a_loopback_listener(private):
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    try:
+        report, got = confined(private, {"connect": lambda: socket.create_connection(("127.0.0.1", port), 2)})
+    finally:
+        listener.close()
+    needs(report, "netns")
+    assert got["connect"].startswith("OSError"), got
+
+
+def test_cannot_signal_its_parent(private):
+    parent = os.getpid()
+    report, got = confined(private, {"kill": lambda: os.kill(parent, 0)})
+    needs(report, "uid", "pidns")
+    assert got["kill"].startswith(("PermissionError", "ProcessLookupError")), got
+
+
+def test_memory_beyond_the_limit_is_refused(private):
+    report, got = confined(
+        private,
+        {
+            "torch": lambda: torch.empty(2 << 30, dtype=torch.uint8),
+            "python": lambda: bytearray(2 << 30),
+            "small": lambda: torch.ones(1 << 20).sum(),
+        },
+        memory_bytes=512 << 20,
+    )
+    needs(report, "memory")
+    assert got["small"] == "ALLOWED"
+    assert got["python"].startswith("MemoryError"), got
+    # torch on the CPU raises RuntimeError, not MemoryError: what the judge classifies as `oom`
+    assert got["torch"].startswith("RuntimeError") and "can't allocate memory" in got["torch"], got
+
+
+def test_secrets_are_not_in_the_candidates_environment(private, monkeypatch):
+    monkeypatch.setenv("KLINEAGE_TEST_API_KEY", "sk-judge")
+    report, got = confined(private, {"env": lambda: os.environ["KLINEAGE_TEST_API_KEY"]})
+    needs(report, "environment")
+    assert got["env"].startswith("KeyError"), got
+
+
+def _spawn_stragglers() -> None:
+    """A child and a grandchild that leaves the process group with setsid(), both sleeping."""
+    if os.fork() == 0:
+        if os.fork() == 0:
+            os.setsid()
+        time.sleep(60)
+        os._exit(0)
+
+
+def _cwd_in(path: Path) -> list[int]:
+    """Processes working in `path`: the confined ones chdir there, whatever pid namespace they are in."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and os.readlink(entry / "cwd") == str(path):
+                found.append(int(entry.name))
+        except OSError:
+            pass
+    return found
+
+
+def test_nothing_outlives_end_all(private):
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read)
+            report = _confine(private, write, {})
+            _spawn_stragglers()
+            os.write(write, json.dumps(report.to_json()).encode())
+            time.sleep(60)
+        finally:
+            os._exit(0)
+    os.close(write)
+    report = IsolationReport.from_json(json.loads(os.read(read, 1 << 16)))
+    os.close(read)
+    deadline = time.monotonic() + 5
+    while len(_cwd_in(private)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(_cwd_in(private)) >= 3
+    end_all(pid)
+    os.waitpid(pid, 0)
+    while _cwd_in(private) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = _cwd_in(private)
+    if left:
+        needs(report, "pidns")  # without a PID namespace the setsid() grandchild escapes the group
+        for straggler in left:
+            os.kill(straggler, 9)
+    assert not left
+
+
+def test_the_candidate_dies_with_its_judge(private):
+    """PR_SET_PDEATHSIG: a judge that dies takes its candidate with it, even after the uid change."""
+    read, write = os.pipe()
+    judge = os.fork()
+    if judge == 0:
+        try:
+            os.close(read)
+            if os.fork() == 0:
+                _confine(private, write, {})
+                time.sleep(60)
+        finally:
+            os._exit(0)  # the judge dies at once; the candidate may still be confining itself
+    os.close(write)
+    os.read(read, 8)  # EOF: the judge and its candidate (or its waiter) closed the pipe
+    os.close(read)
+    os.waitpid(judge, 0)
+    deadline = time.monotonic() + 5
+    while _cwd_in(private) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = _cwd_in(private)
+    for straggler in left:
+        os.kill(straggler, 9)
+    assert not left
