@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import re
 import resource
 import shutil
 import signal
@@ -121,7 +122,8 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int, data
 
 
 def confine(c: Confinement) -> IsolationReport:
-    """Confine the calling process (a freshly forked, single-threaded child). Never raises: what fails is reported.
+    """Confine the calling process (a freshly forked, single-threaded child). What fails is reported, not raised;
+    an exception out of here is a bug, and the caller must end the candidate rather than go on half confined.
 
     With a PID namespace the caller forks once more and never returns: it waits for the confined process (the
     namespace's init) and ends with the same status, so the judge sees the candidate's exit or signal on the pid it
@@ -188,6 +190,7 @@ def _unshare(c: Confinement, root: bool) -> tuple[list[Mechanism], bool]:
 def _user_namespace(flags: int) -> str | None:
     """Unprivileged: a user namespace owning the others; the uid maps to itself, so files keep their owners."""
     uid, gid = os.getuid(), os.getgid()
+    _prctl(PR_SET_DUMPABLE, 1)  # a process that changed uid is not dumpable: its /proc/self maps are root's
     if _libc().unshare(CLONE_NEWUSER | flags) != 0:
         return f"unshare(CLONE_NEWUSER): {_errno_text()} (a multithreaded process, or user namespaces disabled)"
     try:
@@ -235,7 +238,8 @@ def _mount_points() -> list[tuple[str, set[str]]]:
     points = []
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
         fields = line.split()
-        point = fields[4].encode().decode("unicode_escape")
+        # no codec: the candidate's uid may not reach the standard library's lazily imported encodings
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
         points.append((point, set(fields[5].split(","))))
     return points
 

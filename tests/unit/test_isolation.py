@@ -37,13 +37,15 @@ def _attempt(action) -> str:
     return "ALLOWED"
 
 
-def confined(private: Path, actions: dict, **settings) -> tuple[IsolationReport, dict]:
+def confined(private: Path, actions: dict, before=None, **settings) -> tuple[IsolationReport, dict]:
     """Fork, confine, run each action; what each gave back ("ALLOWED" or the exception) and the report."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
             os.close(read)
+            if before:
+                before()
             report = _confine(private, write, settings)
             answers = {name: _attempt(action) for name, action in actions.items()}
             os.write(write, json.dumps({"report": report.to_json(), "answers": answers}).encode())
@@ -232,3 +234,38 @@ def test_the_candidate_dies_with_its_judge(private):
     for straggler in left:
         os.kill(straggler, 9)
     assert not left
+
+
+def test_unprivileged_gets_walls_from_a_user_namespace(tmp_path):
+    """Not root (here: root that gave up its uid before confining): a user namespace still brings the mount, net and
+    PID namespaces; the uid drop is reported as not available."""
+    if os.geteuid() != 0:
+        pytest.skip("the other tests already run unprivileged on this machine")
+    private = make_private_dir(1000, 1000)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+
+    def as_user() -> None:
+        os.setgroups([])
+        os.setresgid(1000, 1000, 1000)
+        os.setresuid(1000, 1000, 1000)
+
+    try:
+        report, got = confined(
+            private,
+            {
+                "tmp": lambda: (tmp_path / "escape").write_text("x"),
+                "net": lambda: socket.socket().connect(("127.0.0.1", port)),
+            },
+            before=as_user,
+        )
+    finally:
+        listener.close()
+        remove_private_dir(private)
+    names = {m.name: m.applied for m in report.mechanisms}
+    assert names["uid"] is False
+    needs(report, "userns")
+    assert names["netns"] and names["read_only"] and names["pidns"], report.describe()
+    assert got["tmp"] != "ALLOWED" and got["net"] != "ALLOWED", got
