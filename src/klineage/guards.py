@@ -222,12 +222,46 @@ def guarded_empty(shape, stride, dtype, device, guard_bytes: int, op: str, log: 
     numel_span = 1 + sum((s - 1) * st for s, st in zip(shape, stride)) if all(s > 0 for s in shape) else 0
     nbytes = numel_span * itemsize
     padded = -(-nbytes // 256) * 256  # keep the interior end on a 256-byte boundary, as the caching allocator does
-    buffer = torch.empty(2 * guard_bytes + padded + 512, dtype=torch.uint8, device=device)
+    size = 2 * guard_bytes + padded + 512
+    if torch.device(device).type == "cpu":
+        buffer = fenced_host_buffer(size)
+    else:
+        buffer = torch.empty(size, dtype=torch.uint8, device=device)
     buffer.fill_(POISON_BYTE)
     start = (-buffer.data_ptr()) % 256 + guard_bytes  # interior 256-byte aligned, like a caching-allocator block
     start += shift_bytes  # a probe may misalign it on purpose
     log.append(GuardedAllocation(buffer, start, start + nbytes, op))
     return buffer.view(dtype).as_strided(tuple(shape), tuple(stride), start // itemsize)
+
+
+# Poison finds a stray store only inside the guard region; a store further away lands in someone else's memory and
+# is not seen. On the CPU the pages beyond the poisoned guards are mapped PROT_NONE: a store there (or a read) faults
+# at once, and the candidate dies of SIGSEGV (a `crash` verdict). No access is free of it up to FENCE_MAX past the
+# guard; the fence costs address space only (counted by RLIMIT_AS), no memory.
+FENCE_MIN = 1 << 20
+FENCE_MAX = 64 << 20
+
+
+def fenced_host_buffer(size: int) -> object:
+    """`size` writable bytes (a uint8 CPU tensor) between two PROT_NONE fences of max(1 MiB, size) up to 64 MiB.
+
+    The tensor holds the mapping (torch.frombuffer keeps a reference), so the fences go when the tensor does."""
+    import ctypes
+    import mmap
+
+    import torch
+
+    page = mmap.PAGESIZE
+    body = -(-size // page) * page
+    fence = -(-min(max(FENCE_MIN, body), FENCE_MAX) // page) * page
+    region = mmap.mmap(-1, fence + body + fence, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(region))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    for start in (base, base + fence + body):
+        if libc.mprotect(start, fence, 0) != 0:  # PROT_NONE (not in 3.11's mmap)
+            raise OSError(ctypes.get_errno(), "mprotect of a guard fence")
+    return torch.frombuffer(region, dtype=torch.uint8, count=size, offset=fence)
 
 
 def check_guards(log: list[GuardedAllocation]) -> Finding | None:

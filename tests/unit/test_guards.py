@@ -1,3 +1,9 @@
+import ctypes
+import faulthandler
+import os
+import signal
+
+import pytest
 import torch
 
 from klineage.compare import POISON_BYTE
@@ -18,6 +24,36 @@ def test_guarded_allocation_is_poisoned_aligned_and_checked():
     log[0].buffer[end] = POISON_BYTE
     log[0].buffer[log[0].start - 1] = 7
     assert "before its start" in check_guards(log).detail
+
+
+def _store_at(distance: int) -> int:
+    """In a forked child: a guarded CPU allocation, one byte stored `distance` bytes past its end (negative: before
+    its start). The child's wait status."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            faulthandler.disable()  # the fault is the expected outcome: no dump on stderr
+            log = []
+            t = guarded_empty((100,), (1,), torch.float32, "cpu", 64 * 1024, "empty", log)
+            end = t.data_ptr() + 400 - 1
+            ctypes.memset(end + distance if distance > 0 else t.data_ptr() + distance, 0, 1)
+            os._exit(3 if check_guards(log) else 0)
+        finally:
+            os._exit(1)
+    return os.waitpid(pid, 0)[1]
+
+
+@pytest.mark.parametrize("distance", [64 * 1024 + 4096, 512 * 1024, -(64 * 1024 + 4096), -(1 << 20)])
+def test_a_store_beyond_the_guard_faults_on_the_cpu(distance):
+    """Past the poisoned guard the pages are PROT_NONE: the store cannot land unseen in someone else's memory."""
+    status = _store_at(distance)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSEGV, status
+
+
+@pytest.mark.parametrize("distance", [1, 4096, 60 * 1024, -4096])
+def test_a_store_inside_the_guard_is_found_by_its_poison(distance):
+    status = _store_at(distance)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 3, status
 
 
 def test_static_scan_flags_what_runtime_cannot_see():
