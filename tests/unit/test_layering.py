@@ -20,6 +20,7 @@ ORDER = [
     "gates",
     "cache",
     "check",
+    "sanitize",
     "audit",
     "carry",
     "transform",

@@ -30,7 +30,12 @@ from klineage.workload import UserError
 @click.option("--no-cache", is_flag=True, help="Ignore and do not write the verdict cache.")
 @click.option("--cold", is_flag=True, help="A fresh Python process per gate instead of the warm worker.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def check(workload, program, device, target, gates, seeds, no_cache, cold, as_json) -> None:
+@click.option(
+    "--sanitize",
+    is_flag=True,
+    help="Then run the program once on its tiny case under compute-sanitizer's memcheck (GPU only).",
+)
+def check(workload, program, device, target, gates, seeds, no_cache, cold, as_json, sanitize) -> None:
     """Run the gates on PROGRAM against WORKLOAD; exit 1 if any gate fails."""
     from klineage.check import check as run_check
     from klineage.check import resolve_device
@@ -54,14 +59,23 @@ def check(workload, program, device, target, gates, seeds, no_cache, cold, as_js
 
         report = run_check(wl, prog, settings, dev, wanted, on_gate=on_gate)
         progress.update(task, completed=len(wanted))
+        sanitized = None
+        if sanitize:
+            progress.update(task, description="compute-sanitizer")
+            from klineage.sanitize import sanitize as run_sanitize
+
+            sanitized = run_sanitize(workload, prog, gpu=dev == "cuda")
     if as_json:
-        click.echo(json.dumps(report.as_dict(), indent=2, default=str))
+        extra = {"sanitize": sanitized.__dict__} if sanitized else {}
+        click.echo(json.dumps({**report.as_dict(), **extra}, indent=2, default=str))
     else:
         title = f"{prog.name} on {wl.name} ({report.device_name}, target {report.target})"
         console.print(verdict_table(report, title))
         if dev == "cpu":
             console.print("No GPU: correctness ran in the Triton interpreter; no time was taken.", style="dim")
-    sys.exit(0 if report.passed else 1)
+        if sanitized:
+            console.print(sanitized.line(), style=None if sanitized.passed else "red", markup=False)
+    sys.exit(0 if report.passed and (sanitized is None or sanitized.passed) else 1)
 
 
 @click.command()
