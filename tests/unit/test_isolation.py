@@ -218,8 +218,9 @@ def test_the_candidate_dies_with_its_judge(private):
     if judge == 0:
         try:
             os.close(read)
+            judge_pid = os.getpid()
             if os.fork() == 0:
-                _confine(private, write, {})
+                _confine(private, write, {"judge_pid": judge_pid})
                 time.sleep(60)
         finally:
             os._exit(0)  # the judge dies at once; the candidate may still be confining itself
@@ -269,3 +270,23 @@ def test_unprivileged_gets_walls_from_a_user_namespace(tmp_path):
     needs(report, "userns")
     assert names["netns"] and names["read_only"] and names["pidns"], report.describe()
     assert got["tmp"] != "ALLOWED" and got["net"] != "ALLOWED", got
+
+
+def test_the_shared_triton_cache_is_read_not_written(private, tmp_path):
+    shared = tmp_path / "triton-cache"
+    (shared / "KEY").mkdir(parents=True)
+    (shared / "KEY" / "kernel.cubin").write_text("compiled")
+    cache = lambda: Path(os.environ["TRITON_CACHE_DIR"])  # noqa: E731  read inside the candidate
+    report, got = confined(
+        private,
+        {
+            "read": lambda: (cache() / "KEY" / "kernel.cubin").read_text(),
+            "overwrite": lambda: (cache() / "KEY" / "kernel.cubin").write_text("planted"),
+            "new key": lambda: (cache() / "NEW").mkdir(),
+        },
+        shared_cache=str(shared),
+    )
+    needs(report, "private_dir")
+    assert got["read"] == "ALLOWED" and got["new key"] == "ALLOWED", got
+    assert got["overwrite"] != "ALLOWED" and (shared / "KEY" / "kernel.cubin").read_text() == "compiled"
+    assert not (shared / "NEW").exists()
