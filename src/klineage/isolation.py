@@ -149,6 +149,8 @@ def confine(c: Confinement) -> IsolationReport:
     if any(m.name == "mountns" and m.applied for m in found):
         found.append(_read_only_outside(c.private_dir))
         masked = _hide(c, needed, root)
+        if any(m.name == "pidns" and m.applied for m in found):
+            found.append(_own_proc())
     found.append(_private_dir(c, root))
     found.append(_scrub_environment())
     found += _limits(c, root)
@@ -346,6 +348,13 @@ def _mask(path: str, inner: list[str], handles: list[int]) -> str | None:
             None, keep, None, MS_REMOUNT | MS_BIND | MS_RDONLY
         )
     return problem or _mount(None, path, None, MS_REMOUNT | ro)
+
+
+def _own_proc() -> Mechanism:
+    """/proc of the new PID namespace: the inherited one numbers processes as the judge sees them, so getpid() (1)
+    names the host's init there, and CUDA's cuInit fails with 304 (measured on the H200, driver 580)."""
+    problem = _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    return Mechanism("proc", not problem, problem or "own /proc")
 
 
 def _private_dir(c: Confinement, root: bool) -> Mechanism:
