@@ -104,6 +104,17 @@ LOST_CHILD = 70
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
 
 
+# How memory past the limit comes back in the candidate (measured on the CPU and the H200, docs/security.md):
+# MemoryError from Python and numpy, RuntimeError "DefaultCPUAllocator: can't allocate memory" from torch, and
+# "out of memory" from CUDA's host allocations; a library that cannot handle a failed malloc dies of SIGSEGV/SIGABRT.
+OUT_OF_MEMORY_SIGNS = ("can't allocate memory", "not enough memory", "out of memory", "Cannot allocate memory")
+
+
+def looks_out_of_memory(exception_type: str, message: str) -> bool:
+    """Whether an exception the candidate raised (its type name and message) is the memory limit being hit."""
+    return exception_type in ("MemoryError", "OutOfMemoryError") or any(s in message for s in OUT_OF_MEMORY_SIGNS)
+
+
 def _libc():
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]

@@ -17,6 +17,7 @@ from klineage.isolation import (
     IsolationReport,
     Mechanism,
     end_all,
+    looks_out_of_memory,
     make_private_dir,
     remove_private_dir,
 )
@@ -150,6 +151,10 @@ def test_memory_beyond_the_limit_is_refused(private):
     assert got["python"].startswith("MemoryError"), got
     # torch on the CPU raises RuntimeError, not MemoryError: what the judge classifies as `oom`
     assert got["torch"].startswith("RuntimeError") and "can't allocate memory" in got["torch"], got
+    for answer in (got["torch"], got["python"]):
+        kind, _, message = answer.partition(": ")
+        assert looks_out_of_memory(kind, message), answer
+    assert not looks_out_of_memory("RuntimeError", "shape mismatch")
 
 
 def test_secrets_are_not_in_the_candidates_environment(private, monkeypatch):
