@@ -3,6 +3,8 @@ uid nobody, mount/net/PID namespaces), host memory past the limit is refused, an
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -61,16 +63,26 @@ def _in_confined_child(private: Path) -> tuple[IsolationReport, dict]:
     return IsolationReport.from_json(answer["report"]), answer["got"]
 
 
-def test_cuda_and_triton_work_confined_and_host_memory_is_bounded():
+def _probe() -> None:
+    """Run in a fresh interpreter (pytest's has initialized CUDA, which a forked child could then not use)."""
     private = make_private_dir()
     try:
         report, got = _in_confined_child(private)
     finally:
         remove_private_dir(private)
+    print(json.dumps({"report": report.to_json(), "got": got}))
+
+
+def test_cuda_and_triton_work_confined_and_host_memory_is_bounded():
+    code = "from tests.gpu.test_isolation_gpu import _probe; _probe()"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    answer = json.loads(run.stdout.strip().splitlines()[-1])
+    report, got = IsolationReport.from_json(answer["report"]), answer["got"]
     assert got["kernel"] == ["ok", 1.0], (report.describe(), got)
     assert got["device_8g"][0] == "ok", got  # RLIMIT_DATA leaves device memory alone
     assert got["host_8g"][0] == "error" and "can't allocate memory" in got["host_8g"][1], got
-    print(report.describe())
+    assert all(m.applied for m in report.mechanisms if m.name in ("uid", "mountns", "netns", "pidns")), report
 
 
 FAR_STORE = """
