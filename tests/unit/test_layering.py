@@ -9,6 +9,7 @@ ORDER = [
     "config",
     "workload",
     "program",
+    "policy",
     "features",
     "compare",
     "interp",
