@@ -77,14 +77,16 @@ def _summary(skill: Skill) -> dict:
 
 
 def _program(program: str | None, source: str | None) -> Program:
+    """What an agent hands in, as a path or as text: untrusted (written by an agent), judged by the static policy
+    before anything of it runs; what the tools rewrite from it stays untrusted."""
     if source:
         with tempfile.TemporaryDirectory(prefix="klineage-mcp-") as tmp:
             path = Path(tmp) / "program.py"
             path.write_text(source)
             loaded = load_program(path)  # the same validation as a file: parses, defines ModelNew
-            return Program("source", loaded.source, {}, None)
+            return Program("source", loaded.source, {}, None).written_by("agent")
     if program:
-        return load_program(program)
+        return load_program(program).written_by("agent")
     raise UserError("give the program as `program` (a path) or `source` (its text)")
 
 
