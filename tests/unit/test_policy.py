@@ -219,3 +219,58 @@ def test_a_module_that_does_not_parse_is_a_finding():
 def test_only_judged_modules_are_refused():
     source = PROGRAM.format(head="import os", body="pass")
     assert judge([("program", source)], set()) == []
+
+
+def test_a_kernel_does_not_call_a_host_function_of_the_programs_own_module():
+    kernel = "    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)\n"
+    main = PROGRAM.format(head="from fastkern.ops import helper, tile", body="pass")
+    helper = (
+        "import triton\nimport triton.language as tl\n\n\ndef helper(p):\n    return p\n\n\n"
+        "@triton.jit\ndef tile(v):\n    return v\n"
+    )
+    calls_tile = main.replace(kernel, kernel + "    tile(offs)\n")
+    assert judge([("program", calls_tile), ("fastkern.ops", helper)], {"program", "fastkern.ops"}) == []
+    calls_helper = main.replace(kernel, kernel + "    helper(x_ptr)\n")
+    found = judge([("program", calls_helper), ("fastkern.ops", helper)], {"program", "fastkern.ops"})
+    assert {f.rule for f in found} == {"kernel_body"}
+
+
+@pytest.mark.parametrize(
+    "head, body",
+    [
+        ("def impl(self, x):\n    return x.tolist()", "pass"),  # bound as forward below, never called by name
+        ("def deco(f):\n    def wrap(self, x):\n        return float(x[0])\n    return wrap", "pass"),
+    ],
+)
+def test_host_rules_hold_in_every_function_not_only_what_forward_names(head, body):
+    source = PROGRAM.format(head=head, body=body).replace(
+        "    def forward(self, x):", "    forward2 = None\n\n    def forward(self, x):"
+    )
+    assert {"host_transfer", "scalar_extraction"} & {f.rule for f in judge([("program", source)], {"program"})}
+
+
+def test_an_error_message_may_format_an_argument():
+    assert rules("if n < 0:\n            raise ValueError(f'bad {x.shape} {n!r}')") == set()
+
+
+OBFUSCATED = [
+    ("", "f = x.tolist\n        v = f()", "host_transfer"),
+    ("", "v = getattr(x, 'tolist')()", "computed_attribute"),
+    ("", "v = getattr(torch, 'ops')", "computed_attribute"),
+    ("", "v = getattr(torch.nn.functional, 'softmax')", "computed_attribute"),
+    ("", "v = list(map(float, x))", "scalar_extraction"),
+    ("", "y.apply_(lambda v: v * 2)", "host_transfer"),
+    ("T = torch.Tensor", "T.equal = None", "monkeypatch"),
+    ("F = torch.nn.functional\nG = F", "G.softmax = None", "monkeypatch"),
+    ("", "del torch.equal", "monkeypatch"),
+]
+
+
+@pytest.mark.parametrize("head, body, rule", OBFUSCATED, ids=[f"{r}:{h or b}"[:60] for h, b, r in OBFUSCATED])
+def test_obfuscation_refused(head, body, rule):
+    assert rule in rules(body, head)
+
+
+def test_hasattr_on_an_imported_object_and_getattr_on_a_value_stay_allowed():
+    assert rules("ok = hasattr(triton.Config, 'pre_hook')\n        s = getattr(x, 'shape', None)") == set()
+    assert rules("ok = hasattr(tl, 'make_tensor_descriptor')") == {"module_value"}  # a module is never a value

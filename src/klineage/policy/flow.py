@@ -1,11 +1,13 @@
 """Rules that depend on where code runs, over all the program's modules at once:
 
-- **forward and what it calls** (found by name, over-approximated: any function whose name a reachable body
-  mentions): no host transfers of tensor data (`.tolist()`, `.item()`, `.numpy()`, `.cpu()`, the host device named),
-  and no scalar read out of a tensor-derived value (`float(x[0])`, `math.exp(t)`, an f-string of it, a truth test):
-  values reach Python only through these, and with them a program computes its answer in plain Python and copies it
-  in with a trivial kernel. What derives from a tensor is tracked by a small taint analysis: the parameters of every
-  reachable function, and whatever is computed from them except through metadata (`.shape`, `.stride()`, ...).
+- **every function of a judged module** (HOST_EVERYWHERE: not only forward and what it names, because a call
+  graph by name misses `forward = impl`, `self.forward = ...` and a decorator's wrapper; the bundled examples and
+  the held-out programs read no tensor data anywhere): no host transfers of tensor data (`.tolist()`, `.item()`,
+  `.numpy()`, `.cpu()`, the host device named), and no scalar read out of a tensor-derived value (`float(x[0])`,
+  `math.exp(t)`, an f-string of it, a truth test of an element): values reach Python only through these, and with
+  them a program computes its answer in plain Python and copies it in with a trivial kernel. What derives from a
+  tensor is tracked by a small taint analysis: the parameters of every function, and whatever is computed from
+  them except through metadata (`.shape`, `.stride()`, ...).
 - **Triton kernels** (functions under a triton decorator): only kernel code. Under the CPU interpreter a kernel's
   body is plain Python run with the dispatch trace off, so a call to torch or to a host helper there computes
   unseen; the GPU compiler would refuse it, but the interpreter does not.
@@ -20,27 +22,15 @@ import functools
 from dataclasses import dataclass, field
 
 from klineage.policy.imports import Binding
-from klineage.policy.names import SAFE_BUILTINS, resolve
+from klineage.policy.names import HOST_METHODS, SAFE_BUILTINS, SCALAR_SINKS, resolve
 from klineage.policy.rules import SELF_NAMES, chain
 
-HOST_METHODS = {
-    "tolist": "copies tensor data into Python",
-    "item": "reads a tensor element into Python",
-    "numpy": "hands tensor data to numpy",
-    "cpu": "copies tensor data to the host",
-    "storage": "raw storage access",
-    "untyped_storage": "raw storage access",
-    "pin_memory": "a host copy",
-    "share_memory_": "shares tensor memory with other processes",
-    "backward": "runs autograd's engine",
-}
 CLEAN_ATTRS = {"shape", "ndim", "dtype", "device", "is_cuda", "layout", "requires_grad", "itemsize", "nbytes"}
 CLEAN_METHODS = {
     "size", "stride", "numel", "dim", "element_size", "is_contiguous", "data_ptr", "storage_offset", "get_device",
     "nelement",
 }  # fmt: skip
 CLEAN_CALLS = {"len", "isinstance", "id", "callable", "issubclass"}
-SCALAR_SINKS = {"float", "int", "bool", "complex", "round", "range", "str", "repr", "hex", "oct", "chr", "hash"}
 KERNEL_BUILTINS = {"range", "min", "max", "len", "float", "int", "bool", "isinstance", "abs", "print"}
 KERNEL_ATTRIBUTES = {"handle", "data", "numpy", "tolist", "item", "cpu", "base"}
 LAUNCH_REGISTRARS = ("autotune", "heuristics", "Config", "set_allocator", "jit")
@@ -68,13 +58,12 @@ class Module:
 
 @dataclass
 class Flow:
-    """Functions of every module by name, which are kernels, which run in forward, which at launch."""
+    """Functions of every module by name, which are kernels, which run at launch."""
 
     modules: list[Module]
     functions: dict[str, list[tuple[Module, ast.AST]]] = field(default_factory=dict)
     kernels: set[int] = field(default_factory=set)  # id() of kernel FunctionDefs
     kernel_names: set[str] = field(default_factory=set)
-    reachable: set[int] = field(default_factory=set)
     callbacks: set[int] = field(default_factory=set)
 
     def index(self) -> None:
@@ -109,8 +98,8 @@ class Flow:
                 for _, function in self.functions.get(name, []) if name else []:
                     todo.append(function)
 
-    def roots(self) -> tuple[list[ast.AST], list[ast.AST]]:
-        forward = [f for _, f in self.functions.get("forward", []) if isinstance(f, ast.FunctionDef)]
+    def roots(self) -> list[ast.AST]:
+        """Launch callbacks: what a launch's grid or a launch registrar (autotune, heuristics, ...) is given."""
         callbacks: list[ast.AST] = []
         for module in self.modules:
             for node in ast.walk(module.tree):
@@ -120,7 +109,7 @@ class Flow:
                 elif isinstance(node, ast.Call) and _name_of(node.func) in LAUNCH_REGISTRARS:
                     for arg in [*node.args, *(k.value for k in node.keywords)]:
                         callbacks.extend(self._callables(arg))
-        return forward, callbacks
+        return callbacks
 
     def _callables(self, expr: ast.AST) -> list[ast.AST]:
         found = []
@@ -151,7 +140,7 @@ def _is_triton(decorator: ast.AST, imports: dict[str, Binding]) -> bool:
 
 @dataclass
 class Taint:
-    """Names and `self` attributes that may hold tensor data, grown to a fixpoint over the reachable functions."""
+    """Names and `self` attributes that may hold tensor data, grown to a fixpoint over the functions."""
 
     names: set[str] = field(default_factory=set)
     attrs: set[str] = field(default_factory=set)
@@ -248,15 +237,9 @@ def enclosing(node: ast.AST) -> ast.AST | None:
 def flow_findings(modules: list[Module]) -> list[tuple[Module, int, str, str]]:
     flow = Flow(modules)
     flow.index()
-    forward, callbacks = flow.roots()
-    flow.close(callbacks, flow.callbacks)
-    flow.close([*forward, *callbacks], flow.reachable)
-    owner = {id(f): m for fs in flow.functions.values() for m, f in fs}
+    flow.close(flow.roots(), flow.callbacks)
     found: list[tuple[Module, int, str, str]] = []
     taint = Taint()
-    reachable = [(owner[i], f) for fs in flow.functions.values() for _, f in fs if (i := id(f)) in flow.reachable]
-    reachable += [(m, f) for m in modules for f in ast.walk(m.tree) if isinstance(f, ast.Lambda)]
-    reachable = [(m, f) for m, f in {id(f): (m, f) for m, f in reachable}.values() if id(f) not in flow.kernels]
     # every function's taint, outer functions first (ast.walk is breadth-first), so a closure starts from what
     # its enclosing function holds; three rounds carry what one function stores on `self` into the others
     functions = [
@@ -270,7 +253,7 @@ def flow_findings(modules: list[Module]) -> list[tuple[Module, int, str, str]]:
         for m, f in functions:
             outer = enclosing(f)
             locals_of[id(f)] = taint.grow(f, locals_of.get(id(outer), set()) if outer else set(), m.imports)
-    for module, function in reachable:
+    for module, function in functions:  # HOST_EVERYWHERE (the module's docstring)
         if not module.judged:
             continue
         for line, rule, detail in _host_rules(function, module, taint, locals_of[id(function)]):
@@ -289,13 +272,32 @@ def flow_findings(modules: list[Module]) -> list[tuple[Module, int, str, str]]:
 def _host_rules(function: ast.AST, module: Module, taint: Taint, local: set[str]) -> list[tuple[int, str, str]]:
     out = []
     for node in ast.walk(function):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in HOST_METHODS:
-            out.append((node.lineno, "host_transfer", f".{node.func.attr}(): {HOST_METHODS[node.func.attr]}"))
+        if isinstance(node, ast.Attribute) and node.attr in HOST_METHODS and not _module_attribute(node, module):
+            # called or not: `f = x.tolist; f()` reads the same data
+            out.append((node.lineno, "host_transfer", f".{node.attr}(): {HOST_METHODS[node.attr]}"))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.split(":")[0] == "cpu":
             out.append((node.lineno, "host_transfer", '"cpu": names the host device in code that runs in forward'))
-        elif sink := _scalar_sink(node, module, taint, local):
+        elif (sink := _scalar_sink(node, module, taint, local)) and not _in_raise(node):
             out.append((node.lineno, "scalar_extraction", sink))
     return out
+
+
+def _module_attribute(node: ast.Attribute, module: Module) -> bool:
+    """`torch.cpu.synchronize`: a module of an allowed tree, not a tensor's method (the attribute rules resolve
+    it)."""
+    found = chain(node)
+    return found is not None and found[0] in module.imports and module.imports[found[0]].kind == "module"
+
+
+def _in_raise(node: ast.AST) -> bool:
+    """Inside a `raise` statement: an error message that formats an argument (the matmul expert's `{path!r}`).
+    The message leaves forward as an exception, which fails the check."""
+    while (node := getattr(node, "parent", None)) is not None:
+        if isinstance(node, ast.Raise):
+            return True
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return False
+    return False
 
 
 def _scalar_sink(node: ast.AST, module: Module, taint: Taint, local: set[str]) -> str | None:
@@ -307,6 +309,10 @@ def _scalar_sink(node: ast.AST, module: Module, taint: Taint, local: set[str]) -
             return None
         if isinstance(node.func, ast.Name) and node.func.id in SCALAR_SINKS and node.func.id in SAFE_BUILTINS:
             return f"{node.func.id}() of a tensor-derived value reads its data into Python"
+        if isinstance(node.func, ast.Name) and node.func.id in ("map", "filter", "sorted", "max", "min"):
+            passed = [a for a in args if isinstance(a, ast.Name) and a.id in SCALAR_SINKS]
+            if passed:
+                return f"{node.func.id}({passed[0].id}, ...) of a tensor-derived value reads its data into Python"
         found = chain(node.func)
         binding = module.imports.get(found[0]) if found else None
         if binding is not None and binding.path.split(".")[0] == "math":
@@ -387,10 +393,19 @@ def _kernel_rules(function: ast.AST, module: Module, flow: Flow) -> list[tuple[i
         binding = module.imports.get(name)
         if name in local or name in constants or name in flow.kernel_names or name in KERNEL_BUILTINS:
             continue
-        if binding is not None and (binding.path.split(".")[0] in ("triton", "math") or binding.kind == "own_object"):
+        if binding is not None and binding.path.split(".")[0] in ("triton", "math"):
+            continue
+        if binding is not None and binding.kind == "own_object" and not _host_function(binding, flow):
             continue
         out.append((node.lineno, "kernel_body", f"{name} in a Triton kernel: host Python runs there unseen"))
     return [f for f in out if not _in_decorator(function, f[0])]
+
+
+def _host_function(binding: Binding, flow: Flow) -> bool:
+    """A name imported from the program's own modules that is a function there but not a kernel: under the
+    interpreter a kernel could call it and run host Python unseen."""
+    name = binding.path.rsplit(".", 1)[-1]
+    return name in flow.functions and name not in flow.kernel_names
 
 
 def _in_decorator(function: ast.AST, line: int) -> bool:

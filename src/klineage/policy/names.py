@@ -133,6 +133,29 @@ SAFE_BUILTINS = frozenset(
 )  # fmt: skip
 LITERAL_NAME_BUILTINS = frozenset({"getattr", "hasattr"})  # allowed with a literal, public attribute name only
 
+# Tensor methods that hand its data to the host or to Python (`policy.flow` refuses them in every function of an
+# untrusted module, and `getattr(x, "tolist")` as well).
+HOST_METHODS = {
+    "tolist": "copies tensor data into Python",
+    "item": "reads a tensor element into Python",
+    "numpy": "hands tensor data to numpy",
+    "cpu": "copies tensor data to the host",
+    "storage": "raw storage access",
+    "untyped_storage": "raw storage access",
+    "pin_memory": "a host copy",
+    "share_memory_": "shares tensor memory with other processes",
+    "backward": "runs autograd's engine",
+    "apply_": "runs a Python callable on every element",
+    "map_": "runs a Python callable on every element",
+    "map2_": "runs a Python callable on every element",
+    "__array__": "hands tensor data to numpy",
+}
+# Builtins that read a tensor's value into a Python scalar or string when given one.
+SCALAR_SINKS = frozenset(
+    {"float", "int", "bool", "complex", "round", "range", "str", "repr", "hex", "oct", "chr", "hash"}
+)
+
+
 SAFE_DUNDERS = frozenset({"__init__", "__name__"})  # super().__init__(), fn.__name__
 SAFE_DUNDER_NAMES = frozenset({"__name__", "__all__"})
 

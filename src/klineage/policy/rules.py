@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from klineage.policy.imports import Binding, Own
 from klineage.policy.names import (
     FRAME_ATTRIBUTES,
+    HOST_METHODS,
     LITERAL_NAME_BUILTINS,
     SAFE_BUILTINS,
     SAFE_DUNDER_NAMES,
@@ -106,6 +107,7 @@ class Rules:
         self.bound = bound_names(tree)
         self.private = own_private(tree)
         self.top_level = {n.name for n in getattr(tree, "body", []) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        self.aliases = aliases(tree, set(bound) | self.top_level)
         self.findings: list[tuple[int, str, str]] = []
 
     def add(self, node: ast.AST, rule: str, detail: str) -> None:
@@ -143,6 +145,9 @@ class Rules:
         if name in self.bound or name in SAFE_BUILTINS:
             return
         if name in LITERAL_NAME_BUILTINS and _literal_name_call(node):
+            target = chain(node.parent.args[0])
+            if name == "getattr" and target is not None and (target[0] in self.imports or target[0] in self.aliases):
+                self.add(node, "computed_attribute", "getattr on a module or an imported object: name it (a.b)")
             return
         if name in DYNAMIC_CODE:
             self.add(node, "dynamic_code", f"{name}: runs code built at run time")
@@ -178,8 +183,8 @@ class Rules:
         if found is None:
             return
         root, _ = found
-        if root in self.imports or root in self.top_level:
-            what = "an imported module or object" if root in self.imports else "a class or function of the program"
+        if root in self.imports or root in self.top_level or root in self.aliases:
+            what = "a class or function of the program" if root in self.top_level else "an imported module or object"
             self.add(node, "monkeypatch", f"assigns {ast.unparse(node)} (an attribute of {what})")
 
     def dotted(self, node: ast.Attribute) -> None:
@@ -242,6 +247,18 @@ class Rules:
         del func
 
 
+def aliases(tree: ast.AST, roots: set[str]) -> set[str]:
+    """Names bound anywhere to an attribute chain of an imported object or a program's class (`T = torch.Tensor`):
+    assigning their attributes patches the object itself."""
+    found: set[str] = set()
+    for _ in range(3):  # aliases of aliases
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and (value := chain(node.value)) is not None:
+                if value[0] in roots | found:
+                    found.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return found
+
+
 def _is_attribute_base(node: ast.Name) -> bool:
     parent = getattr(node, "parent", None)
     return isinstance(parent, ast.Attribute) and parent.value is node
@@ -254,7 +271,8 @@ def _literal_name_call(node: ast.Name) -> bool:
         return False
     name = call.args[1]
     ok = isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value.isidentifier()
-    return ok and not name.value.startswith("_") and name.value not in FRAME_ATTRIBUTES
+    banned = FRAME_ATTRIBUTES | HOST_METHODS.keys() | {"format", "format_map", "data"}
+    return ok and not name.value.startswith("_") and name.value not in banned
 
 
 def _is_tensor(found: tuple[str, list[str]], imports: dict[str, Binding]) -> bool:
