@@ -37,6 +37,8 @@ NAMED = {
     # a record for a kernel's configuration; dataclass builds its __init__ with exec from field names that are
     # identifiers of this source, never from the program's strings
     "dataclasses": frozenset({"dataclass", "field"}),
+    # lists of autotune configs (product of block sizes and warps); iterators over what the program already holds
+    "itertools": frozenset({"product", "chain", "repeat", "islice", "zip_longest"}),
     "__future__": frozenset({"annotations"}),
 }
 
@@ -71,6 +73,14 @@ DENIED_TREES = (
     "torch.cpp",
     "torch.classes",
     "torch.accelerator",
+    "torch.onnx",  # exports write files
+    "torch.contrib",
+    "torch.nativert",
+    "torch.numa",  # binds the process to NUMA nodes
+    "torch.monitor",
+    "torch.ao",  # quantization's converters trace with fx
+    "torch.quantization",
+    "torch.nn.parallel",  # parallel_apply runs modules on threads
     "torch.autograd.graph",
     "torch.autograd.profiler",
     "torch.cuda.graphs",
@@ -87,6 +97,8 @@ DENIED_TREES = (
     "triton.testing",
     "triton.knobs",
     "triton.tools",
+    "triton.profiler",  # proton writes files and hooks launches
+    "triton.experimental",  # gluon's kernels: a second kernel language the launch trace was not built for
 )
 ALLOWED_IN_DENIED = ("triton.tools.tensor_descriptor",)  # TensorDescriptor: the host side of TMA (attention expert)
 
