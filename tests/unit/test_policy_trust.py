@@ -148,3 +148,40 @@ def test_the_mcp_check_marks_what_an_agent_hands_in_untrusted(settings, tmp_path
     assert out["passed"] is False and out["verdicts"][0]["code"] == "static_ban"
     assert out["policy"]["author"] == "agent"
     tools.close()
+
+
+class _ScriptedClient:
+    """Just enough of LLMClient for one materialization: every reply is `text`."""
+
+    def __init__(self, text: str):
+        from klineage.llm import LLMConfig
+
+        self.text, self.config, self.rejected = text, LLMConfig("scripted"), []
+
+    def chat(self, messages):
+        from klineage.llm import Reply
+
+        return Reply(self.text, 1, 1, "stop")
+
+    def exhausted(self) -> bool:
+        return False
+
+    def reject(self, reason: str) -> None:
+        self.rejected.append(reason)
+
+
+def test_what_the_llm_materializer_writes_is_judged(settings):
+    from klineage.llm_propose import Guidance, LLMProposer
+    from klineage.proposers.base import Proposer
+
+    workload, naive = load_workload(FOLDER / "workload.py"), _naive()
+    rewrite = naive.source.replace("import torch\n", "import torch\nimport os\n", 1)
+    assert rewrite != naive.source
+    client = _ScriptedClient(f"INTENT: a rewrite\n\n```python\n{rewrite}```\n")
+    guidance = [Guidance("skill-1", "exp2_folded_scale", "fold the scale", 1.1)]
+    base = Proposer(workload, settings, "cpu")
+    base.propose = lambda program: []
+    (candidate,) = LLMProposer(base, client, lambda program: guidance).propose(naive)
+    assert candidate.program.untrusted == {"program"} and candidate.program.author == "model"
+    report = judge_program(candidate.program)
+    assert [f.rule for f in report.findings] == ["import"]  # only the line the model added
