@@ -278,3 +278,8 @@ def test_obfuscation_refused(head, body, rule):
 def test_hasattr_on_an_imported_object_and_getattr_on_a_value_stay_allowed():
     assert rules("ok = hasattr(triton.Config, 'pre_hook')\n        s = getattr(x, 'shape', None)") == set()
     assert rules("ok = hasattr(tl, 'make_tensor_descriptor')") == {"module_value"}  # a module is never a value
+
+
+def test_a_refused_submodule_import_leaves_the_allowed_root_usable():
+    source = PROGRAM.format(head="import torch.distributed.tensor", body="pass")
+    assert [(f.rule, f.line) for f in judge([("program", source)], {"program"})] == [("import", 4)]

@@ -115,9 +115,12 @@ def bindings(tree: ast.AST, own: Own) -> tuple[dict[str, Binding], list[tuple[in
             for alias in node.names:
                 why, more = import_module(own, alias.name, alias.asname)
                 bound.update(more)
+                root = alias.name.split(".")[0]
                 if why:
                     refused.append((node.lineno, "import", why))
-                    bound[alias.asname or alias.name.split(".")[0]] = Binding("refused", alias.name)
+                # `import torch.distributed.tensor` binds `torch`, which stays what it is; `import os.path`, os
+                if why and (alias.asname or not (allowed_tree(root) or root in NAMED or root in own.packages)):
+                    bound[alias.asname or root] = Binding("refused", alias.name)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 refused.append((node.lineno, "import", "a relative import (name the module)"))
