@@ -146,6 +146,8 @@ ALLOWED = [
     ("from dataclasses import dataclass\n@dataclass\nclass Cfg:\n    block: int = 128", "c = Cfg()"),
     ("from __future__ import annotations", "pass"),
     ("import itertools", "c = list(itertools.product([64, 128], [4, 8]))"),
+    ("def f(a: int, b: float = 1.0) -> float:\n    return b", "ok = isinstance(n, (int, float))"),
+    ("", "s = tuple(map(int, x.shape))\n        t: int = 3\n        u = sorted([3, 1], key=int)"),
     ("", "s = getattr(x, 'shape')"),
     ("", "ok = hasattr(x, 'stride')"),
     ("", "m = int(x.shape[0])"),
@@ -267,6 +269,9 @@ OBFUSCATED = [
     ("T = torch.Tensor", "T.equal = None", "monkeypatch"),
     ("F = torch.nn.functional\nG = F", "G.softmax = None", "monkeypatch"),
     ("", "del torch.equal", "monkeypatch"),
+    ("", "f = float\n        v = f(x[0])", "scalar_alias"),
+    ("", "fs = [int]\n        v = fs[0](x[0])", "scalar_alias"),
+    ("", "v = (lambda g: g(x[0]))(float)", "scalar_alias"),
 ]
 
 
@@ -283,3 +288,15 @@ def test_hasattr_on_an_imported_object_and_getattr_on_a_value_stay_allowed():
 def test_a_refused_submodule_import_leaves_the_allowed_root_usable():
     source = PROGRAM.format(head="import torch.distributed.tensor", body="pass")
     assert [(f.rule, f.line) for f in judge([("program", source)], {"program"})] == [("import", 4)]
+
+
+def test_source_that_crashes_the_analysis_is_refused_not_raised(monkeypatch):
+    import klineage.policy
+
+    def broken(modules):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(klineage.policy, "flow_findings", broken)
+    source = PROGRAM.format(head="", body="pass")
+    (found,) = judge([("program", source), ("kern.ops", "X = 1\n")], {"program"})
+    assert (found.rule, found.module) == ("policy_error", "program") and "RecursionError" in found.detail

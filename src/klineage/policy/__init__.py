@@ -35,7 +35,17 @@ POLICY_VERSION = 1  # bump when a rule changes what it refuses
 
 def judge(sources: list[tuple[str, str]], judged: set[str]) -> list[Finding]:
     """The policy's findings over the modules named in `judged`, from (module, source) pairs: "program" is the main
-    file, every other name an override module's dotted name. Sorted by module and line."""
+    file, every other name an override module's dotted name. Sorted by module and line. Never raises: source the
+    analysis itself fails on (a bug of the policy, or source shaped to crash it) is a `policy_error` finding of
+    every judged module, so it refuses what it could not read, and only informs on trusted code."""
+    try:
+        return _judge(sources, judged)
+    except (RecursionError, ValueError, TypeError, AttributeError, KeyError, IndexError) as e:
+        why = f"the policy could not analyse the program: {type(e).__name__}: {e}"[:300]
+        return [Finding("policy_error", name, 0, why) for name, _ in sources if name in judged]
+
+
+def _judge(sources: list[tuple[str, str]], judged: set[str]) -> list[Finding]:
     own = Own({name: source for name, source in sources if name != "program"})
     modules: list[Module] = []
     findings: list[Finding] = []
@@ -76,9 +86,9 @@ class PolicyReport:
     def summary(self) -> str:
         """One line for `klineage check`'s output."""
         if self.trusted:
-            told = f"{len(self.information)} findings, information only" if self.informed else "not judged"
+            told = f"{_count(self.information)}, information only" if self.informed else "not judged"
             return f"policy: trusted ({told})"
-        said = f"refused, {len(self.findings)} findings" if self.refused else "passed"
+        said = f"refused, {_count(self.findings)}" if self.refused else "passed"
         return f"policy: untrusted ({self.author}), {', '.join(self.judged) or 'nothing'} judged: {said}"
 
     def as_dict(self) -> dict:
@@ -91,6 +101,10 @@ class PolicyReport:
             "findings": [f.as_dict() for f in self.findings],
             "information": [f.as_dict() for f in self.information],
         }
+
+
+def _count(findings: tuple[Finding, ...]) -> str:
+    return f"{len(findings)} finding{'' if len(findings) == 1 else 's'}"
 
 
 def unmodified_installed(module: str, source: str) -> bool:

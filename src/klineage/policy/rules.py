@@ -14,6 +14,7 @@ from klineage.policy.names import (
     SAFE_BUILTINS,
     SAFE_DUNDER_NAMES,
     SAFE_DUNDERS,
+    SCALAR_SINKS,
     installed_source,
     resolve,
     top_level_kind,
@@ -142,6 +143,8 @@ class Rules:
             self.add(node, "import", f"{name}: bound by an import the policy refuses ({binding.path})")
         elif binding is not None and binding.is_module and not _is_attribute_base(node):
             self.add(node, "module_value", f"module {binding.path} used as a value (only `{name}.<name>` may be)")
+        if name in SCALAR_SINKS and name not in self.bound and _sink_by_another_name(node):
+            self.add(node, "scalar_alias", f"{name} as a value: a scalar read under another name (f = {name})")
         if name in self.bound or name in SAFE_BUILTINS:
             return
         if name in LITERAL_NAME_BUILTINS and _literal_name_call(node):
@@ -257,6 +260,25 @@ def aliases(tree: ast.AST, roots: set[str]) -> set[str]:
                 if value[0] in roots | found:
                     found.update(t.id for t in node.targets if isinstance(t, ast.Name))
     return found
+
+
+SINK_PASSERS = ("isinstance", "issubclass", "map", "filter", "sorted", "min", "max")  # policy.flow judges map & co.
+
+
+def _sink_by_another_name(node: ast.Name) -> bool:
+    """`float` (or another scalar-reading builtin) used other than called by its name: bound to another name or
+    put in a container, where `policy.flow` would not see the call. Annotations, type tests and the argument of
+    map, sorted and the like (which `policy.flow` judges) are not."""
+    parent, child = getattr(node, "parent", None), node
+    while isinstance(parent, (ast.Tuple, ast.BinOp)):  # (int, float), int | float
+        parent, child = getattr(parent, "parent", None), parent
+    if isinstance(parent, ast.Call):
+        return child is not parent.func and not (isinstance(parent.func, ast.Name) and parent.func.id in SINK_PASSERS)
+    if isinstance(parent, ast.keyword):
+        call = getattr(parent, "parent", None)
+        return not (isinstance(call.func, ast.Name) and call.func.id in SINK_PASSERS)
+    annotation = isinstance(parent, ast.arg) or isinstance(parent, (ast.AnnAssign, ast.FunctionDef, ast.Subscript))
+    return not annotation
 
 
 def _is_attribute_base(node: ast.Name) -> bool:
