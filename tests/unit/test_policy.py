@@ -215,6 +215,8 @@ def test_installed_kernel_package_names_are_reached_by_definition_only():
     assert judge([("program", ok)], {"program"}) == []
     bad = PROGRAM.format(head="from liger_kernel.ops.utils import importlib", body="pass")
     assert "import" in {f.rule for f in judge([("program", bad)], {"program"})}
+    outside = PROGRAM.format(head="from liger_kernel.transformers import apply_liger_kernel_to_llama", body="pass")
+    assert "import" in {f.rule for f in judge([("program", outside)], {"program"})}
 
 
 def test_a_module_that_does_not_parse_is_a_finding():

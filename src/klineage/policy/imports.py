@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from klineage.policy.names import KERNEL_PACKAGES, NAMED, allowed_tree, installed_source, resolve, top_level_kind
+from klineage.policy.names import NAMED, allowed_tree, installed_source, kernel_package, resolve, top_level_kind
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ def from_import(own: Own, module: str, name: str, depth: int = 0) -> tuple[str |
     """(why refused, binding) of `from module import name`."""
     if name.startswith("_") and module != "__future__":
         return f"from {module} import {name}: a private name", None
-    if module in own.modules or module.split(".")[0] in (*KERNEL_PACKAGES, *own.packages):
+    if module in own.modules or kernel_package(module) or module.split(".")[0] in own.packages:
         return _from_source(own, module, name, depth)
     root = module.split(".")[0]
     if module in NAMED:
@@ -96,7 +96,7 @@ def import_module(own: Own, dotted: str, asname: str | None) -> tuple[str | None
     root = dotted.split(".")[0]
     if dotted in NAMED and "." not in dotted:
         return None, {bound: Binding("module", dotted)}
-    if root in (*KERNEL_PACKAGES, *own.packages):
+    if kernel_package(dotted) or root in own.packages:
         return f"import {dotted}: import names from it (from {dotted} import ...), not the module", {}
     if not allowed_tree(root) or root in NAMED:
         return f"import {dotted}: not an allowed module", {}

@@ -45,7 +45,12 @@ NAMED = {
 # Installed packages of Triton kernels whose unmodified modules a program may call into, by name: a public function
 # or class defined in that module's own source (never a module object, never a re-exported import, which would
 # hand over e.g. `liger_kernel.ops.utils.importlib`). The bundled Liger wrappers call these.
-KERNEL_PACKAGES = ("liger_kernel",)
+KERNEL_PACKAGES = ("liger_kernel.ops",)  # Liger's kernels and their autograd functions, not its model patching
+
+
+def kernel_package(module: str) -> bool:
+    return any(module == k or module.startswith(k + ".") for k in KERNEL_PACKAGES)
+
 
 # Subtrees of the allowed modules that escape the judge: compilers and code loaders (torch.compile's inductor,
 # cpp_extension.load_inline, jit, library, triton.compile), pickle (load/save, hub, package), processes and threads
