@@ -55,7 +55,9 @@ DESCRIPTIONS = {
     "sites or parameter variants; `gate=true` also runs the compile and correctness gates on the result.",
     "check_program": "Run KLineage's gates on a program against a workload: compile, correctness (float64 reference, "
     "fresh seeds, anti-cheat checks) and profile (GPU only). Returns every verdict with its reason and metrics; "
-    "`passed` says whether the program counts.",
+    "`passed` says whether the program counts. What you hand in is judged first by a static policy (imports: torch, "
+    "triton, math and a few helpers only; no dynamic code, computed attribute access or host reads of tensor data): "
+    "a refusal is a `static_ban` verdict naming the rule and the line, and `policy` lists every finding.",
 }
 
 
