@@ -124,6 +124,7 @@ REFUSED = [
     ("", "v = x.cpu()", "host_transfer"),
     ("", "v = x.to('cpu')", "host_transfer"),
     ("", "v = x.to(device='cpu')", "host_transfer"),
+    ("", "v = x.to(torch.device('cpu'))", "host_transfer"),
     ("", "v = float(x[0])", "scalar_extraction"),
     ("", "v = int(x.sum())", "scalar_extraction"),
     ("", "v = f'{x[0]}'", "scalar_extraction"),
@@ -160,6 +161,7 @@ ALLOWED = [
     ("", "if n > 1024:\n            n = n"),
     ("", "z = torch.empty((n,), dtype=torch.float32, device=x.device)"),
     ("", "p = torch.cuda.is_available()"),
+    ("", "on_host = x.device.type == 'cpu'"),
     ("from triton.tools.tensor_descriptor import TensorDescriptor", "pass"),
 ]
 

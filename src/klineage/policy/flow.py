@@ -275,11 +275,19 @@ def _host_rules(function: ast.AST, module: Module, taint: Taint, local: set[str]
         if isinstance(node, ast.Attribute) and node.attr in HOST_METHODS and not _module_attribute(node, module):
             # called or not: `f = x.tolist; f()` reads the same data
             out.append((node.lineno, "host_transfer", f".{node.attr}(): {HOST_METHODS[node.attr]}"))
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.split(":")[0] == "cpu":
-            out.append((node.lineno, "host_transfer", '"cpu": names the host device in code that runs in forward'))
+        elif _host_device_argument(node):
+            out.append((node.lineno, "host_transfer", '"cpu" given as a device: a copy to the host'))
         elif (sink := _scalar_sink(node, module, taint, local)) and not _in_raise(node):
             out.append((node.lineno, "scalar_extraction", sink))
     return out
+
+
+def _host_device_argument(node: ast.AST) -> bool:
+    """ "cpu" handed to a call (`x.to("cpu")`, `torch.device("cpu")`, `device="cpu"`); compared, it is a test of where
+    a tensor is (`x.device.type == "cpu"` under the interpreter), not a copy."""
+    if not (isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.split(":")[0] == "cpu"):
+        return False
+    return isinstance(getattr(node, "parent", None), (ast.Call, ast.keyword))
 
 
 def _module_attribute(node: ast.Attribute, module: Module) -> bool:
