@@ -47,3 +47,11 @@ def test_the_policy_refuses_what_it_can_see_of_the_adversarial_corpus(name, rule
     (case,) = [c for c in CASES if c.program == f"programs/{name}"]
     report = judge_program(load_program(ROOT / case.program).written_by("unchecked"))
     assert rule in {f.rule for f in report.findings}, [str(f) for f in report.findings]
+
+
+def test_a_program_written_the_way_a_model_writes_one_passes():
+    from tests.conftest import ROOT as REPO
+
+    program = load_program(REPO / "tests" / "fixtures" / "policy" / "model_style.py").written_by("model")
+    report = judge_program(program)
+    assert report.judged == ("program",) and not report.refused, [str(f) for f in report.findings]
