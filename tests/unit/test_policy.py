@@ -204,6 +204,15 @@ def test_the_programs_own_module_is_followed_and_judged():
     assert {(f.module, f.rule) for f in found} == {("fastkern.ops", "host_transfer")}
 
 
+def test_an_alias_in_the_own_module_is_not_a_definition():
+    main = PROGRAM.format(head="from fastkern.ops import run", body="pass")
+    helper = "import torch\n\nrun = torch.add\nBLOCK = 128\n"
+    found = judge([("program", main), ("fastkern.ops", helper)], {"program"})
+    assert [(f.rule, "alias" in f.detail) for f in found] == [("import", True)]
+    main = PROGRAM.format(head="from fastkern.ops import BLOCK", body="pass")
+    assert judge([("program", main), ("fastkern.ops", helper)], {"program"}) == []
+
+
 def test_a_name_not_defined_in_the_own_module_is_refused():
     main = PROGRAM.format(head="from fastkern.ops import os", body="pass")
     helper = "import os\n"

@@ -81,7 +81,8 @@ def _from_source(own: Own, module: str, name: str, depth: int) -> tuple[str | No
         origin, original = kind[5:].split(":")
         why, binding = from_import(own, origin, original, depth + 1)
         return (f"from {module} import {name}: {why}", None) if why else (None, binding)
-    what = "a module" if kind == "module" else "not defined there"
+    kinds = {"module": "a module", "alias": "an alias of another name there, not a definition"}
+    what = kinds.get(kind or "", "not defined there")
     return f"from {module} import {name}: {what}", None
 
 

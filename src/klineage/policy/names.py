@@ -282,8 +282,9 @@ def installed_source(dotted: str) -> str | None:
 
 
 def top_level_kind(source: str, name: str) -> str | None:
-    """How `name` is bound at the top level of `source`: "def" (function, class, assignment), ("from", module) for
-    `from module import name`, "module" for an import of a module, None when it is not bound there."""
+    """How `name` is bound at the top level of `source`: "def" (function, class, assignment of a computed value),
+    "alias" (assignment of another name, `f = os.system`), "from module:name" for `from module import name`,
+    "module" for an import of a module, None when it is not bound there."""
     import ast
 
     try:
@@ -298,7 +299,9 @@ def top_level_kind(source: str, name: str) -> str | None:
             elif isinstance(inner, (ast.Assign, ast.AnnAssign)):
                 targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
                 if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-                    found = "def"
+                    # `f = importlib.import_module`: another object under this module's name, not a definition
+                    aliased = isinstance(inner.value, (ast.Name, ast.Attribute))
+                    found = "alias" if aliased else "def"
             elif isinstance(inner, ast.ImportFrom) and inner.level == 0:
                 for alias in inner.names:
                     if (alias.asname or alias.name) == name:

@@ -125,8 +125,6 @@ class Rules:
             elif isinstance(node, ast.ClassDef):
                 self.definition(node)
                 self.class_bases(node)
-            elif isinstance(node, ast.Call):
-                self.call(node)
         return self.findings
 
     # --- names ----------------------------------------------------------------------------------------------
@@ -209,7 +207,7 @@ class Rules:
 
     def own_chain(self, node: ast.AST, base: str, segments: list[str]) -> None:
         path = base
-        for i, seg in enumerate(segments):
+        for seg in segments:
             if path in self.own.modules:
                 kind = top_level_kind(self.own.modules[path], seg)
                 if kind != "def" and f"{path}.{seg}" not in self.own.modules:
@@ -219,7 +217,6 @@ class Rules:
             if path not in self.own.modules and not self.own.is_parent(path):
                 self.add(node, "module_reach", f"{path}: not one of the program's modules")
                 return
-            del i
         if path not in self.own.modules or not segments:
             self.add(node, "module_value", f"module {path} used as a value")
 
@@ -242,12 +239,6 @@ class Rules:
                 self.add(node, "class_base", f"class {node.name}: base {ast.unparse(base)[:60]} is not a name")
             elif _is_tensor(found, self.imports):
                 self.add(node, "class_base", f"class {node.name}: a torch.Tensor subclass")
-
-    def call(self, node: ast.Call) -> None:
-        func = node.func
-        if isinstance(func, ast.Name) and func.id in LITERAL_NAME_BUILTINS and func.id not in self.bound:
-            return  # judged with the name
-        del func
 
 
 def aliases(tree: ast.AST, roots: set[str]) -> set[str]:
