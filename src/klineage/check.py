@@ -11,6 +11,7 @@ from pathlib import Path
 from klineage.cache import Cache, verdict_key
 from klineage.config import Settings, cuda_available, device_name, versions
 from klineage.gates import GATES, GateRequest, Verdict, run_gate, verdict_from_result
+from klineage.policy import PolicyReport, judge_program
 from klineage.program import Program
 from klineage.sandbox import GpuTurns, Job, Sandbox, SandboxResult, device_memory_ran_out
 from klineage.workload import UserError, Workload
@@ -27,6 +28,7 @@ class CheckReport:
     verdicts: tuple[Verdict, ...]
     cached: tuple[bool, ...] = ()
     versions: dict = field(default_factory=dict)
+    policy: PolicyReport | None = None
 
     @property
     def passed(self) -> bool:
@@ -53,6 +55,7 @@ class CheckReport:
             "passed": self.passed,
             "versions": self.versions,
             "verdicts": [{**v.as_dict(), "cached": c} for v, c in zip(self.verdicts, self.cached)],
+            "policy": self.policy.as_dict() if self.policy else None,
         }
 
 
@@ -122,8 +125,14 @@ def check(
     gates: tuple[str, ...] = GATES,
     sandbox: Sandbox | None = None,
     on_gate: Callable[[str], None] | None = None,
+    inform: bool = False,
 ) -> CheckReport:
-    """Run `gates` in order. Never raises for a bad program: every problem is a verdict."""
+    """Run `gates` in order. Never raises for a bad program: every problem is a verdict. The static policy comes
+    first, before the cache and before anything of the program runs: an untrusted program it refuses gets a
+    `static_ban` verdict and nothing else; with `inform`, its findings over trusted code are reported too."""
+    policy = judge_program(program, inform)
+    if policy.refused:
+        return _refused(workload, program, device, settings, gates, policy)
     own_sandbox = sandbox is None
     sandbox = sandbox or Sandbox(warm=settings.warm)
     cache = Cache(settings.cache_path)  # ceilings are always cached; verdicts only with settings.use_cache
@@ -170,6 +179,37 @@ def check(
         verdicts=tuple(verdicts),
         cached=tuple(cached),
         versions=versions(),
+        policy=policy,
+    )
+
+
+# --- the static policy's step --------------------------------------------------------------------------------
+
+
+def _refused(
+    workload: Workload, program: Program, device: str, settings: Settings, gates: tuple[str, ...], policy: PolicyReport
+) -> CheckReport:
+    """The report of a program the static policy refused: the first requested gate fails with `static_ban`
+    (naming the rule and the line of the first finding, every finding in its evidence), the others are skipped.
+    Nothing is cached: the verdict belongs to the program's provenance, which the cache key does not hold."""
+    wanted = [g for g in GATES if g in gates] or ["correctness"]
+    first = policy.findings[0]
+    evidence = {"findings": [str(f) for f in policy.findings], "policy": policy.as_dict()}
+    verdicts = [Verdict(wanted[0], "fail", "static_ban", f"static policy: {first}", evidence=evidence)] + [
+        Verdict(g, "skip", "static_ban", "not run: the static policy refused the program") for g in wanted[1:]
+    ]
+    name = device_name(device)
+    return CheckReport(
+        workload=workload.name,
+        program=program.name,
+        program_hash=program.hash,
+        device=device,
+        device_name=name,
+        target=settings.target if device == "cpu" else name,
+        verdicts=tuple(verdicts),
+        cached=tuple(False for _ in verdicts),
+        versions=versions(),
+        policy=policy,
     )
 
 

@@ -159,7 +159,7 @@ def _model_step(walk: Walk, client: LLMClient, undone: list[str], tried: list[st
             client.reject(parsed.reason)
             tried.append(f"(an unusable reply: {parsed.reason})")
         return True
-    child = current.with_source(module, parsed.source)
+    child = current.rewritten_by("model", module, parsed.source)  # the static policy judges what it changed
     if child.hash in walk.seen:
         client.reject("repeat")
         return True

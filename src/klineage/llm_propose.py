@@ -140,7 +140,7 @@ class LLMProposer(Proposer):
         )
 
     def _candidate(self, program, module, parsed: Parsed, label, origin, transform, expected, decided_by, depth):
-        new = program.with_source(module, parsed.source)
+        new = program.rewritten_by("model", module, parsed.source)  # the static policy judges what it changed
         self.made[new.hash] = depth
         kernel = next(iter(sorted(kernel_names(parsed.source))), "")
         params = {"materializer": "llm", "intent": parsed.intent} if parsed.intent else {"materializer": "llm"}

@@ -55,7 +55,9 @@ DESCRIPTIONS = {
     "sites or parameter variants; `gate=true` also runs the compile and correctness gates on the result.",
     "check_program": "Run KLineage's gates on a program against a workload: compile, correctness (float64 reference, "
     "fresh seeds, anti-cheat checks) and profile (GPU only). Returns every verdict with its reason and metrics; "
-    "`passed` says whether the program counts.",
+    "`passed` says whether the program counts. What you hand in is judged first by a static policy (imports: torch, "
+    "triton, math and a few helpers only; no dynamic code, computed attribute access or host reads of tensor data): "
+    "a refusal is a `static_ban` verdict naming the rule and the line, and `policy` lists every finding.",
 }
 
 
@@ -77,14 +79,16 @@ def _summary(skill: Skill) -> dict:
 
 
 def _program(program: str | None, source: str | None) -> Program:
+    """What an agent hands in, as a path or as text: untrusted (written by an agent), judged by the static policy
+    before anything of it runs; what the tools rewrite from it stays untrusted."""
     if source:
         with tempfile.TemporaryDirectory(prefix="klineage-mcp-") as tmp:
             path = Path(tmp) / "program.py"
             path.write_text(source)
             loaded = load_program(path)  # the same validation as a file: parses, defines ModelNew
-            return Program("source", loaded.source, {}, None)
+            return Program("source", loaded.source, {}, None).written_by("agent")
     if program:
-        return load_program(program)
+        return load_program(program).written_by("agent")
     raise UserError("give the program as `program` (a path) or `source` (its text)")
 
 

@@ -429,6 +429,4 @@ def ablated(parent: Program, ablation: dict) -> Program | None:
     found = autotune_guard(module_source(parent, ablation["module"]), ablation["kernel"])
     if found is None:
         return None
-    if ablation["module"] == "program":
-        return Program(parent.name, found[0], parent.modules, parent.path)
-    return parent.with_module(ablation["module"], found[0])
+    return parent.with_source(ablation["module"], found[0])  # keeps what was trusted

@@ -13,7 +13,7 @@ import importlib.machinery
 import importlib.util
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from klineage.workload import UserError, source_hash
@@ -23,21 +23,56 @@ class ProgramError(UserError):
     pass
 
 
+# Who wrote a program's untrusted modules (`Program.author`): a model (`--materializer llm`, `mine --llm`), an
+# agent through `klineage mcp`, or whoever handed a file to `klineage check` without `--trusted`.
+AUTHORS = ("model", "agent", "unchecked")
+
+
 @dataclass(frozen=True)
 class Program:
-    """Source of a candidate: the main file plus module overrides (dotted name -> source)."""
+    """Source of a candidate: the main file plus module overrides (dotted name -> source).
+
+    Trust is by provenance: the user's own starting program, an installed package's modules and the mechanical
+    rewrites of either (`with_source`, `with_module` keep what they are given) are trusted; the modules named in
+    `untrusted` were written by `author` (one of AUTHORS), and the static policy (`klineage.policy`) judges them
+    before anything of the program runs. Trust is not part of the hash: the same source is the same program, and
+    the policy runs in front of the verdict cache."""
 
     name: str
     source: str
     modules: dict[str, str] = field(default_factory=dict, hash=False)
     path: Path | None = None
+    untrusted: frozenset[str] = field(default=frozenset(), compare=False)
+    author: str = field(default="", compare=False)
+    base: dict[str, str] = field(default_factory=dict, hash=False, compare=False)  # trusted text before a rewrite
 
     @property
     def hash(self) -> str:
         return source_hash(self.source, *(f"{k}\n{v}" for k, v in sorted(self.modules.items())))
 
+    @property
+    def trusted(self) -> bool:
+        return not self.untrusted
+
+    def written_by(self, author: str, modules: set[str] | None = None) -> Program:
+        """The program with `modules` (every module by default: "program" and each override) marked as written by
+        `author`; what was untrusted stays untrusted."""
+        if author not in AUTHORS:
+            raise ValueError(f"unknown author {author!r}; known: {', '.join(AUTHORS)}")
+        named = {m for m, _ in self.module_sources()} if modules is None else set(modules)
+        return replace(self, untrusted=self.untrusted | named, author=author)
+
+    def rewritten_by(self, author: str, module: str, source: str) -> Program:
+        """The program with `module` ("program" or an override) replaced by what `author` wrote. Where the module was
+        trusted, its text before is kept in `base`: the policy refuses only what the author changed, so a model's
+        rewrite of a kernel inside an installed module is not refused for the module's own imports."""
+        before = dict(self.module_sources()).get(module)
+        keep = module in self.untrusted or before is None
+        base = self.base if keep else {**self.base, module: before}
+        return replace(self.with_source(module, source).written_by(author, {module}), base=base)
+
     def with_module(self, dotted: str, source: str) -> Program:
-        return Program(self.name, self.source, {**self.modules, dotted: source}, self.path)
+        return replace(self, modules={**self.modules, dotted: source})
 
     def module_sources(self) -> list[tuple[str, str]]:
         """(module, source) for the main file ("program") and each override module, in a fixed order."""
@@ -46,7 +81,7 @@ class Program:
     def with_source(self, module: str, source: str) -> Program:
         """The program with one module's source ("program" for the main file) replaced."""
         if module == "program":
-            return Program(self.name, source, self.modules, self.path)
+            return replace(self, source=source)
         return self.with_module(module, source)
 
     def write(self, directory: Path) -> Path:

@@ -10,6 +10,7 @@ ORDER = [
     "isolation",
     "workload",
     "program",
+    "policy",
     "features",
     "compare",
     "interp",

@@ -35,8 +35,14 @@ from klineage.workload import UserError
     is_flag=True,
     help="Then run the program once on its tiny case under compute-sanitizer's memcheck (GPU only).",
 )
-def check(workload, program, device, target, gates, seeds, no_cache, cold, as_json, sanitize) -> None:
-    """Run the gates on PROGRAM against WORKLOAD; exit 1 if any gate fails."""
+@click.option(
+    "--trusted",
+    is_flag=True,
+    help="Your own code: the static policy's findings are shown as information, not a refusal.",
+)
+def check(workload, program, device, target, gates, seeds, no_cache, cold, as_json, sanitize, trusted) -> None:
+    """Run the gates on PROGRAM against WORKLOAD; exit 1 if any gate fails. PROGRAM is untrusted unless
+    --trusted: the static policy (imports, dynamic code, host reads in forward) refuses it before it runs."""
     from klineage.check import check as run_check
     from klineage.check import resolve_device
     from klineage.gates import GATES
@@ -48,7 +54,7 @@ def check(workload, program, device, target, gates, seeds, no_cache, cold, as_js
     if unknown:
         raise UserError(f"--gates: unknown gate {unknown[0]!r}; known: {', '.join(GATES)}")
     wl = load_workload(workload)
-    prog = load_program(program)
+    prog = load_program(program) if trusted else load_program(program).written_by("unchecked")
     dev = resolve_device(device)
     settings = settings_for(seeds, no_cache, cold, target)
     with progress_bar(as_json) as progress:
@@ -57,7 +63,7 @@ def check(workload, program, device, target, gates, seeds, no_cache, cold, as_js
         def on_gate(gate: str) -> None:
             progress.update(task, description=f"{gate} gate", advance=0 if gate == wanted[0] else 1)
 
-        report = run_check(wl, prog, settings, dev, wanted, on_gate=on_gate)
+        report = run_check(wl, prog, settings, dev, wanted, on_gate=on_gate, inform=trusted)
         progress.update(task, completed=len(wanted))
         sanitized = None
         if sanitize:
@@ -71,11 +77,28 @@ def check(workload, program, device, target, gates, seeds, no_cache, cold, as_js
     else:
         title = f"{prog.name} on {wl.name} ({report.device_name}, target {report.target})"
         console.print(verdict_table(report, title))
+        _print_policy(report.policy)
         if dev == "cpu":
             console.print("No GPU: correctness ran in the Triton interpreter; no time was taken.", style="dim")
         if sanitized:
             console.print(sanitized.line(), style=None if sanitized.passed else "red", markup=False)
     sys.exit(0 if report.passed and (sanitized is None or sanitized.passed) else 1)
+
+
+def _print_policy(policy) -> None:
+    """The static policy's line, and its findings: a refusal's in red, a trusted program's as information."""
+    if policy is None:
+        return
+    if policy.trusted:
+        console.print(f"{policy.summary()}: --trusted opts this program out of the static policy", style="yellow")
+    else:
+        console.print(policy.summary(), style="red" if policy.refused else "dim")
+    for finding in policy.findings:
+        console.print(f"  refused: {finding}", style="red")
+    for finding in policy.information[:20]:
+        console.print(f"  information: {finding}", style="dim")
+    if len(policy.information) > 20:
+        console.print(f"  ... and {len(policy.information) - 20} more (--json lists them all)", style="dim")
 
 
 @click.command()
