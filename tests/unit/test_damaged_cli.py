@@ -5,10 +5,12 @@ a traceback."""
 
 import json
 import os
+from pathlib import Path
 
 from click.testing import CliRunner
 
 from klineage.cli import main
+from klineage.workload import UserError
 from tests.unit.test_damaged_library import make_library
 
 
@@ -80,3 +82,29 @@ def test_a_folder_that_is_no_library_is_one_error_line(tmp_path):
             f"error: no skill library at {tmp_path / 'other'} (run `klineage mine` first or pass --library)"
         ]
     assert list((tmp_path / "other").iterdir()) == []  # nothing made there
+
+
+SOFTMAX = Path(__file__).parents[2] / "src" / "klineage" / "examples" / "softmax"
+
+
+def test_optimize_goes_on_without_a_damaged_skill_and_refuses_a_folder_that_is_no_library(tmp_path, monkeypatch):
+    import klineage.optimize
+
+    def walk(workload, program, proposer, *args, **kwargs):  # where the walk would start its sandbox
+        raise UserError(f"walk reached with {sorted(s.id for s in proposer.skills)}")
+
+    monkeypatch.setattr(klineage.optimize, "optimize", walk)
+    make_library(tmp_path / "lib")
+    bad = tmp_path / "lib" / "skills" / "a.s0.json"
+    bad.write_text("{")
+    args = ("optimize", SOFTMAX / "workload.py", SOFTMAX / "naive.py", "--device", "cpu", "--library")
+    result = _run(*args, tmp_path / "lib")
+    assert result.exit_code == 2
+    assert _lines(result.stderr) == [
+        f"warning: skill file {bad} is damaged: not valid JSON (Expecting property name enclosed in double quotes: "
+        "line 1 column 2 (char 1)); left out",
+        "error: walk reached with ['b.s1']",
+    ]
+    (tmp_path / "other").mkdir()
+    refused = _run(*args, tmp_path / "other")
+    assert refused.exit_code == 2 and len(_lines(refused.stderr)) == 1 and "no skill library" in refused.stderr
