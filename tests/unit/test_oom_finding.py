@@ -45,3 +45,16 @@ def test_other_errors_are_not_oom():
     )
     assert memory_finding(ValueError("shape mismatch")) is None
     assert memory_finding(_raised(lambda: torch.empty(-1))) is None
+
+
+def test_an_allocation_that_leaves_the_job_is_oom():
+    """The program's constructor or import ran out (the sandbox reports `<type>: <text>`): a failing `oom`, not the
+    `error` status that says the harness failed."""
+    from klineage.gates import verdict_from_result
+    from klineage.sandbox import SandboxResult
+
+    said = str(_raised(lambda: torch.empty(PETABYTE, dtype=torch.uint8)))
+    verdict = verdict_from_result("correctness", SandboxResult(False, error=f"RuntimeError: {said}", kind="exception"))
+    assert (verdict.status, verdict.code) == ("fail", "oom") and verdict.reason.startswith("out of host memory")
+    other = verdict_from_result("compile", SandboxResult(False, error="KeyError: 'x'", kind="exception"))
+    assert (other.status, other.code) == ("error", "error")

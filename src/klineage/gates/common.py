@@ -65,11 +65,15 @@ ASKED = (
 def memory_finding(error: BaseException) -> Finding | None:
     """An `oom` finding (host or device, with the size asked where the error says it) when `error` says memory ran
     out, else None."""
-    text = str(error)
-    name = type(error).__name__
-    if not (
-        isinstance(error, MemoryError) or name == "OutOfMemoryError" or any(t in text for t in OUT_OF_MEMORY_TEXTS)
-    ):
+    name = "MemoryError" if isinstance(error, MemoryError) else type(error).__name__  # numpy's is a MemoryError
+    return memory_finding_in(f"{name}: {error}")
+
+
+def memory_finding_in(said: str) -> Finding | None:
+    """`memory_finding` of an error as the sandbox reports one a job raised, `<type name>: <text>`: an allocation in
+    the program's constructor or at import leaves the job, and is `oom` too."""
+    name, _, text = said.partition(": ")
+    if name not in ("MemoryError", "OutOfMemoryError") and not any(t in text for t in OUT_OF_MEMORY_TEXTS):
         return None
     where = "device" if name == "OutOfMemoryError" or any(t in text for t in DEVICE_MEMORY_TEXTS) else "host"
     asked = next((m.group(1) for pattern in ASKED if (m := pattern.search(text))), None)
