@@ -79,21 +79,13 @@ class ModelNew(torch.nn.Module):
 """
 
 
-@pytest.mark.parametrize(
-    "allocation, says",
-    [
-        ("torch.empty({size}, dtype=torch.uint8)", "out of host memory, asking for 17.00 GiB"),
-        ("bytearray({size})", "out of host memory, the size asked not reported"),
-    ],
-    ids=["torch", "python"],
-)
-def test_a_forward_past_the_memory_limit_is_oom(tmp_path, sandbox, settings, allocation, says):
-    size = MEMORY_LIMIT_CPU + 2**30  # 17 GiB: the issue's case
+def test_a_forward_past_the_memory_limit_is_oom(tmp_path, sandbox, settings):
+    size = MEMORY_LIMIT_CPU + 2**30  # 17 GiB: the issue's case (Python's own MemoryError: test_oom_finding.py)
     path = tmp_path / "oom.py"
-    path.write_text(OOM_PROGRAM.replace("{allocation}", allocation.format(size=size)))
+    path.write_text(OOM_PROGRAM.replace("{allocation}", f"torch.empty({size}, dtype=torch.uint8)"))
     report = check(
         load_workload(SOFTMAX / "workload.py"), load_program(path), settings, "cpu", ("correctness",), sandbox
     )
     (verdict,) = report.verdicts
     assert (verdict.status, verdict.code) == ("fail", "oom"), verdict
-    assert verdict.reason.startswith(says), verdict.reason
+    assert verdict.reason.startswith("out of host memory, asking for 17.00 GiB"), verdict.reason
