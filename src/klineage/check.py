@@ -74,7 +74,9 @@ def out_of_device_memory(verdict: Verdict) -> bool:
     if verdict.status not in ("fail", "error"):
         return False
     said = f"{verdict.reason} {verdict.evidence.get('log', '')}" if isinstance(verdict.evidence, dict) else ""
-    return verdict.code == "oom" or device_memory_ran_out(said)
+    # a host allocation past the sandbox's limit is `oom` too (gates.common.memory_finding): the GPU alone won't help
+    host = verdict.reason.startswith("out of host memory")
+    return (verdict.code == "oom" and not host) or device_memory_ran_out(said)
 
 
 def ceilings_for(device: str, settings: Settings, sandbox: Sandbox, cache: Cache | None) -> dict | None:

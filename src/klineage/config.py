@@ -115,6 +115,15 @@ def write_whole(path: Path, text: str) -> None:
     partial.replace(path)
 
 
+def warn(text: str) -> None:
+    """One line on stderr, `warning: ` and `text`: damaged state this run recovered from and went on without (a
+    verdict cache moved aside, a skill file left out), said where a script's JSON on stdout is not disturbed."""
+    import sys
+
+    line = text.replace("\r", " ").replace("\n", " ")  # one line, whatever an error message holds
+    print(f"warning: {line}", file=sys.stderr, flush=True)
+
+
 @functools.cache
 def versions() -> dict[str, str]:
     """Versions that decide whether a cached verdict still holds."""

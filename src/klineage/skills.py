@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import json
 import re
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from klineage.mine import Lineage, Step
 from klineage.transform import CONDITIONS, TRANSFORMS, load_families
@@ -41,9 +43,126 @@ class Skill:
 
     @staticmethod
     def from_dict(d: dict) -> Skill:
-        if d.get("schema") != SCHEMA_VERSION:
-            raise ValueError(f"skill {d.get('id')}: schema {d.get('schema')}, this KLineage reads {SCHEMA_VERSION}")
+        problem = skill_problem(d)
+        if problem is not None:
+            raise ValueError(f"skill {d.get('id') if isinstance(d, dict) else '?'}: {problem}")
         return Skill(**d)
+
+
+# --- reading a skill file -----------------------------------------------------------------------------------------
+
+# What the index, the cards, SKILL.md and the proposers read of a skill: a record without one of these is damaged
+# (a hand edit, a file cut short, another tool's JSON), and reading it is one line naming the file, never a traceback
+# from deep inside a proposer or the card.
+FIELDS = {
+    "id": str,
+    "name": str,
+    "family": int,
+    "kind": str,
+    "intent": str,
+    "transform": dict,
+    "location": dict,
+    "conditions": list,
+    "effect": dict,
+    "failures": list,
+    "provenance": dict,
+    "schema": int,
+}
+KINDS = ("optimization", "guard")
+NESTED = {
+    "transform": ("id", "tag", "params"),
+    "location": ("module", "function", "line", "construct", "before", "after"),
+    "provenance": ("expert", "expert_hash", "workload", "lineage", "step", "device", "versions", "date"),
+}
+ITEMS = {
+    "conditions": ("predicate", "description", "status", "evidence"),
+    "failures": ("violated", "gate", "code", "detail", "case"),
+}
+MEASURED = ("case", "parent_ms", "child_ms", "speedup", "parent_spread", "child_spread")  # a timed effect's card
+
+
+@dataclass(frozen=True)
+class SkillDamage:
+    """A skill file that does not hold a skill: which file, and what is wrong with it."""
+
+    path: Path
+    problem: str
+
+    def line(self) -> str:
+        return f"skill file {self.path} is damaged: {self.problem}"
+
+
+def _json_kind(value) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "true/false", int: "an integer"}
+    return "null" if value is None else names.get(type(value), "a number" if isinstance(value, float) else "?")
+
+
+def _fields_problem(d: dict) -> str | None:
+    missing = [k for k in FIELDS if k not in d]
+    if missing:
+        return f"missing field{'s' * (len(missing) > 1)} {', '.join(missing)}"
+    unknown = sorted(k for k in d if k not in FIELDS)
+    if unknown:
+        return f"unknown field{'s' * (len(unknown) > 1)} {', '.join(unknown)}"
+    for name, kind in FIELDS.items():
+        if not isinstance(d[name], kind) or isinstance(d[name], bool):
+            return f"field {name} is {_json_kind(d[name])}, expected {_json_kind(kind())}"
+    return None
+
+
+def skill_problem(d) -> str | None:
+    """What keeps the JSON value `d` from being a skill this version reads, or None."""
+    if not isinstance(d, dict):
+        return f"the file holds {_json_kind(d)}, not a skill object"
+    if d.get("schema") != SCHEMA_VERSION:
+        return f"schema {d.get('schema')!r}, this KLineage reads schema {SCHEMA_VERSION}"
+    problem = _fields_problem(d)
+    if problem is not None:
+        return problem
+    if d["kind"] not in KINDS:
+        return f"kind {d['kind']!r}, expected one of {', '.join(KINDS)}"
+    for name, keys in NESTED.items():
+        lacking = [k for k in keys if k not in d[name]]
+        if lacking:
+            return f"{name} lacks {', '.join(lacking)}"
+    if not isinstance(d["transform"]["id"], str) or not isinstance(d["transform"]["params"], dict):
+        return "transform's id is not a string or its params not an object"
+    for name, keys in ITEMS.items():
+        for i, item in enumerate(d[name]):
+            lacking = [k for k in keys if k not in item] if isinstance(item, dict) else list(keys)
+            if lacking:
+                return f"{name}[{i}] lacks {', '.join(lacking)}"
+    for device, effect in d["effect"].items():
+        if not isinstance(effect, dict):
+            return f"effect on {device} is {_json_kind(effect)}, expected an object"
+        lacking = ["case"] * ("case" not in effect) + [
+            k for k in MEASURED[1:] if type(effect.get(k)) not in (int, float)
+        ]
+        if effect.get("measured") and lacking:
+            return f"effect on {device} is marked measured but lacks a value for {', '.join(lacking)}"
+    return None
+
+
+def load_skill(path: Path) -> Skill | SkillDamage:
+    """The skill in the file `path` (`<library>/skills/<id>.json`), or what keeps it from being one. The one way a
+    skill file is read."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return SkillDamage(path, "no such file")
+    except (OSError, UnicodeDecodeError) as e:
+        return SkillDamage(path, f"cannot be read ({e})")
+    if not text.strip():
+        return SkillDamage(path, "the file is empty")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        return SkillDamage(path, f"not valid JSON ({e})")
+    problem = skill_problem(data)
+    if problem is None and data["id"] != path.stem:
+        problem = f"it holds skill {data['id']!r}, not the {path.stem!r} its file name says"
+    return SkillDamage(path, problem) if problem else Skill(**data)
 
 
 def _slug(text: str) -> str:

@@ -51,6 +51,7 @@ def test_a_program_that_runs_out_alone_fails_and_other_failures_are_not_retried(
     assert calls == [False] and verdict.code == "mismatch"
     assert not out_of_device_memory(Verdict("correctness", "pass"))
     assert out_of_device_memory(Verdict("correctness", "error", "error", "x", evidence={"log": OOM}))
+    assert not out_of_device_memory(Verdict("correctness", "fail", "oom", "out of host memory, asking for 17.00 GiB"))
 
 
 class _Sandbox:

@@ -176,8 +176,9 @@ def skills() -> None:
 def _library(library_dir):
     from klineage.library import Library
 
-    root = library_dir or Settings.from_env().data_dir / "library"
-    if not Path(root).is_dir():
+    root = Path(library_dir or Settings.from_env().data_dir / "library")
+    # a folder without skills/ is no library: opening it would make one there and list it as empty
+    if not (root / "skills").is_dir():
         raise UserError(f"no skill library at {root} (run `klineage mine` first or pass --library)")
     return Library(root)
 

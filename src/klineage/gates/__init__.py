@@ -6,7 +6,7 @@ job, runs it in the sandbox and turns a crash, hang or out-of-memory into a fail
 
 from __future__ import annotations
 
-from klineage.gates.common import GateRequest, Verdict
+from klineage.gates.common import GateRequest, Verdict, memory_finding_in
 from klineage.sandbox import GpuTurns, Job, Sandbox, SandboxResult
 
 GATES = ("compile", "correctness", "profile")
@@ -54,6 +54,9 @@ def verdict_from_result(gate: str, result: SandboxResult) -> Verdict:
     code = {"timeout": "timeout", "oom": "oom", "crash": "crash"}.get(result.kind, "error")
     status = "fail" if code in ("timeout", "oom", "crash") else "error"
     reason = result.error
+    found = memory_finding_in(result.error) if result.kind == "exception" else None
+    if found is not None:  # the allocator's RuntimeError from the program's constructor: the program's, not ours
+        status, code, reason = "fail", found.code, found.detail
     if "illegal memory access" in result.log or "misaligned address" in result.log:
         code, reason = "crash", f"{reason}: illegal memory access"
     return Verdict(gate, status, code, reason, evidence={"log": result.log[-2000:]}, seconds=result.seconds)

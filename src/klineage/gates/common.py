@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -41,6 +42,45 @@ class Verdict:
 
 def fail(gate: str, finding: Finding, **extra) -> Verdict:
     return Verdict(gate, "fail", finding.code, finding.detail, **extra)
+
+
+# How an allocation past the candidate's memory limit surfaces: Python's MemoryError (numpy's _ArrayMemoryError is
+# one), torch.OutOfMemoryError on a GPU, or a RuntimeError whose text is the allocator's. A 17 GiB allocation under
+# the CPU job's 16 GiB address-space limit came back as `forward_error` ("DefaultCPUAllocator: can't allocate
+# memory"), not as the `oom` it is.
+OUT_OF_MEMORY_TEXTS = (
+    "CUDA out of memory",
+    "CUDA error: out of memory",
+    "DefaultCPUAllocator: can't allocate memory",
+    "Cannot allocate memory",
+)
+DEVICE_MEMORY_TEXTS = ("CUDA out of memory", "CUDA error: out of memory")
+ASKED = (
+    re.compile(r"you tried to allocate (\d+) bytes"),  # PyTorch's CPU allocator
+    re.compile(r"Tried to allocate ([\d.]+ [KMGTP]?i?B)"),  # PyTorch's CUDA allocator
+    re.compile(r"Unable to allocate ([\d.]+ [KMGTP]?i?B)"),  # numpy
+)
+
+
+def memory_finding(error: BaseException) -> Finding | None:
+    """An `oom` finding (host or device, with the size asked where the error says it) when `error` says memory ran
+    out, else None."""
+    name = "MemoryError" if isinstance(error, MemoryError) else type(error).__name__  # numpy's is a MemoryError
+    return memory_finding_in(f"{name}: {error}")
+
+
+def memory_finding_in(said: str) -> Finding | None:
+    """`memory_finding` of an error as the sandbox reports one a job raised, `<type name>: <text>`: an allocation in
+    the program's constructor or at import leaves the job, and is `oom` too."""
+    name, _, text = said.partition(": ")
+    if name not in ("MemoryError", "OutOfMemoryError") and not any(t in text for t in OUT_OF_MEMORY_TEXTS):
+        return None
+    where = "device" if name == "OutOfMemoryError" or any(t in text for t in DEVICE_MEMORY_TEXTS) else "host"
+    asked = next((m.group(1) for pattern in ASKED if (m := pattern.search(text))), None)
+    if asked is not None and asked.isdigit():
+        asked = f"{int(asked) / 2**30:.2f} GiB ({asked} bytes)"
+    size = f"asking for {asked}" if asked else "the size asked not reported"
+    return Finding("oom", f"out of {where} memory, {size}: {name}: {text[:200]}")
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from klineage.compare import Finding, bitwise_equal, compare_output, flatten_outputs, relative_error
 from klineage.gates.autotune import AutotunePicks
-from klineage.gates.common import GateRequest, Verdict, build, fail, prepare, sync, to_device
+from klineage.gates.common import GateRequest, Verdict, build, fail, memory_finding, prepare, sync, to_device
 from klineage.sandbox import yield_turn
 
 
@@ -406,10 +406,8 @@ def _guarded_call(model, inputs, state: _TrialState):
         return None, Finding("background_thread", str(e))
     except SideStreamError as e:
         return None, Finding("side_stream", str(e))
-    except torch.OutOfMemoryError as e:
-        return None, Finding("oom", f"out of device memory: {str(e)[:200]}")
-    except Exception as e:
-        return None, Finding("forward_error", f"forward raised {type(e).__name__}: {str(e)[:500]}")
+    except Exception as e:  # MemoryError is an Exception; torch.OutOfMemoryError a RuntimeError
+        return None, memory_finding(e) or Finding("forward_error", f"forward raised {type(e).__name__}: {str(e)[:500]}")
     return (record, outputs), None
 
 
