@@ -94,6 +94,8 @@ REFUSED = [
     ("", "t = x._base", "private_attribute"),
     ("", "m = __builtins__", "private_name"),
     ("", "f = (i for i in ()).gi_frame.f_back", "frame_attribute"),
+    ("", "copy_kernel.add_pre_run_hook(print)", "launch_hook"),
+    ("", "copy_kernel.pre_run_hooks.append(print)", "launch_hook"),
     # routes through allowed modules to banned ones
     ("", "torch.os.system('true')", "module_reach"),
     ("", "torch.ops.aten.add(x, x)", "module_reach"),

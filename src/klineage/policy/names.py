@@ -187,6 +187,12 @@ FRAME_ATTRIBUTES = frozenset(
 )  # fmt: skip
 
 
+# Hooks Triton calls inside a launch, where the dispatch ban is lifted for Triton's own work: a function hung there
+# computes with PyTorch unseen (tests/adversarial/programs/pre_run_hook_compute.py). Autotune's pre_hook/post_hook
+# are judged as launch callbacks instead (rule launch_callback).
+LAUNCH_HOOK_ATTRIBUTES = frozenset({"add_pre_run_hook", "pre_run_hooks", "launch_enter_hook", "launch_exit_hook"})
+
+
 def allowed_tree(name: str) -> bool:
     """A module name inside an allowed tree and outside the denied subtrees."""
     if not any(name == root or name.startswith(root + ".") for root in ALLOWED_TREES):

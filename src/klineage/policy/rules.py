@@ -10,6 +10,7 @@ from klineage.policy.imports import Binding, Own
 from klineage.policy.names import (
     FRAME_ATTRIBUTES,
     HOST_METHODS,
+    LAUNCH_HOOK_ATTRIBUTES,
     LITERAL_NAME_BUILTINS,
     SAFE_BUILTINS,
     SAFE_DUNDER_NAMES,
@@ -170,6 +171,8 @@ class Rules:
                 self.add(node, "private_attribute", f".{attr}: a private name of an object the program did not make")
         if attr in FRAME_ATTRIBUTES:
             self.add(node, "frame_attribute", f".{attr}: frame, code or traceback internals")
+        if attr in LAUNCH_HOOK_ATTRIBUTES:
+            self.add(node, "launch_hook", f".{attr}: runs program code inside a launch, where no ban is watched")
         if attr in ("format", "format_map"):
             self.add(node, "format", f".{attr}: format strings read attributes by name ('{{0.x}}')")
         if not isinstance(node.ctx, ast.Load):
