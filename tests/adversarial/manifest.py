@@ -621,6 +621,72 @@ CASES = [
         why="honest only if it can read the caller's data directory (its cache.sqlite, found through the request "
         "on the stack), zeros otherwise: the data directory must be unreadable to the candidate.",
     ),
+    # --- issue 30: attacks written against a static policy, in torch, triton and Python alone ----------------------
+    AdversarialCase(
+        program="programs/map_compute.py",
+        workload=SCALE_ADD,
+        expected=("static_ban", "torch_compute", "forward_error"),
+        issue_class=1,
+        why="a copy kernel writes x, then out.map_(y, lambda a, b: 2 * a + b): map_ calls Python per element from C++, "
+        "never through the dispatcher. Caught by a policy rule on map_/apply_ (on a GPU map_ raises).",
+    ),
+    AdversarialCase(
+        program="programs/repr_host_values.py",
+        workload=SCALE_ADD,
+        expected=("static_ban",),
+        issue_class=1,
+        why="set_printoptions(precision=10) and f'{x}': the values as text, parsed with float(), computed in Python, "
+        "copied by a kernel. Caught by a policy rule on formatting tensors / set_printoptions.",
+    ),
+    AdversarialCase(
+        program="programs/apply_host_values.py",
+        workload=ROWSUM,
+        expected=("static_ban", "output_not_from_kernel", "forward_error"),
+        issue_class=2,
+        why="x.clone().apply_(f) hands every element to Python (f appends it to a list); Python row sums arrive by "
+        "out.copy_ after a kernel that only loads was handed the output. Caught by a policy rule on apply_.",
+    ),
+    AdversarialCase(
+        program="programs/aten_library_override.py",
+        workload=SCALE_ADD,
+        expected=("static_ban", "mismatch"),
+        issue_class=3,
+        why="torch.library.Library('aten', 'IMPL') replaces the CPU kernels of aten::any, linalg_vector_norm and "
+        "equal at import: a judge comparing in the candidate's process passes its zeros. No assignment to patch.",
+    ),
+    AdversarialCase(
+        program="programs/observed_by_poison.py",
+        workload=SCALE_ADD,
+        expected=("mismatch",),
+        issue_class=4,
+        why="the kernel reads a fresh torch.empty: NaN (the harness's poison) means watched, so honest; anything "
+        "else gets zeros. Nothing to ban; caught only by comparing a run made without poisoned allocations (the "
+        "timed runs on a GPU).",
+    ),
+    AdversarialCase(
+        program="programs/torch_save_outside.py",
+        workload=SCALE_ADD,
+        expected=("static_ban",),
+        issue_class=5,
+        why="torch.save into the caller's /tmp/klineage-redteam in the constructor (it raises where the folder is "
+        "absent). File I/O with torch alone: caught by the policy; trusted, the effect test checks the file.",
+    ),
+    AdversarialCase(
+        program="programs/from_file_secret.py",
+        workload=SCALE_ADD,
+        expected=("static_ban",),
+        issue_class=5,
+        why="torch.from_file of the caller's 0600 secret in the constructor: it raises if refused, so a pass "
+        "proves the read. Caught by the policy; trusted, the uid must refuse it.",
+    ),
+    AdversarialCase(
+        program="programs/from_file_shared_write.py",
+        workload=SCALE_ADD,
+        expected=("static_ban",),
+        issue_class=5,
+        why="torch.from_file(shared=True) maps the caller's victim file writable and fill_ overwrites it. Caught by "
+        "the policy; trusted, the effect test checks the bytes.",
+    ),
 ]
 
 CONTROLS = [
@@ -666,6 +732,14 @@ OPEN_HOLES: dict[str, str] = {
     "programs/read_data_dir.py": "main: passes: the data directory is readable, so it answers honestly",
     "programs/kill_parent.py": "main: crash: the warm server was killed (the kill worked)",
     "programs/huge_alloc.py": "main: forward_error, not oom",
+    "programs/map_compute.py": "main: passes: map_ calls Python from C++, unseen by the mode",
+    "programs/repr_host_values.py": "main: passes: values read from the tensor's text",
+    "programs/apply_host_values.py": "main: passes: apply_ hands every element to Python",
+    "programs/aten_library_override.py": "main: passes: the judge compares with overridden aten kernels",
+    "programs/observed_by_poison.py": "main: passes: every CPU call is poisoned, so watched",
+    "programs/torch_save_outside.py": "main: error (no folder here); with it, the write works",
+    "programs/from_file_secret.py": "main: error (no file here); with it, the read works",
+    "programs/from_file_shared_write.py": "main: error (no file here); with it, the write works",
 }
 
 # The same on a GPU (tests/gpu/test_gates_gpu.py): the CPU's holes, and call_counter, which only timed runs expose.

@@ -46,6 +46,9 @@ OPEN_EFFECTS = {
     "test_a_result_pickle_never_runs_code_in_the_caller": "main: the parent unpickles jobN.result",
     "test_a_tampered_worker_does_not_pass_later_candidates": "main: the warm server unpickles jobN.result",
     "test_a_candidate_cannot_write_verdicts_into_the_cache": "main: the candidate opens the cache itself",
+    "test_torch_alone_cannot_write_outside": "main: the candidate runs as the caller (root)",
+    "test_torch_alone_cannot_read_a_private_file": "main: the candidate runs as the caller (root)",
+    "test_torch_alone_cannot_change_a_file_outside": "main: the candidate runs as the caller (root)",
 }
 
 
@@ -107,6 +110,24 @@ def test_candidate_cannot_read_the_callers_private_file(redteam, settings, sandb
 def test_candidate_cannot_delete_the_callers_file(redteam, settings, sandbox):
     _run_trusted("delete_outside", settings, sandbox)
     assert (redteam / "victim").exists(), "the candidate deleted the caller's file"
+
+
+@_open
+def test_torch_alone_cannot_write_outside(redteam, settings, sandbox):
+    _run_trusted("torch_save_outside", settings, sandbox)
+    assert not (redteam / "written-by-torch").exists()
+
+
+@_open
+def test_torch_alone_cannot_read_a_private_file(redteam, settings, sandbox):
+    """from_file_secret's constructor raises where the read is refused: a pass is the proof it read the file."""
+    assert not _run_trusted("from_file_secret", settings, sandbox).passed
+
+
+@_open
+def test_torch_alone_cannot_change_a_file_outside(redteam, settings, sandbox):
+    _run_trusted("from_file_shared_write", settings, sandbox)
+    assert (redteam / "victim").read_bytes() == b"keep me"
 
 
 @_open
