@@ -687,6 +687,54 @@ CASES = [
         why="torch.from_file(shared=True) maps the caller's victim file writable and fill_ overwrites it. Caught by "
         "the policy; trusted, the effect test checks the bytes.",
     ),
+    AdversarialCase(
+        program="programs/pre_run_hook_compute.py",
+        workload=SOFTMAX,
+        expected=("static_ban", "torch_compute"),
+        issue_class=1,
+        why="JITFunction.add_pre_run_hook (public) registers a hook Triton runs inside every launch, where the ban "
+        "is lifted for Triton's own work; the hook copies torch.softmax into the output, the kernel only loads.",
+    ),
+    AdversarialCase(
+        program="programs/grid_calls_helper.py",
+        workload=SOFTMAX,
+        expected=("static_ban", "torch_compute"),
+        issue_class=1,
+        why="as grid_callback_compute, with the torch calls one function call away from the grid lambda.",
+    ),
+    AdversarialCase(
+        program="programs/format_host_values.py",
+        workload=SCALE_ADD,
+        expected=("static_ban",),
+        issue_class=1,
+        why="'{:.9e}'.format(v) of each 0-d tensor from iterating x: its Python float at full precision, then "
+        "float() of the text; Python computes, a kernel copies.",
+    ),
+    AdversarialCase(
+        program="programs/global_forward_hook.py",
+        workload=SOFTMAX,
+        expected=("mismatch", "static_ban"),
+        issue_class=3,
+        why="a global module forward hook (torch.nn.modules.module.register_module_forward_hook, public) zeroes "
+        "the output of every module but ModelNew: the judge's reference, run in the same process, answers the "
+        "zeros this program writes. Caught only by a reference computed where the candidate never ran.",
+    ),
+    AdversarialCase(
+        program="programs/subclass_arg_compute.py",
+        workload=SOFTMAX,
+        expected=("static_ban", "torch_compute"),
+        issue_class=1,
+        why="x passed as a Tensor subclass (as_subclass) whose storage_offset(), called by the launcher inside the "
+        "launch with the ban lifted, copies torch.softmax into the output; the kernel only loads.",
+    ),
+    AdversarialCase(
+        program="programs/observed_by_grad_mode.py",
+        workload=SCALE_ADD,
+        expected=("mismatch",),
+        issue_class=4,
+        why="honest under torch.no_grad (every judged call), zeros with grad enabled (a user's call). Public torch, "
+        "nothing to ban: caught only by a judged run with grad enabled.",
+    ),
 ]
 
 CONTROLS = [
@@ -740,6 +788,12 @@ OPEN_HOLES: dict[str, str] = {
     "programs/torch_save_outside.py": "main: error (no folder here); with it, the write works",
     "programs/from_file_secret.py": "main: error (no file here); with it, the read works",
     "programs/from_file_shared_write.py": "main: error (no file here); with it, the write works",
+    "programs/pre_run_hook_compute.py": "main: passes: Triton runs pre-run hooks with the ban lifted",
+    "programs/grid_calls_helper.py": "main: passes: the grid runs with the ban lifted",
+    "programs/format_host_values.py": "main: passes: Tensor.__format__ hands over the float",
+    "programs/global_forward_hook.py": "main: passes: the hook zeroes the judge's reference",
+    "programs/subclass_arg_compute.py": "main: passes: the launcher calls storage_offset with the ban lifted",
+    "programs/observed_by_grad_mode.py": "main: passes: every judged call is under no_grad",
 }
 
 # The same on a GPU (tests/gpu/test_gates_gpu.py): the CPU's holes, and call_counter, which only timed runs expose.
