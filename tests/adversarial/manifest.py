@@ -735,6 +735,27 @@ CASES = [
         why="honest under torch.no_grad (every judged call), zeros with grad enabled (a user's call). Public torch, "
         "nothing to ban: caught only by a judged run with grad enabled.",
     ),
+    AdversarialCase(
+        program="programs/forge_protocol_reply.py",
+        workload=SOFTMAX,
+        expected=("static_ban", "crash"),
+        issue_class=3,
+        own_sandbox=True,
+        why="a forked child keeps the warm server's reply pipe to the caller; forward writes a length-prefixed "
+        "pickle into every writable pipe and exits: the caller reads it as the reply, and its REDUCE runs in the "
+        "caller's own process. The reply after it then belongs to the wrong job.",
+    ),
+    AdversarialCase(
+        program="programs/patch_elapsed_time.py",
+        workload=SCALE_ADD,
+        expected=("static_ban",),
+        issue_class=3,
+        gpu_only=True,
+        gates=("correctness", "profile"),
+        why="torch.cuda.Event.elapsed_time and time.perf_counter patched at import: honest values, a timed speed "
+        "no kernel has. Caught by the policy (monkeypatch) for untrusted code; for trusted code only a clock in "
+        "the judge holds.",
+    ),
 ]
 
 CONTROLS = [
@@ -794,6 +815,7 @@ OPEN_HOLES: dict[str, str] = {
     "programs/global_forward_hook.py": "main: passes: the hook zeroes the judge's reference",
     "programs/subclass_arg_compute.py": "main: passes: the launcher calls storage_offset with the ban lifted",
     "programs/observed_by_grad_mode.py": "main: passes: every judged call is under no_grad",
+    "programs/forge_protocol_reply.py": "main: passes: the caller unpickles what the child wrote in its pipe",
 }
 
 # The same on a GPU (tests/gpu/test_gates_gpu.py), reasoned from the CPU's, not yet run on one: the CPU-only
@@ -811,4 +833,5 @@ OPEN_HOLES_GPU: dict[str, str] = {
     **{k: v for k, v in OPEN_HOLES.items() if k not in _FAIL_ON_A_GPU},
     "programs/huge_alloc.py": "main: passes: 64 GiB fits in the GPU's memory, no limit of its own",
     "programs/call_counter.py": "main: passes: the timed runs' outputs are never compared",
+    "programs/patch_elapsed_time.py": "main: passes, timed by the candidate's patched clock",
 }

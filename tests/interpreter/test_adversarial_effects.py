@@ -46,6 +46,7 @@ OPEN_EFFECTS = {
     "test_a_result_pickle_never_runs_code_in_the_caller": "main: the parent unpickles jobN.result",
     "test_a_tampered_worker_does_not_pass_later_candidates": "main: the warm server unpickles jobN.result",
     "test_a_candidate_cannot_write_verdicts_into_the_cache": "main: the candidate opens the cache itself",
+    "test_a_reply_written_into_the_servers_pipe_is_not_believed": "main: the child holds the server's reply pipe",
     "test_torch_alone_cannot_write_outside": "main: the candidate runs as the caller (root)",
     "test_torch_alone_cannot_read_a_private_file": "main: the candidate runs as the caller (root)",
     "test_torch_alone_cannot_change_a_file_outside": "main: the candidate runs as the caller (root)",
@@ -208,6 +209,23 @@ def test_a_tampered_worker_does_not_pass_later_candidates(redteam, settings):
         check(workload, attack, settings, "cpu", ("correctness",), box)
         report = check(workload, victim, settings, "cpu", ("correctness",), box)
     assert not report.passed
+
+
+@_open
+def test_a_reply_written_into_the_servers_pipe_is_not_believed(redteam, settings):
+    """forge_protocol_reply writes a pickled passing reply into the warm server's reply pipe: no code of it may run
+    in this process, the check must not pass, and the next check in the same sandbox gets its own verdict."""
+    from klineage.check import check
+    from klineage.workload import load_workload
+
+    attack = load_program(ROOT / "programs/forge_protocol_reply.py")
+    victim = load_program(ROOT / "victims/scale_add_zeros.py")
+    with Sandbox(warm=True) as box:  # its own: a desynchronized server must not serve the session's other tests
+        report = check(load_workload(ROOT / "workloads/softmax.py"), attack, settings, "cpu", ("correctness",), box)
+        after = check(load_workload(ROOT / "workloads/scale_add.py"), victim, settings, "cpu", ("correctness",), box)
+    assert not (redteam / "caller-ran").exists(), "the candidate's pickle ran in the caller"
+    assert not report.passed
+    assert first_failure(after).code == "mismatch", first_failure(after).reason[:300]
 
 
 @_open
