@@ -756,6 +756,16 @@ CASES = [
         "no kernel has. Caught by the policy (monkeypatch) for untrusted code; for trusted code only a clock in "
         "the judge holds.",
     ),
+    AdversarialCase(
+        program="programs/forge_result_pipe.py",
+        workload=SOFTMAX,
+        expected=("static_ban", "crash"),
+        issue_class=3,
+        own_sandbox=True,
+        why="a plain pickle of ('ok', a passing Verdict), no code in it, so an allow-list unpickler admitting the "
+        "package's records reads it: into the job's result pipe where the server gives one (stdin is /dev/null), "
+        "else into jobN.result; then it exits before the judge writes. Caught by a candidate process of its own.",
+    ),
 ]
 
 CONTROLS = [
@@ -816,6 +826,7 @@ OPEN_HOLES: dict[str, str] = {
     "programs/subclass_arg_compute.py": "main: passes: the launcher calls storage_offset with the ban lifted",
     "programs/observed_by_grad_mode.py": "main: passes: every judged call is under no_grad",
     "programs/forge_protocol_reply.py": "main: passes: the caller unpickles what the child wrote in its pipe",
+    "programs/forge_result_pipe.py": "main: passes: the parent unpickles the forged jobN.result",
 }
 
 # The same on a GPU (tests/gpu/test_gates_gpu.py), reasoned from the CPU's, not yet run on one: the CPU-only
