@@ -766,6 +766,14 @@ CASES = [
         "package's records reads it: into the job's result pipe where the server gives one (stdin is /dev/null), "
         "else into jobN.result; then it exits before the judge writes. Caught by a candidate process of its own.",
     ),
+    AdversarialCase(
+        program="programs/unix_socket_connect.py",
+        workload=SCALE_ADD,
+        expected=("static_ban",),
+        issue_class=5,
+        why="honest, and connects to a world-writable unix socket at /tmp/klineage-redteam/sock: a network "
+        "namespace does not stop path sockets. Caught by the policy (socket); trusted, the effect test checks.",
+    ),
 ]
 
 CONTROLS = [
@@ -827,6 +835,7 @@ OPEN_HOLES: dict[str, str] = {
     "programs/observed_by_grad_mode.py": "main: passes: every judged call is under no_grad",
     "programs/forge_protocol_reply.py": "main: passes: the caller unpickles what the child wrote in its pipe",
     "programs/forge_result_pipe.py": "main: passes: the parent unpickles the forged jobN.result",
+    "programs/unix_socket_connect.py": "main: passes (values honest; the connection is allowed)",
 }
 
 # The same on a GPU (tests/gpu/test_gates_gpu.py), reasoned from the CPU's, not yet run on one: the CPU-only

@@ -39,6 +39,7 @@ OPEN_EFFECTS = {
     "test_candidate_cannot_read_the_callers_private_file": "main: the candidate runs as the caller (root)",
     "test_candidate_cannot_delete_the_callers_file": "main: the candidate runs as the caller (root)",
     "test_candidate_cannot_reach_a_loopback_listener": "main: no network namespace",
+    "test_candidate_cannot_reach_a_unix_socket": "main: no isolation of the filesystem or syscalls",
     "test_no_candidate_process_outlives_the_check": "main: only a timed-out job's process group is killed",
     "test_candidate_cannot_kill_its_parent": "main: the candidate's parent is the warm server, same uid",
     "test_candidate_cannot_read_the_data_directory": "main: the candidate runs as the caller (root)",
@@ -145,6 +146,23 @@ def test_candidate_cannot_reach_a_loopback_listener(redteam, settings, sandbox):
             return
         conn.close()
         raise AssertionError("the candidate connected to the test's loopback listener")
+
+
+@_open
+def test_candidate_cannot_reach_a_unix_socket(redteam, settings, sandbox):
+    with socket.socket(socket.AF_UNIX) as listener:
+        path = redteam / "sock"
+        listener.bind(str(path))
+        path.chmod(0o777)  # as a desktop or container socket often is: the uid alone does not stop a connect
+        listener.listen(4)
+        _run_trusted("unix_socket_connect", settings, sandbox)
+        listener.setblocking(False)
+        try:
+            conn, _ = listener.accept()
+        except BlockingIOError:
+            return
+        conn.close()
+        raise AssertionError("the candidate connected to the test's unix socket")
 
 
 def _marked_pids() -> list[int]:
