@@ -8,6 +8,7 @@ from klineage.cli import bundled_examples
 from klineage.program import load_program
 from klineage.workload import load_workload
 from tests.adversarial.manifest import CASES, CONTROLS, ROOT
+from tests.adversarial.runner import first_failure, params, run_case
 
 pytestmark = pytest.mark.gpu
 
@@ -37,10 +38,9 @@ def test_bundled_program_passes_all_gates(workload, program, settings, sandbox):
     assert profile_v.evidence["ceilings"]["copy_bytes_per_s"] > 1e12
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.program.removeprefix("programs/") for c in CASES])
+@pytest.mark.parametrize("case", params(CASES, "cuda"))
 def test_cheat_fails_on_gpu(case, settings, sandbox):
-    wl, prog = load_workload(ROOT / case.workload), load_program(ROOT / case.program)
-    verdict = check(wl, prog, settings, "cuda", ("correctness",), sandbox).verdicts[0]
+    verdict = first_failure(run_case(case, settings, "cuda", sandbox))
     assert verdict.status == "fail", f"{case.program} passed on the GPU: {case.why}"
     assert verdict.code in case.expected, f"{case.program}: {verdict.code} ({verdict.reason})"
 

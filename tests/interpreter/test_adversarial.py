@@ -1,5 +1,7 @@
 """The gates are the product's conscience: every cheating program in tests/adversarial fails for its expected
-reason, and every honest control passes. GPU-only cheats (side stream, split-reduction race) run in tests/gpu."""
+reason, and every honest control passes. GPU-only cheats (side stream, split-reduction race) run in tests/gpu.
+Issue 30's attacks run as untrusted programs, each hole main leaves open a strict xfail (tests/adversarial/runner.py);
+their effects on the host are checked in test_adversarial_effects.py."""
 
 import pytest
 
@@ -7,10 +9,12 @@ from klineage.check import check
 from klineage.program import load_program
 from klineage.workload import load_workload
 from tests.adversarial.manifest import CASES, CONTROLS, ROOT
+from tests.adversarial.runner import first_failure, params, run_case
 
 pytestmark = pytest.mark.interpreter
 
-CPU_CASES = [c for c in CASES if not c.gpu_only]
+CPU_CASES = [c for c in CASES if not c.gpu_only and not c.issue_class]
+ATTACKS = [c for c in CASES if not c.gpu_only and c.issue_class]
 
 
 def test_corpus_is_large_enough():
@@ -30,6 +34,22 @@ def test_corpus_is_large_enough():
         "dtype_mismatch",
         "side_stream",
     }
+
+
+def test_issue_30_attacks_cover_every_class():
+    attacks = [c for c in CASES if c.issue_class]
+    assert len(attacks) >= 25
+    assert {c.issue_class for c in attacks} == {1, 2, 3, 4, 5}
+    assert all((ROOT / c.program).exists() for c in attacks)
+
+
+# not a sweep: every attack runs in the interpreter tier (about 4 s each on 2 cores), since one case cannot stand
+# for holes of five kinds
+@pytest.mark.parametrize("case", params(ATTACKS, "cpu"))
+def test_attack_fails_with_its_code(case, settings, sandbox):
+    verdict = first_failure(run_case(case, settings, "cpu", sandbox))
+    assert verdict.status == "fail", f"{case.program} passed: {case.why}"
+    assert verdict.code in case.expected, f"{case.program}: got {verdict.code} ({verdict.reason[:300]}); {case.why}"
 
 
 @pytest.mark.sweep
