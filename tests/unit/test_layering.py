@@ -11,6 +11,7 @@ ORDER = [
     "program",
     "features",
     "compare",
+    "wire",
     "interp",
     "guards",
     "sass",
