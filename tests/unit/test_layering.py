@@ -15,6 +15,7 @@ ORDER = [
     "interp",
     "guards",
     "sass",
+    "outcome",
     "sandbox",
     "timing",
     "gates",
