@@ -205,7 +205,7 @@ def pack_values(values: list, prefix: str) -> tuple[dict, list]:
         if isinstance(value, torch.Tensor):
             name = f"{prefix}{i}"
             tensors[name] = value
-            described.append({"tensor": name})
+            described.append({"tensor": name, "stride": list(value.stride())})
         elif _jsonable(value):
             described.append({"value": value, "tuple": True} if isinstance(value, tuple) else {"value": value})
         else:
@@ -222,11 +222,18 @@ def _jsonable(value, depth: int = 0) -> bool:
 
 
 def unpack_inputs(frame: Frame, described: list) -> list:
-    """The candidate's side of pack_values for the judge's own inputs (trusted): tensors by name, scalars as sent."""
+    """The candidate's side of pack_values for the judge's own inputs (trusted): tensors by name in the layout the
+    judge made them in (a workload's strided input stays strided), scalars as sent."""
+    import torch
+
     out = []
     for item in described:
         if "tensor" in item:
-            out.append(tensor(frame, item["tensor"]))
+            value = tensor(frame, item["tensor"])
+            stride = tuple(item.get("stride") or value.stride())
+            if stride != value.stride() and value.numel() > 1:
+                value = torch.empty_strided(value.shape, stride, dtype=value.dtype).copy_(value)
+            out.append(value)
         elif item.get("tuple"):
             out.append(tuple(item.get("value")))
         else:

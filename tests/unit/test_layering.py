@@ -7,6 +7,7 @@ import klineage
 
 ORDER = [
     "config",
+    "isolation",
     "workload",
     "program",
     "features",
