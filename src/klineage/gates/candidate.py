@@ -99,8 +99,16 @@ class Candidate:
 
 def start(spec: Spec) -> Candidate:
     """Fork the candidate and wait for its hello (the program imported, or why not: CandidateGone)."""
-    from klineage.isolation import make_private_dir
+    import importlib
 
+    from klineage.isolation import make_private_dir
+    from klineage.sandbox import PRELOAD
+
+    # what the warm server imports once: in a cold child, imported here, before the fork, or the candidate and the
+    # judge would each import torch and Triton (a cold CPU check took 1.6x as long that way, benchmarks/gate_cost.py
+    # on this 2-core machine). The harness's modules only: nothing of the workload, no CUDA.
+    for name in PRELOAD:
+        importlib.import_module(name)
     private = make_private_dir()
     down_r, down_w = os.pipe()
     up_r, up_w = os.pipe()

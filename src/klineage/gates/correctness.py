@@ -8,6 +8,7 @@ audit's plan."""
 from __future__ import annotations
 
 import copy
+import math
 import time
 from dataclasses import dataclass, field, replace
 
@@ -170,7 +171,9 @@ def _run_trials(
                 tensors, described = pack_values(init, "init")
                 meta = {"op": "init", "case": trial.case, "init": described, "host_ops": list(state.host_ops)}
                 state.candidate.request(meta, tensors, body_limit=0)
-                runs = state.first_runs  # run twice on each case's first trial: both runs must agree
+                # run twice on each case's first trial: both runs must agree (the drawn case once: the named cases
+                # showed the program deterministic, and the drawn case is about sizes)
+                runs = 1 if trial.case == DOMAIN_CASE else state.first_runs
             else:
                 runs = 1
             finding = _run_trial(workload, wl_module, trial, runs, state)
@@ -197,10 +200,10 @@ def domain_case(workload, seed: int) -> dict | None:
     """One more case for a CPU check, drawn from the workload's DOMAIN: sizes outside the named cases are checked
     too, so a program tuned to pass exactly those (a block hard-coded for the tiny case) fails. The seed case with
     each integer size the domain ranges over (a [low, high] pair) or lists redrawn between the seed case's value and
-    the largest a named CPU case gives it (the interpreter stays as fast as on the named cases; no size falls below
-    the seed case's, where a workload's other keys, such as cross-entropy's ignored count, could stop making sense),
-    preferring values no named case has; dtype, layout and flags stay the seed case's. None where the domain
-    redraws nothing."""
+    the largest a named CPU case gives it, preferring values no named case has; no size falls below the seed
+    case's (a workload's other keys, such as cross-entropy's ignored count, could stop making sense), and the drawn
+    sizes multiply to at most DOMAIN_GROWTH times the seed case's (the interpreter runs it as fast as a small named
+    case). dtype, layout and flags stay the seed case's. None where the domain redraws nothing."""
     import random
 
     named = [workload.cases[n] for n in workload.check_cases("cpu")]
@@ -208,21 +211,30 @@ def domain_case(workload, seed: int) -> dict | None:
     if not named or base is None:
         return None
     rng = random.Random(f"{workload.hash}:{seed}")
-    case, changed = dict(base), False
-    for key, allowed in workload.domain.items():
-        seen = {c.get(key) for c in named if type(c.get(key)) is int}
-        if type(base.get(key)) is not int or not isinstance(allowed, (list, tuple)) or not seen:
-            continue
-        if not allowed or not all(type(v) is int for v in allowed):
-            continue
-        top = max(seen)
-        ranged = len(allowed) == 2 and allowed[0] < allowed[1]
-        low = max(allowed[0], base[key])
-        values = range(low, min(allowed[1], top) + 1) if ranged else [v for v in allowed if low <= v <= top]
-        fresh = [v for v in values if v not in seen]
-        if fresh:
-            case[key], changed = rng.choice(fresh), True
-    return case if changed else None
+    choices = {key: fresh for key, allowed in workload.domain.items() if (fresh := _fresh(key, allowed, base, named))}
+    budget = DOMAIN_GROWTH * math.prod(base[key] for key in choices)
+    drawn: dict = {}
+    for key in rng.sample(sorted(choices), len(choices)):  # each size within what the others leave of the budget
+        rest = math.prod(base[k] for k in choices if k not in drawn and k != key)
+        fits = [v for v in choices[key] if v * rest * math.prod(drawn.values()) <= budget]
+        drawn[key] = rng.choice(fits) if fits else base[key]
+    return {**base, **drawn} if any(drawn[k] != base[k] for k in drawn) else None
+
+
+DOMAIN_GROWTH = 4
+
+
+def _fresh(key: str, allowed, base: dict, named: list[dict]) -> list[int]:
+    """The values `key` may be drawn from (see domain_case); empty where it is not an integer size."""
+    seen = {c.get(key) for c in named if type(c.get(key)) is int}
+    if type(base.get(key)) is not int or not isinstance(allowed, (list, tuple)) or not seen or not allowed:
+        return []
+    if not all(type(v) is int for v in allowed):
+        return []
+    low, top = max(allowed[0], base[key]), max(seen)
+    ranged = len(allowed) == 2 and allowed[0] < allowed[1]
+    values = range(low, min(allowed[1], top) + 1) if ranged else [v for v in allowed if low <= v <= top]
+    return [v for v in values if v not in seen]
 
 
 def _drawn(state) -> dict:
