@@ -22,7 +22,7 @@ import shutil
 import signal
 import stat
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 NOBODY = 65534
@@ -45,7 +45,11 @@ class Confinement:
     keep_fds: tuple[int, ...] | None = None  # every other descriptor closed; None leaves them all open
     pid_namespace: bool = True  # a grandchild that calls setsid() still dies with the check (one extra fork)
     network_namespace: bool = True
-    shared_cache: str | None = None  # a Triton cache the candidate may read (not write): linked key by key
+    # the judge's pid, read before the fork: a judge that died before PR_SET_PDEATHSIG was set is noticed here
+    judge_pid: int | None = None
+    # a Triton cache the candidate reads (never writes), linked key by key so that compiled kernels and launchers are
+    # not built again per candidate; None: the judge's own (TRITON_CACHE_DIR or ~/.triton/cache); "": none
+    shared_cache: str | None = None
 
 
 @dataclass(frozen=True)
@@ -93,10 +97,22 @@ PR_SET_NO_NEW_PRIVS = 38
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MOUNT_FLAGS = {"ro": MS_RDONLY, "nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC}
-# the exit status of a waiter whose confined child vanished without a status (never seen; named so it is recognizable)
+# the exit status of a waiter whose confined child vanished without a status, or of a candidate whose judge died
+# before it was confined (named so it is recognizable)
 LOST_CHILD = 70
 # secrets the judge's environment may hold (model API keys): the candidate gets the rest
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
+
+
+# How memory past the limit comes back in the candidate (measured on the CPU and the H200, docs/security.md):
+# MemoryError from Python and numpy, RuntimeError "DefaultCPUAllocator: can't allocate memory" from torch, and
+# "out of memory" from CUDA's host allocations; a library that cannot handle a failed malloc dies of SIGSEGV/SIGABRT.
+OUT_OF_MEMORY_SIGNS = ("can't allocate memory", "not enough memory", "out of memory", "Cannot allocate memory")
+
+
+def looks_out_of_memory(exception_type: str, message: str) -> bool:
+    """Whether an exception the candidate raised (its type name and message) is the memory limit being hit."""
+    return exception_type in ("MemoryError", "OutOfMemoryError") or any(s in message for s in OUT_OF_MEMORY_SIGNS)
 
 
 def _libc():
@@ -130,7 +146,11 @@ def confine(c: Confinement) -> IsolationReport:
     forked. `end_all(that pid)` then kills the waiter, whose death kills the namespace (PR_SET_PDEATHSIG on its init).
     """
     root = os.geteuid() == 0
+    c = replace(c, shared_cache=_shared_cache(c))
+    needed = _needed(c)
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the waiter too dies with the judge; set again after the uid change
+    if c.judge_pid is not None and os.getppid() != c.judge_pid:
+        os._exit(LOST_CHILD)  # the judge is already gone: nobody is left to judge or to end this process
     found = [_own_group(), _no_core()]
     spaces, pidns = _unshare(c, root)
     found += spaces
@@ -139,11 +159,13 @@ def confine(c: Confinement) -> IsolationReport:
     masked = []
     if any(m.name == "mountns" and m.applied for m in found):
         found.append(_read_only_outside(c.private_dir))
-        masked = _hide(c, _needed(c), root)
+        masked = _hide(c, needed, root)
+        if any(m.name == "pidns" and m.applied for m in found):
+            found.append(_own_proc())
     found.append(_private_dir(c, root))
     found.append(_scrub_environment())
     found += _limits(c, root)
-    found.append(_drop_user(c, root, _needed(c)))
+    found.append(_drop_user(c, root, needed))
     found.append(_death_signal())
     found.append(_flag("no_new_privs", PR_SET_NO_NEW_PRIVS, 1, "no_new_privs"))
     found.append(_flag("dumpable", PR_SET_DUMPABLE, 0, "not dumpable"))
@@ -274,6 +296,14 @@ def _read_only_outside(private_dir: str) -> Mechanism:
     return Mechanism("read_only", True, "read-only outside the private dir")
 
 
+def _shared_cache(c: Confinement) -> str | None:
+    if c.shared_cache is not None:
+        return c.shared_cache or None
+    home = os.environ.get("TRITON_HOME") or os.path.expanduser("~")
+    found = os.environ.get("TRITON_CACHE_DIR") or os.path.join(home, ".triton", "cache")
+    return found if os.path.isdir(found) else None
+
+
 def _needed(c: Confinement) -> list[str]:
     """What the candidate must still read: the interpreter (its standard library imports lazily), the installed
     packages already imported (torch, Triton: ptxas, libdevice, headers for the launcher), the shared Triton
@@ -331,13 +361,19 @@ def _mask(path: str, inner: list[str], handles: list[int]) -> str | None:
     return problem or _mount(None, path, None, MS_REMOUNT | ro)
 
 
+def _own_proc() -> Mechanism:
+    """/proc of the new PID namespace: the inherited one numbers processes as the judge sees them, so getpid() (1)
+    names the host's init there, and CUDA's cuInit fails with 304 (measured on the H200, driver 580)."""
+    problem = _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    return Mechanism("proc", not problem, problem or "own /proc")
+
+
 def _private_dir(c: Confinement, root: bool) -> Mechanism:
     path = Path(c.private_dir)
     try:
         cache = path / "triton"
         cache.mkdir(parents=True, exist_ok=True)
-        if c.shared_cache:
-            _layer_cache(cache, Path(c.shared_cache))
+        linked = _layer_cache(cache, Path(c.shared_cache)) if c.shared_cache else 0
         if root:
             for p in (path, cache):
                 os.chown(p, c.uid, c.gid)
@@ -350,17 +386,19 @@ def _private_dir(c: Confinement, root: bool) -> Mechanism:
     os.environ["TRITON_CACHE_DIR"] = str(cache)
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(path / "inductor")
     tempfile.tempdir = None  # tempfile caches the directory it found first: make it look again
-    return Mechanism("private_dir", True, "private dir")
+    return Mechanism("private_dir", True, f"private dir ({linked} shared Triton cache entries, read-only)")
 
 
-def _layer_cache(cache: Path, shared: Path) -> None:
+def _layer_cache(cache: Path, shared: Path) -> int:
     """Triton reads a kernel from `<cache>/<key>/`, writes only keys it lacks: a link per shared key gives the
     candidate every compiled kernel, read-only (judge-owned and, in the mount namespace, on a read-only mount)."""
-    if shared.is_dir():
-        for entry in os.scandir(shared):
-            link = cache / entry.name
-            if not link.exists():
-                link.symlink_to(entry.path)
+    linked = 0
+    for entry in os.scandir(shared) if shared.is_dir() else ():
+        link = cache / entry.name
+        if not link.exists():
+            link.symlink_to(entry.path)
+            linked += 1
+    return linked
 
 
 def _scrub_environment() -> Mechanism:

@@ -21,7 +21,7 @@ from pathlib import Path
 from klineage.compare import Finding, flatten_outputs
 from klineage.guards import check_guards, launch_findings
 from klineage.program import Program
-from klineage.sandbox import describe_exit
+from klineage.sandbox import MEMORY_LIMIT_CPU, describe_exit
 from klineage.wire import Frame, WireError, pack_values, read_frame, unpack_inputs, write_frame
 
 
@@ -110,6 +110,7 @@ def start(spec: Spec) -> Candidate:
     for name in PRELOAD:
         importlib.import_module(name)
     private = make_private_dir()
+    judge = os.getpid()  # read before the fork: a candidate whose judge died before it was confined ends itself
     down_r, down_w = os.pipe()
     up_r, up_w = os.pipe()
     pid = os.fork()
@@ -118,7 +119,7 @@ def start(spec: Spec) -> Candidate:
         os.close(up_r)
         code = 1
         try:
-            _serve(spec, down_r, up_w, private)
+            _serve(spec, down_r, up_w, private, judge)
             code = 0
         finally:
             os._exit(code)
@@ -132,18 +133,20 @@ def start(spec: Spec) -> Candidate:
 # --- the candidate's side -----------------------------------------------------------------------------------------
 
 
-def _serve(spec: Spec, down: int, up: int, private: Path) -> None:
+def _serve(spec: Spec, down: int, up: int, private: Path, judge: int) -> None:
     """Confine, import, then answer until `exit` or the judge's end of the pipe closes."""
     from klineage.isolation import Confinement, confine
 
     report = confine(
         Confinement(
             str(private),
+            memory_bytes=_MEMORY[spec.device == "cuda"],
             device=spec.device,
             hidden=spec.hidden,
             needs=spec.needs,
             keep_fds=(1, 2, down, up),
-            shared_cache=_shared_triton_cache(spec.device),
+            judge_pid=judge,
+            shared_cache=None if spec.device == "cuda" else "",  # the judge's Triton cache, read-only; none on the CPU
         )
     )
     served = _Served(spec, report)
@@ -163,13 +166,11 @@ def _serve(spec: Spec, down: int, up: int, private: Path) -> None:
         write_frame(up, tensors, meta)
 
 
-def _shared_triton_cache(device: str) -> str | None:
-    """On a GPU, the kernels compiled before (by the judge's user) are read, not compiled again: a fresh cache per
-    candidate would compile every kernel of every check. None on the CPU (the interpreter compiles nothing)."""
-    if device != "cuda":
-        return None
-    path = os.environ.get("TRITON_CACHE_DIR") or str(Path.home() / ".triton" / "cache")
-    return path if os.path.isdir(path) else None
+# host memory the candidate may add to what it maps at its start: on the CPU what a sandbox job had before
+# (sandbox.MEMORY_LIMIT_CPU); on a GPU room for a bench case's inputs and outputs, which arrive and leave through
+# host memory as wire frames (cross-entropy's 8192 x 32000 logits alone are 1 GiB), and for a probe's
+MEMORY_LIMIT_GPU_HOST = 64 * 2**30
+_MEMORY = {False: MEMORY_LIMIT_CPU, True: MEMORY_LIMIT_GPU_HOST}
 
 
 class _Served:
@@ -324,6 +325,10 @@ class _Served:
         except torch.OutOfMemoryError as e:
             return None, Finding("oom", f"out of device memory: {str(e)[:200]}")
         except Exception as e:
+            from klineage.isolation import looks_out_of_memory
+
+            if looks_out_of_memory(type(e).__name__, str(e)):  # the candidate's memory limit, as isolation set it
+                return None, Finding("oom", f"out of memory: {type(e).__name__}: {str(e)[:300]}")
             return None, Finding("forward_error", f"forward raised {type(e).__name__}: {str(e)[:500]}")
         return (record, outputs), None
 
