@@ -141,7 +141,21 @@ def versions() -> dict[str, str]:
 
 # the modules a verdict depends on (a name is a module file or a package); mining and optimizing code can change
 # without invalidating verdicts
-GATE_MODULES = ("config", "workload", "program", "compare", "interp", "guards", "sass", "sandbox", "timing", "gates")
+GATE_MODULES = (
+    "config",
+    "isolation",
+    "workload",
+    "program",
+    "compare",
+    "wire",
+    "interp",
+    "guards",
+    "sass",
+    "outcome",
+    "sandbox",
+    "timing",
+    "gates",
+)
 
 
 def gate_files() -> list[Path]:

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from klineage.outcome import RESULT_LIMIT, parse_result, safe_loads
+
 # address space a CPU job may add to what it starts with: a runaway allocation becomes MemoryError, not an OOM kill.
 # On top of the start, not absolute: a CUDA build of torch maps gigabytes of libraries before any job runs, and an
 # absolute 16 GiB cap left the matmul expert's CPU compile job on the H200 image unable to allocate 256 MiB
@@ -78,7 +80,7 @@ def _log_tail(path: str, limit: int = 4000) -> str:
     return data[-limit:].decode(errors="replace")
 
 
-def _describe_exit(status: int) -> tuple[str, str]:
+def describe_exit(status: int) -> tuple[str, str]:
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
@@ -232,11 +234,14 @@ def address_space_now() -> int:
         return 0
 
 
-def _run_in_child(job: Job, result_path: str, log_path: str) -> None:
-    """Body of the child process: run the job, write the pickled outcome, exit without cleanup."""
+def _run_in_child(job: Job, result_fd: int, log_path: str) -> None:
+    """Body of the child process (the judge): run the job, write the pickled outcome to `result_fd`, exit without
+    cleanup. The outcome goes down a pipe only this process holds, never a file: a candidate process the job forks
+    closes its copy (candidate.py), so what the server reads was written by the judge."""
     log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(log_fd, 1)
     os.dup2(log_fd, 2)
+    _keep_only((1, 2, result_fd))
     os.environ.update(job.env)
     take_turns(job.turns)
     if job.device == "cpu":
@@ -263,47 +268,89 @@ def _run_in_child(job: Job, result_path: str, log_path: str) -> None:
         traceback.print_exc()
         outcome = ("exception", f"{type(e).__name__}: {e}")
     try:
-        with open(result_path, "wb") as f:
-            pickle.dump(outcome, f)
+        data = pickle.dumps(outcome)
     except Exception as e:  # an unpicklable value is the job's bug, reported as such
-        with open(result_path, "wb") as f:
-            pickle.dump(("exception", f"result not picklable: {e}"), f)
+        data = pickle.dumps(("exception", f"result not picklable: {e}"))
     sys.stdout.flush()
     sys.stderr.flush()
+    _write_all(result_fd, struct.pack("<Q", len(data)) + data)
     os._exit(0)
 
 
-def _collect(result_path: str, log_path: str, status: int | None, started: float, timed_out: bool) -> SandboxResult:
+def _keep_only(keep: tuple[int, ...]) -> None:
+    """Close every descriptor but `keep` and point stdin at /dev/null: a job's child inherits the warm server's
+    protocol pipes, through which anything running in it could answer the caller in the server's name."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    low = 3
+    for fd in sorted(k for k in keep if k >= 3):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 16)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _drain(fd: int) -> bytes:
+    """What is left in the child's result pipe, without waiting: a process the child left behind may hold a copy of
+    its write end (so no end of file ever comes), and the server must not hang on it."""
+    os.set_blocking(fd, False)
+    chunks, got = [], 0
+    while got <= RESULT_LIMIT + 8:
+        try:
+            chunk = os.read(fd, 1 << 20)
+        except BlockingIOError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def _collect(outcome, log_path: str, status: int | None, started: float, timed_out: bool) -> SandboxResult:
     seconds = time.perf_counter() - started
     log = _log_tail(log_path)
     if timed_out:
         return SandboxResult(False, error="timed out", kind="timeout", log=log, seconds=seconds)
-    try:
-        with open(result_path, "rb") as f:
-            kind, value = pickle.load(f)
-    except (OSError, EOFError, pickle.UnpicklingError):
-        kind_, why = _describe_exit(status if status is not None else 0)
+    if outcome is None:
+        kind_, why = describe_exit(status if status is not None else 0)
         return SandboxResult(False, error=why, kind=kind_, log=log, seconds=seconds)
+    kind, value = outcome
     if kind == "ok":
         return SandboxResult(True, value=value, log=log, seconds=seconds)
     return SandboxResult(False, error=value, kind=kind, log=log, seconds=seconds)
 
 
-def _wait(pid: int, timeout_s: float) -> tuple[int | None, bool]:
-    """waitpid with a deadline; on timeout kill the child's whole process group."""
+def _wait(pid: int, timeout_s: float, result_fd: int | None = None) -> tuple[int | None, bool, bytes]:
+    """waitpid with a deadline, draining the child's result pipe meanwhile (a result larger than the pipe's buffer
+    would otherwise block the child); on timeout kill the child's whole process group."""
+    import select
+
     deadline = time.monotonic() + timeout_s
     delay = 0.002
+    data = bytearray()
     while True:
+        if result_fd is not None and len(data) <= RESULT_LIMIT + 8:
+            while select.select([result_fd], [], [], 0)[0]:
+                chunk = os.read(result_fd, 1 << 20)
+                if not chunk:
+                    break
+                data += chunk
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
-            return status, False
+            return status, False, bytes(data)
         if time.monotonic() > deadline:
             try:
                 os.killpg(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
             os.waitpid(pid, 0)
-            return None, True
+            return None, True, bytes(data)
         time.sleep(delay)
         delay = min(delay * 2, 0.05)
 
@@ -327,14 +374,21 @@ def _serve() -> None:
         request = _recv(proto_in)
         if request is None:
             return
-        job, result_path, log_path = request
+        job, _, log_path = request
         started = time.perf_counter()
+        read_end, write_end = os.pipe()
         pid = os.fork()
         if pid == 0:
             os.setpgid(0, 0)
-            _run_in_child(job, result_path, log_path)
-        status, timed_out = _wait(pid, job.timeout_s)
-        _send(proto_out, _collect(result_path, log_path, status, started, timed_out))
+            os.close(read_end)
+            _run_in_child(job, write_end, log_path)
+        os.close(write_end)
+        status, timed_out, data = _wait(pid, job.timeout_s, read_end)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)  # nothing the job started outlives it
+        data += _drain(read_end)  # what the child wrote just before it exited
+        os.close(read_end)
+        _send(proto_out, _collect(parse_result(data), log_path, status, started, timed_out))
 
 
 def _warm_caches() -> None:
@@ -355,12 +409,15 @@ def _send(stream, obj) -> None:
     stream.flush()
 
 
-def _recv(stream):
+def _recv(stream, safe: bool = False):
+    """One message; `safe`: a server's reply, read with the result unpickler (the server is not a candidate's, but
+    a reply carries values a job's child made)."""
     header = stream.read(8)
     if len(header) < 8:
         return None
     (size,) = struct.unpack("<Q", header)
-    return pickle.loads(stream.read(size))
+    data = stream.read(size)
+    return safe_loads(data) if safe else pickle.loads(data)
 
 
 # Imported by the warm server, so its children inherit them. torch._dynamo: torch's dispatch modes and many torch
@@ -491,11 +548,15 @@ class Sandbox:
             proc.wait()
             timed_out = True
         status = None if timed_out else _returncode_to_status(proc.returncode)
-        return _collect(result_path, log_path, status, started, timed_out)
+        try:
+            data = Path(result_path).read_bytes()
+        except OSError:
+            data = b""
+        return _collect(parse_result(data), log_path, status, started, timed_out)
 
 
 def _returncode_to_status(rc: int) -> int:
-    """Turn a Popen return code into a waitpid status for `_describe_exit`."""
+    """Turn a Popen return code into a waitpid status for `describe_exit`."""
     return (-rc) & 0x7F if rc < 0 else (rc & 0xFF) << 8
 
 
@@ -506,4 +567,5 @@ if __name__ == "__main__":
     if sys.argv[1] == "--serve":
         _module._serve()
     elif sys.argv[1] == "--once":
-        _module._run_in_child(pickle.loads(Path(sys.argv[2]).read_bytes()), sys.argv[3], sys.argv[4])
+        fd = os.open(sys.argv[3], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        _module._run_in_child(pickle.loads(Path(sys.argv[2]).read_bytes()), fd, sys.argv[4])

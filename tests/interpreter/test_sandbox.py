@@ -74,3 +74,20 @@ def test_a_warm_child_inherits_the_servers_preloads(sandbox):
     assert found == {"dynamo": True, "triton_key": True}
     with Sandbox(warm=False) as cold:  # the control: a fresh process has done neither
         assert cold.run(Job("tests.fixtures.crashers:inherited", None)).value == {"dynamo": False, "triton_key": False}
+
+
+def test_a_result_that_would_run_code_when_read_is_refused(any_sandbox, tmp_path):
+    """A child that ran untrusted code could hand back a pickle that runs a command in whoever reads it (the warm
+    server, then the caller): results are read with an allow-list of globals, so it is a crash, not a command."""
+    marker = tmp_path / "ran"
+    result = any_sandbox.run(Job("tests.fixtures.crashers:evil_result", str(marker)))
+    assert not result.ok and result.kind == "crash"
+    assert not marker.exists()
+    assert any_sandbox.run(Job("tests.fixtures.crashers:echo", 4)).value == 4
+
+
+def test_a_warm_child_holds_none_of_the_servers_pipes(sandbox):
+    """Only the result pipe (and what the job itself opened) is open in a job's child: through the server's
+    protocol pipe a child could answer the caller in the server's name."""
+    held = sandbox.run(Job("tests.fixtures.crashers:server_pipes", None)).value
+    assert len(held) <= 2, held  # the result pipe, and the directory listing's own descriptor

@@ -78,6 +78,8 @@ def check(workload, program, device, target, gates, seeds, no_cache, cold, as_js
         title = f"{prog.name} on {wl.name} ({report.device_name}, target {report.target})"
         console.print(verdict_table(report, title))
         _print_policy(report.policy)
+        for line in sorted({v.evidence.get("isolation") for v in report.verdicts} - {None}):
+            console.print(line, style="dim", markup=False)  # how the candidate process was confined
         if dev == "cpu":
             console.print("No GPU: correctness ran in the Triton interpreter; no time was taken.", style="dim")
         if sanitized:

@@ -104,6 +104,41 @@ class GateRequest:
 def prepare(request: GateRequest, interpret: bool, workdir: Path | None = None):
     """Import the workload and program in this (child) process, with the interpreter fixes and launch tracer; the
     program's files go to `workdir` (a fresh temporary directory by default: program.install)."""
+    workload, wl_module = prepare_workload(request, interpret)
+    program_module, _ = prepare_program(request.program, interpret, workdir)
+    return workload, wl_module, program_module
+
+
+def prepare_workload(request: GateRequest, interpret: bool):
+    """The workload imported in the judge (its reference, its inputs), with the interpreter fixes where the
+    reference's own kernels run through the interpreter."""
+    _interpreter(interpret)
+    from klineage.workload import import_file, workload_from_module
+
+    path = Path(request.workload_path)
+    source = path.read_text()
+    wl_module = import_file(path, "klineage_workload")
+    return workload_from_module(path, source, wl_module), wl_module
+
+
+def prepare_program(program: Program, interpret: bool, workdir: Path | None = None):
+    """The program imported in this process with the launch tracer: (its main module, the directory of its files).
+    ImportError where it defines no ModelNew."""
+    import tempfile
+
+    _interpreter(interpret)
+    from klineage.guards import install_tracer
+    from klineage.program import install
+
+    install_tracer()
+    workdir = workdir or Path(tempfile.mkdtemp(prefix="klineage-program-"))
+    program_module = install(program, workdir)
+    if not isinstance(getattr(program_module, "ModelNew", None), type):
+        raise ImportError("program defines no class ModelNew")
+    return program_module, str(workdir.resolve())
+
+
+def _interpreter(interpret: bool) -> None:
     if interpret:
         os.environ["TRITON_INTERPRET"] = "1"
         from klineage.interp import patch_interpreter
@@ -111,19 +146,6 @@ def prepare(request: GateRequest, interpret: bool, workdir: Path | None = None):
         patch_interpreter()
     else:
         os.environ.pop("TRITON_INTERPRET", None)
-    from klineage.guards import install_tracer
-    from klineage.program import install
-    from klineage.workload import import_file, workload_from_module
-
-    install_tracer()
-    path = Path(request.workload_path)
-    source = path.read_text()
-    wl_module = import_file(path, "klineage_workload")
-    workload = workload_from_module(path, source, wl_module)
-    program_module = install(request.program, workdir)
-    if not isinstance(getattr(program_module, "ModelNew", None), type):
-        raise ImportError("program defines no class ModelNew")
-    return workload, wl_module, program_module
 
 
 def build(cls, init_inputs):

@@ -1,20 +1,22 @@
 """The correctness gate: every output compared with a float64 reference on the workload's cases and fresh seeds,
 under run-time guards (poisoned buffers, input mutation, two runs agreeing, launch traces, no PyTorch compute in
-forward), then the static findings. Runs inside a sandbox child; `plan_trials` is also the audit's plan."""
+forward), then the static findings. Runs inside a sandbox child, the judge; the program runs in a candidate process
+the judge forks before anything else (gates.candidate) and only its outputs' values come back. The judge passes a
+program on what it compares itself; the candidate's own findings can only fail it. `plan_trials` is also the
+audit's plan."""
 
 from __future__ import annotations
 
 import copy
-import tempfile
+import math
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from klineage.compare import Finding, bitwise_equal, compare_output, flatten_outputs, relative_error
-from klineage.gates.autotune import AutotunePicks
-from klineage.gates.common import GateRequest, Verdict, build, fail, memory_finding, prepare, sync, to_device
+from klineage.gates.candidate import CandidateGone, Spec, start
+from klineage.gates.common import GateRequest, Verdict, build, fail, prepare_workload
 from klineage.sandbox import yield_turn
+from klineage.wire import WireError, pack_values, tensor
 
 
 @dataclass(frozen=True)
@@ -41,54 +43,79 @@ def plan_trials(workload, device: str, seeds: int, seed_base: int = 1000, seed_c
 
 def correctness_job(request: GateRequest) -> Verdict:
     started = time.perf_counter()
+    probe = request.probe or {}
+    spec = Spec(
+        request.program,
+        request.device,
+        request.settings.guard_bytes,
+        layout=probe.get("layout"),
+        compile=bool(probe.get("compile")),
+        hidden=_hidden(request.settings),
+        needs=_needs(),
+    )
+    try:  # first: nothing of the workload, its inputs or its reference exists yet in this process
+        candidate = start(spec)
+    except CandidateGone as e:
+        return Verdict("correctness", "fail", e.code, e.detail, seconds=time.perf_counter() - started)
     try:
-        return _correctness(request, started)
-    except ImportError as e:
-        return Verdict(
-            "correctness",
-            "fail",
-            "import_error",
-            f"program failed to import: {e}",
-            seconds=time.perf_counter() - started,
-        )
+        verdict = _correctness(request, candidate, started)
+    finally:
+        candidate.close()
+    isolation = candidate.hello.get("isolation_line")
+    if isolation:
+        verdict = replace(verdict, evidence={**verdict.evidence, "isolation": isolation})
+    return verdict
 
 
-def _correctness(request: GateRequest, started: float) -> Verdict:
+def _hidden(settings) -> tuple[str, ...]:
+    """What the candidate may not read: the data directory (the verdict cache, the library) and the home."""
+    from pathlib import Path
 
+    return tuple(str(p) for p in (settings.data_dir, Path.home()) if p.exists())
+
+
+def _needs() -> tuple[str, ...]:
+    """What the candidate must read beyond the interpreter and torch/Triton: this package, for its guards."""
+    from pathlib import Path
+
+    import klineage
+
+    return (str(Path(klineage.__file__).resolve().parent.parent),)
+
+
+def _correctness(request: GateRequest, candidate, started: float) -> Verdict:
     from klineage.guards import static_findings
 
+    if candidate.hello.get("import_error"):
+        why = candidate.hello["import_error"]
+        return Verdict("correctness", "fail", "import_error", f"program failed to import: {why}")
     device = request.device
-    program_dir = Path(tempfile.mkdtemp(prefix="klineage-program-"))  # where install() writes the program's files
     try:
-        workload, wl_module, program_module = prepare(request, interpret=device == "cpu", workdir=program_dir)
+        workload, wl_module = prepare_workload(request, interpret=device == "cpu")
     except Exception as e:
         return Verdict("correctness", "fail", "import_error", f"{type(e).__name__}: {e}")
-    state = _TrialState(
-        device,
-        request.settings.guard_bytes,
-        host_ops=frozenset(workload.host_ops),
-        program_dir=str(program_dir.resolve()),
-        input_cache=request.settings.input_cache,
-    )
+    state = _TrialState(device, candidate, host_ops=tuple(workload.host_ops), input_cache=request.settings.input_cache)
     trials = plan_trials(
         workload, device, request.settings.seeds, request.settings.seed_base, request.settings.seed_case
     )
     if request.probe is not None:  # a probe: one case that violates one condition
         workload, trials = _probe_plan(workload, request.probe, state)
-    with AutotunePicks() as picks:
-        finding, trials = _run_trials(
-            workload, wl_module, program_module, trials, state, picks, probe=request.probe is not None
-        )
+    elif device == "cpu" and (drawn := domain_case(workload, request.settings.seed_base)) is not None:
+        workload = replace(workload, cases={**workload.cases, DOMAIN_CASE: drawn})
+        trials.append(Trial(DOMAIN_CASE, request.settings.seed_base, "normal"))
+        state.domain_case = drawn
+    finding, trials = _run_trials(workload, wl_module, trials, state, probe=request.probe is not None)
+    picks = state.autotune
     if finding is not None:
         trial, finding, index = finding
-        tuned = {"autotune_configs": dict(picks.chosen)} if picks.chosen else {}
-        if picks.unrunnable:
-            tuned["autotune_unrunnable"] = picks.unrunnable
+        tuned = {"autotune_configs": dict(picks.get("chosen", {}))} if picks.get("chosen") else {}
+        if picks.get("unrunnable"):
+            tuned["autotune_unrunnable"] = picks["unrunnable"]
         return fail(
             "correctness",
             finding,
             metrics={"trials_passed": index, "trials": len(trials)},
-            evidence={"trial": trial.label(), "kernels": sorted(state.kernels), **tuned},
+            evidence={"trial": trial.label(), "kernels": sorted(state.kernels), **tuned, **_drawn(state)},
             seconds=time.perf_counter() - started,
         )
     # last, what no run-time guard can see; run-time findings first because they say more
@@ -109,21 +136,22 @@ def _correctness(request: GateRequest, started: float) -> Verdict:
             "max_rel_error": state.worst_error,
             "deterministic": state.deterministic,
             "kernels": len(state.kernels),
-            "autotune_configs": picks.offered,
+            "autotune_configs": int(picks.get("offered", 1)),
         },
         evidence={
             "trials": [t.label() for t in trials],
             "kernels": sorted(state.kernels),
             "functions_run": sorted(state.functions | {k.rsplit(".", 1)[-1] for k in state.kernels}),
             "launches": state.launches,
-            **({"autotune_unrunnable": picks.unrunnable} if picks.unrunnable else {}),
+            **_drawn(state),
+            **({"autotune_unrunnable": picks["unrunnable"]} if picks.get("unrunnable") else {}),
         },
         seconds=time.perf_counter() - started,
     )
 
 
 def _run_trials(
-    workload, wl_module, program_module, trials: list[Trial], state: _TrialState, picks: AutotunePicks, probe: bool
+    workload, wl_module, trials: list[Trial], state: _TrialState, probe: bool
 ) -> tuple[tuple[Trial, Finding, int] | None, list[Trial]]:
     """Every trial with each autotuner's first config; then, unless a probe, each named case at seed 0 once per
     further config any autotuner offered. Returns (the failing trial, its finding, trials passed before it) or
@@ -135,18 +163,22 @@ def _run_trials(
     while index < len(run):
         yield_turn()  # a timer waiting for the GPU alone measures between two trials, not after the whole check
         trial = run[index]
-        picks.choose(trial.config)
-        if trial.case not in state.models:
-            init = make_case_init_inputs(wl_module, workload.cases[trial.case])
-            ref_model = build(wl_module.Model, init).to(state.device)
-            new_model = build(program_module.ModelNew, init).to(state.device)
-            if state.compile:
-                new_model = _compiled(new_model)
-            state.models[trial.case] = (ref_model, copy.deepcopy(ref_model).double(), new_model)
-            runs = state.first_runs  # run twice on each case's first trial: both runs must agree
-        else:
-            runs = 1
-        finding = _run_trial(workload, wl_module, trial, runs, state)
+        try:
+            if trial.case not in state.models:
+                init = make_case_init_inputs(wl_module, workload.cases[trial.case])
+                ref_model = build(wl_module.Model, init).to(state.device)
+                state.models[trial.case] = (ref_model, copy.deepcopy(ref_model).double())
+                tensors, described = pack_values(init, "init")
+                meta = {"op": "init", "case": trial.case, "init": described, "host_ops": list(state.host_ops)}
+                state.candidate.request(meta, tensors, body_limit=0)
+                # run twice on each case's first trial: both runs must agree (the drawn case once: the named cases
+                # showed the program deterministic, and the drawn case is about sizes)
+                runs = 1 if trial.case == DOMAIN_CASE else state.first_runs
+            else:
+                runs = 1
+            finding = _run_trial(workload, wl_module, trial, runs, state)
+        except CandidateGone as e:
+            finding = Finding(e.code, e.detail)
         if finding is not None:
             return (trial, finding, index), run
         index += 1
@@ -154,25 +186,59 @@ def _run_trials(
             done = max(t.config for t in run)
             run += [
                 Trial(name, 0, "normal", config)
-                for config in range(done + 1, picks.offered)
+                for config in range(done + 1, int(state.autotune.get("offered", 1)))
                 for name in workload.check_cases(state.device)
+                if name != DOMAIN_CASE  # the named cases: the drawn one runs once, with the first configs
             ]
     return None, run
 
 
-def launch_rows(launches: list) -> list[dict]:
-    """Each distinct launch of a forward: kernel, integer constexprs, warps and program count."""
-    rows = []
-    for launch in launches:
-        row = {
-            "kernel": launch.kernel,
-            "constexprs": dict(launch.constexprs),
-            "num_warps": launch.num_warps,
-            "programs": launch.programs,
-        }
-        if row not in rows:
-            rows.append(row)
-    return rows
+DOMAIN_CASE = "domain"
+
+
+def domain_case(workload, seed: int) -> dict | None:
+    """One more case for a CPU check, drawn from the workload's DOMAIN: sizes outside the named cases are checked
+    too, so a program tuned to pass exactly those (a block hard-coded for the tiny case) fails. The seed case with
+    each integer size the domain ranges over (a [low, high] pair) or lists redrawn between the seed case's value and
+    the largest a named CPU case gives it, preferring values no named case has; no size falls below the seed
+    case's (a workload's other keys, such as cross-entropy's ignored count, could stop making sense), and the drawn
+    sizes multiply to at most DOMAIN_GROWTH times the seed case's (the interpreter runs it as fast as a small named
+    case). dtype, layout and flags stay the seed case's. None where the domain redraws nothing."""
+    import random
+
+    named = [workload.cases[n] for n in workload.check_cases("cpu")]
+    base = workload.cases.get(workload.seed_case("cpu"))
+    if not named or base is None:
+        return None
+    rng = random.Random(f"{workload.hash}:{seed}")
+    choices = {key: fresh for key, allowed in workload.domain.items() if (fresh := _fresh(key, allowed, base, named))}
+    budget = DOMAIN_GROWTH * math.prod(base[key] for key in choices)
+    drawn: dict = {}
+    for key in rng.sample(sorted(choices), len(choices)):  # each size within what the others leave of the budget
+        rest = math.prod(base[k] for k in choices if k not in drawn and k != key)
+        fits = [v for v in choices[key] if v * rest * math.prod(drawn.values()) <= budget]
+        drawn[key] = rng.choice(fits) if fits else base[key]
+    return {**base, **drawn} if any(drawn[k] != base[k] for k in drawn) else None
+
+
+DOMAIN_GROWTH = 4
+
+
+def _fresh(key: str, allowed, base: dict, named: list[dict]) -> list[int]:
+    """The values `key` may be drawn from (see domain_case); empty where it is not an integer size."""
+    seen = {c.get(key) for c in named if type(c.get(key)) is int}
+    if type(base.get(key)) is not int or not isinstance(allowed, (list, tuple)) or not seen or not allowed:
+        return []
+    if not all(type(v) is int for v in allowed):
+        return []
+    low, top = max(allowed[0], base[key]), max(seen)
+    ranged = len(allowed) == 2 and allowed[0] < allowed[1]
+    values = range(low, min(allowed[1], top) + 1) if ranged else [v for v in allowed if low <= v <= top]
+    return [v for v in values if v not in seen]
+
+
+def _drawn(state) -> dict:
+    return {"domain_case": state.domain_case} if state.domain_case is not None else {}
 
 
 def _probe_plan(workload, probe: dict, state):
@@ -182,7 +248,6 @@ def _probe_plan(workload, probe: dict, state):
     workload = replace(workload, cases={"probe": probe["case"]})
     if probe.get("keep_inputs"):
         workload = replace(workload, clobbered_inputs=())
-    state.layout = probe.get("layout")
     state.probe_inputs = probe.get("inputs")
     state.compile = bool(probe.get("compile"))
     state.chunk = int(probe.get("chunk", 0))
@@ -192,126 +257,132 @@ def _probe_plan(workload, probe: dict, state):
     return workload, [Trial("probe", 0, "normal"), second][: int(probe.get("trials", 2))]
 
 
-def _compiled(model):
-    """The model with its forward compiled by torch.compile (Inductor): the launch path of family 26."""
-    import torch
-
-    torch._dynamo.reset()
-    return torch.compile(model)
-
-
-def _compiled_call(model, inputs):
-    """A torch.compile probe's forward. Dynamo runs a frame eagerly under a dispatch mode, so the compute ban is
-    off for it (the program's own check already enforced it), and Inductor's compile workers are not the
-    program's threads; the launch tracer does not see Inductor's launches, so launch findings are skipped too."""
-    from torch.utils._python_dispatch import _disable_current_modes
-
-    from klineage.guards import TRACER
-
-    TRACER.depth += 1
-    try:
-        with _disable_current_modes():
-            return model(*inputs)
-    finally:
-        TRACER.depth -= 1
-
-
 @dataclass
 class _TrialState:
-    """What persists across a correctness check's trials."""
+    """What persists across a correctness check's trials, in the judge."""
 
     device: str
-    guard_bytes: int
-    models: dict = field(default_factory=dict)  # one ModelNew per case, reused across seeds: caching is seen
-    buffers: dict = field(default_factory=dict)  # per case: input buffers refilled in place (same pointers)
+    candidate: object  # gates.candidate.Candidate
+    models: dict = field(default_factory=dict)  # per case: the reference in its dtypes and in float64
     previous_outputs: list = field(default_factory=list)
-    output_storages: set = field(default_factory=set)  # storages returned by earlier calls
-    kernels: set = field(default_factory=set)
+    kernels: set = field(default_factory=set)  # what the candidate says ran: evidence, never a reason to pass
+    functions: set = field(default_factory=set)
+    autotune: dict = field(default_factory=dict)
     launches: dict = field(default_factory=dict)  # per named case: what each launch asked for (launch_rows)
     worst_error: float = 0.0
     deterministic: bool = True
-    layout: str | None = None
-    functions: set = field(default_factory=set)  # program functions that ran, by name
-    host_ops: frozenset = frozenset()  # PyTorch ops the workload allows on the host (HOST_OPS)
+    host_ops: tuple = ()  # PyTorch ops the workload allows on the host (HOST_OPS)
     probe_inputs: str | None = None  # a probe whose inputs come from the workload's make_probe_inputs(predicate)
     compile: bool = False  # a probe that runs forward under torch.compile
     chunk: int = 0  # a probe that compares outputs this many elements at a time (0: whole tensors)
     first_runs: int = 2  # runs of each case's first trial
-    program_dir: str = ""  # where the program's files are: whose frames are the program's (_calls_into)
-    input_cache: Path | None = None  # Settings.input_cache
-
-
-def _inputs_for(trial: Trial, cpu_inputs: list, state: _TrialState) -> tuple[list, list]:
-    """Device inputs in guarded buffers. A case's buffers are reused when the layout matches, refilled in place
-    with the new seed's values: a program that caches by pointer then returns a stale answer."""
-    import torch
-
-    def layout(xs):
-        return [(tuple(x.shape), x.stride(), x.dtype) if isinstance(x, torch.Tensor) else repr(x) for x in xs]
-
-    held = state.buffers.get(trial.case)
-    if held is not None and layout(held[0]) == layout(cpu_inputs):
-        inputs, log = held
-        for buffer, value in zip(inputs, cpu_inputs):
-            if isinstance(buffer, torch.Tensor):
-                buffer.copy_(value)
-        inputs = [b if isinstance(b, torch.Tensor) else v for b, v in zip(inputs, cpu_inputs)]
-    else:
-        log = []
-        inputs = [to_device(x, state.device, state.guard_bytes, log, state.layout) for x in cpu_inputs]
-    state.buffers[trial.case] = (inputs, log)
-    return inputs, log
+    input_cache: object = None  # Settings.input_cache
+    domain_case: dict | None = None  # the extra case drawn from DOMAIN (domain_case)
 
 
 def _run_trial(workload, wl_module, trial: Trial, runs: int, state: _TrialState) -> Finding | None:
-    """Run the program `runs` times on one trial's inputs, then compute the reference (only then, so nothing of
-    it is alive while the program runs) and judge each run."""
+    """Send one trial's inputs to the candidate, which runs the program `runs` times; then compute the reference
+    (in this process only, after the runs) and judge each run on the values that came back."""
     import torch
 
-    from klineage.guards import check_guards, launch_findings
-    from klineage.workload import make_case_inputs
+    from klineage.workload import make_case_inputs, on_device
 
-    device = state.device
-    ref_model, ref64_model, new_model = state.models[trial.case]
+    ref_model, ref64_model = state.models[trial.case]
     case = workload.cases[trial.case]
     made = make_case_inputs(wl_module, case, trial.seed, trial.distribution, state.probe_inputs, state.input_cache)
-    inputs, input_log = _inputs_for(trial, made, state)
-    originals = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-    main_stream = torch.cuda.current_stream().cuda_stream if device == "cuda" else None
-    done = []  # (record, outputs, clones of outputs)
-    for run in range(runs):
-        for i in (*workload.mutated_inputs, *workload.clobbered_inputs):  # each run starts from the same inputs
-            if run and isinstance(inputs[i], torch.Tensor):
-                inputs[i].copy_(originals[i])
-        outputs, failure = _guarded_call(new_model, inputs, state)
-        if failure is not None:
-            return failure
-        record, outputs = outputs
-        state.kernels.update(launch.kernel for launch in record.launches)
-        if trial.seed == 0 and trial.case not in state.launches:
-            state.launches[trial.case] = launch_rows(record.launches)
-        clones = [o.detach().clone() if isinstance(o, torch.Tensor) else o for o in outputs]
-        done.append((record, outputs, clones))
+    originals = [on_device(x, state.device) for x in made]  # nothing in this process writes to them
+    tensors, described = pack_values(made, "in")
+    restore = [*workload.mutated_inputs, *workload.clobbered_inputs]
+    meta = {"op": "call", "case": trial.case, "runs": runs, "config": trial.config, "inputs": described}
+    frame = state.candidate.request({**meta, "restore": restore}, tensors)
+    reply = frame.meta
+    _take_evidence(reply, state)
+    if isinstance(reply.get("failure"), dict):
+        return _finding(reply["failure"])
+    try:
+        done = _runs_back(frame, runs, state.device)
+        inputs = _inputs_back(frame, originals, state.device)
+    except (WireError, KeyError, TypeError, ValueError) as e:
+        return Finding("protocol_error", f"the candidate's answer does not hold what was asked: {e}")
+    if trial.seed == 0 and trial.case not in state.launches:
+        state.launches[trial.case] = reply.get("launches") or []
     expected, ref64, ref64_inputs = _reference(wl_module, ref_model, ref64_model, originals)
-    for record, outputs, clones in done:
+    for outputs, findings in done:
         finding = (
-            _outputs_finding(workload, clones, ref64, expected, state.previous_outputs, outputs, state.chunk)
-            or check_guards(record.allocations + input_log)
+            _finding(findings.get("subclass"))
+            or _outputs_finding(workload, outputs, ref64, expected, state.previous_outputs, state.chunk)
+            or _finding(findings.get("guards"))
             or _mutation_finding(workload, inputs, originals, ref64_inputs, state.chunk)
-            or (None if state.compile else _replay_finding(record, outputs, state))
-            or (None if state.compile else launch_findings(record, outputs, main_stream))
+            or _finding(findings.get("replay"))
+            or _finding(findings.get("launch"))
         )
         if finding is not None:
             return finding
-        state.output_storages.update(_storages(outputs))
-    for out, ref in zip(done[-1][2], ref64):
+    for out, ref in zip(done[-1][0], ref64):
         if isinstance(out, torch.Tensor):
             pieces = _chunks(out, ref, state.chunk) if state.chunk else [(out, ref)]
             state.worst_error = max(state.worst_error, *(relative_error(o, r) for o, r in pieces))
-    if runs == 2 and (finding := _disagreement(workload, done[0][2], done[1][2], state)):
+    if runs == 2 and (finding := _disagreement(workload, done[0][0], done[1][0], state)):
         return finding
-    state.previous_outputs.append((trial, done[-1][2]))
+    state.previous_outputs.append((trial, done[-1][0]))
     return None
+
+
+def _take_evidence(reply: dict, state: _TrialState) -> None:
+    state.kernels.update(str(k) for k in reply.get("kernels") or [])
+    state.functions.update(str(f) for f in reply.get("functions") or [])
+    if isinstance(reply.get("autotune"), dict):
+        state.autotune = reply["autotune"]
+
+
+def _finding(raw) -> Finding | None:
+    """A finding the candidate reported (it can only fail a check)."""
+    if not isinstance(raw, dict):
+        return None
+    return Finding(str(raw.get("code", "forward_error"))[:64], str(raw.get("detail", ""))[:2000])
+
+
+def _runs_back(frame, runs: int, device: str) -> list[tuple[list, dict]]:
+    """Each run's outputs built from the frame's bytes, on the judge's device, with the candidate's findings. An
+    output that is not a tensor stands in as an object of the type the candidate named (it fails as not_a_tensor);
+    one the candidate says is on another device fails as device_mismatch."""
+    described = frame.meta["runs"]
+    if not isinstance(described, list) or len(described) != runs:
+        raise ValueError(f"{runs} runs asked, {len(described) if isinstance(described, list) else 0} answered")
+    done = []
+    for run in described:
+        outputs = []
+        for item, where in zip(run["outputs"], run.get("devices") or [""] * len(run["outputs"])):
+            if "tensor" in item:
+                value = tensor(frame, str(item["tensor"])).to(device)
+                outputs.append(value if where in ("", device) else _Elsewhere(value, where))
+            else:
+                outputs.append(type(str(item.get("type", "object"))[:64], (), {})())
+        findings = run.get("findings") if isinstance(run.get("findings"), dict) else {}
+        done.append((outputs, findings))
+    return done
+
+
+@dataclass(frozen=True)
+class _Elsewhere:
+    """An output the candidate computed on another device than the check's."""
+
+    value: object
+    device: str
+
+
+def _inputs_back(frame, originals: list, device: str) -> list:
+    """The inputs as the program left them, each with the dtype and shape the judge sent."""
+    import torch
+
+    back = []
+    for i, original in enumerate(originals):
+        if isinstance(original, torch.Tensor):
+            dtype = str(original.dtype).removeprefix("torch.")
+            back.append(tensor(frame, f"in{i}", dtype, tuple(original.shape)).to(device))
+        else:
+            back.append(original)
+    return back
 
 
 def _reference(wl_module, ref_model, ref64_model, originals: list) -> tuple[list, list, list]:
@@ -354,63 +425,6 @@ def _disagreement(workload, first_run: list, second_run: list, state: _TrialStat
     return None
 
 
-def _storages(outputs) -> set[int]:
-    import torch
-
-    return {o.untyped_storage().data_ptr() for o in outputs if isinstance(o, torch.Tensor) and o.numel()}
-
-
-def _replay_finding(record, outputs, state: _TrialState) -> Finding | None:
-    """A call that launched nothing and handed back a tensor an earlier call returned is serving a cache."""
-    if not record.launches and _storages(outputs) & state.output_storages:
-        return Finding("stale_output", "returned an earlier call's output tensor without launching a kernel")
-    return None
-
-
-@contextmanager
-def _calls_into(found: set, root: str):
-    """Record the names of program functions that run (host functions and, under the interpreter, kernels), those
-    whose code is under `root`, the program's directory: the walk only simplifies code the workload exercises; a
-    site in code that never ran would pass vacuously."""
-    import sys
-
-    def profile(frame, event, arg):
-        if event == "call" and root and frame.f_code.co_filename.startswith(root):
-            found.add(frame.f_code.co_name)
-
-    previous = sys.getprofile()
-    sys.setprofile(profile)
-    try:
-        yield
-    finally:
-        sys.setprofile(previous)
-
-
-def _guarded_call(model, inputs, state: _TrialState):
-    """One forward under every run-time guard; ((record, outputs), None) or (None, finding)."""
-    import torch
-
-    from klineage.guards import BackgroundThreadError, SideStreamError, TorchComputeError, guarded_forward
-
-    try:
-        guard = guarded_forward(state.guard_bytes, state.host_ops)
-        with torch.no_grad(), guard as record, _calls_into(state.functions, state.program_dir):
-            if state.compile:
-                outputs = flatten_outputs(_compiled_call(model, inputs))
-            else:
-                outputs = flatten_outputs(model(*inputs))
-            sync(state.device)
-    except TorchComputeError as e:
-        return None, Finding("torch_compute", str(e))
-    except BackgroundThreadError as e:
-        return None, Finding("background_thread", str(e))
-    except SideStreamError as e:
-        return None, Finding("side_stream", str(e))
-    except Exception as e:  # MemoryError is an Exception; torch.OutOfMemoryError a RuntimeError
-        return None, memory_finding(e) or Finding("forward_error", f"forward raised {type(e).__name__}: {str(e)[:500]}")
-    return (record, outputs), None
-
-
 def _mutation_finding(workload, inputs, originals, ref64_inputs, chunk: int = 0) -> Finding | None:
     import torch
 
@@ -439,17 +453,15 @@ def _chunks(out, ref, chunk: int) -> list:
     return [(o[i : i + chunk], r[i : i + chunk]) for i in range(0, o.numel(), chunk)]
 
 
-def _outputs_finding(
-    workload, outputs, ref64, expected, previous_outputs, originals=None, chunk: int = 0
-) -> Finding | None:
-    """Judge output values (clones taken right after the call); `originals` are the returned objects, whose exact
-    type is checked (a subclass can hide behind a plain clone). With `chunk` (a probe past 2^31 elements), each
-    piece of `chunk` elements is judged on its own: its own scale for the absolute floor and its own error norm."""
+def _outputs_finding(workload, outputs, ref64, expected, previous_outputs, chunk: int = 0) -> Finding | None:
+    """Judge output values (built by the judge from the bytes the candidate sent). With `chunk` (a probe past 2^31
+    elements), each piece of `chunk` elements is judged on its own: its own scale for the absolute floor and its
+    own error norm."""
     import torch
 
-    for i, out in enumerate(originals or []):
-        if isinstance(out, torch.Tensor) and type(out) is not torch.Tensor:
-            return Finding("tensor_subclass", f"output {i} is a {type(out).__name__}, a Tensor subclass")
+    for i, out in enumerate(outputs):
+        if isinstance(out, _Elsewhere):
+            return Finding("device_mismatch", f"output {i} is on {out.device}, expected {expected[0].device.type}")
     if len(outputs) != len(expected):
         return Finding("shape_mismatch", f"program returned {len(outputs)} outputs, expected {len(expected)}")
     for i, (out, ref, exp) in enumerate(zip(outputs, ref64, expected)):

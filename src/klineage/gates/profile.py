@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from klineage.compare import Finding
 from klineage.config import device_name, versions
 from klineage.gates.common import GateRequest, Verdict, build, input_sets, prepare, rotating
 from klineage.program import Program
@@ -33,12 +34,23 @@ def profile_job(request: GateRequest) -> Verdict:
     settings = request.settings
     sets = input_sets(wl_module, case, settings.rotate_sets, cache_dir=settings.input_cache)
 
+    last: list = []  # (input set, outputs) of the program's last timed call
     program_t, eager_t = time_calls(
-        [rotating(model, sets), rotating(reference, sets)],
+        [keeping_last(model, sets, last), rotating(reference, sets)],
         settings.profile_warmup_ms,
         settings.profile_rep_ms,
         settings.profile_min_reps,
     )
+    timed = timed_output_finding(workload, wl_module, reference, sets, last)
+    if timed is not None:
+        return Verdict(
+            "profile",
+            "fail",
+            "timed_mismatch",
+            f"the output of a timed call is wrong: {timed.detail}",
+            evidence={"finding": timed.code, "case": case_name},
+            seconds=time.perf_counter() - started,
+        )
     metrics = {
         "case": case_name,
         "median_ms": program_t.median_ms,
@@ -63,6 +75,57 @@ def profile_job(request: GateRequest) -> Verdict:
         metrics["bound"] = floor["bound"]
     evidence = {"ceilings": ceilings, "eager": eager_t.as_dict(), "program": program_t.as_dict()}
     return Verdict("profile", "pass", metrics=metrics, evidence=evidence, seconds=time.perf_counter() - started)
+
+
+def keeping_last(model, sets: list[list], last: list):
+    """rotating(model, sets) that keeps a reference to its last call's outputs and input set (no copy inside the
+    timed section: the reference is all it costs)."""
+    import torch
+
+    state = {"next": 0}
+
+    def call():
+        i = state["next"]
+        state["next"] = (i + 1) % len(sets)
+        with torch.no_grad():
+            out = model(*sets[i])
+        last[:] = [(i, out)]
+        return out
+
+    return call
+
+
+def timed_output_finding(workload, wl_module, reference, sets: list[list], last: list):
+    """The program's last timed call compared with the float64 reference on its input set, as the correctness gate
+    compares: a program that takes another path when it is timed than when it is checked fails here. Skipped for
+    workloads whose inputs the op changes in place (every timed call changed them again)."""
+    import copy
+
+    import torch
+
+    from klineage.compare import compare_output, flatten_outputs
+
+    if not last or workload.mutated_inputs or workload.clobbered_inputs:
+        return None
+    index, out = last[0]
+    outputs = flatten_outputs(out)
+    inputs = sets[index]
+    with torch.no_grad():
+        expected = flatten_outputs(reference(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
+        if getattr(wl_module, "NATIVE_REFERENCE", False):
+            ref64 = [e.double() if isinstance(e, torch.Tensor) and e.is_floating_point() else e for e in expected]
+        else:
+            doubled = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+            ref64 = flatten_outputs(copy.deepcopy(reference).double()(*doubled))
+    if len(outputs) != len(expected):
+        return Finding("shape_mismatch", f"{len(outputs)} outputs, expected {len(expected)}")
+    for i, (o, r, e) in enumerate(zip(outputs, ref64, expected)):
+        if isinstance(e, torch.Tensor):
+            tol = workload.tolerance(str(e.dtype).removeprefix("torch."))
+            finding = compare_output(o, r, e, tol, f"output {i}")
+            if finding is not None:
+                return finding
+    return None
 
 
 def profile_pair_job(payload: tuple[GateRequest, Program]) -> dict:

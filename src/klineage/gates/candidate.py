@@ -1,0 +1,420 @@
+"""The candidate process: the program runs here, apart from the judge that decides its verdict.
+
+The judge (a sandbox job's child) forks it first thing, before CUDA is up in the judge and before any input or
+reference exists in its memory. The candidate confines itself (isolation.confine: its own uid, namespaces, limits,
+every descriptor but its two pipes closed), imports the program, then serves the judge's requests over the pipes
+in wire frames: `init` (build ModelNew for a case from its init inputs), `call` (run forward on the inputs sent,
+under the run-time guards, and hand back the outputs and the inputs as they are afterwards), `exit`.
+
+What the candidate reports beside values (its findings from the guards, its launch trace, the functions that ran,
+its autotune picks) is evidence the judge may fail a check on and never passes one on: the judge passes on the
+values it compares itself (gates.correctness). The judge's side is `start` and the `Candidate` handle."""
+
+from __future__ import annotations
+
+import os
+import traceback
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from klineage.compare import Finding, flatten_outputs
+from klineage.guards import check_guards, launch_findings
+from klineage.program import Program
+from klineage.sandbox import MEMORY_LIMIT_CPU, describe_exit
+from klineage.wire import Frame, WireError, pack_values, read_frame, unpack_inputs, write_frame
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What the judge gives the candidate at the fork (in memory: nothing of it is secret)."""
+
+    program: Program
+    device: str  # "cpu" (kernels through the Triton interpreter) or "cuda"
+    guard_bytes: int
+    layout: str | None = None  # a probe's input layout (gates.common.to_device)
+    compile: bool = False  # a probe that runs forward under torch.compile
+    hidden: tuple[str, ...] = ()  # what the candidate must not read (the data directory, home)
+    needs: tuple[str, ...] = ()  # what it must read beyond the interpreter and torch/Triton (this package)
+
+
+class CandidateGone(RuntimeError):
+    """The candidate ended, or answered with something that is not a frame: the check fails with `code`."""
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+
+
+@dataclass
+class Candidate:
+    """The judge's handle on a running candidate: requests out by one pipe, frames back by another."""
+
+    pid: int
+    to_fd: int
+    from_fd: int
+    private_dir: Path
+    hello: dict = field(default_factory=dict)
+
+    def request(self, meta: dict, tensors: dict | None = None, body_limit: int = 2**34) -> Frame:
+        try:
+            write_frame(self.to_fd, tensors or {}, meta)
+            frame = read_frame(self.from_fd, body_limit=body_limit)
+        except (BrokenPipeError, EOFError) as e:
+            raise CandidateGone(*self._ended(str(e))) from None
+        except (WireError, OSError) as e:
+            raise CandidateGone("protocol_error", f"the candidate's answer is not a frame: {e}") from None
+        error = frame.meta.get("error")
+        if isinstance(error, dict):
+            raise CandidateGone(str(error.get("code", "forward_error")), str(error.get("detail", ""))[:2000])
+        return frame
+
+    def _ended(self, why: str) -> tuple[str, str]:
+        from klineage.isolation import end_all
+
+        end_all(self.pid)
+        try:
+            _, status = os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            return "crash", f"the candidate process ended ({why})"
+        kind, text = describe_exit(status)
+        return kind, f"the candidate process {text}"
+
+    def close(self) -> None:
+        from klineage.isolation import end_all, remove_private_dir
+
+        for fd in (self.to_fd, self.from_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        end_all(self.pid)
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+        remove_private_dir(self.private_dir)
+
+
+def start(spec: Spec) -> Candidate:
+    """Fork the candidate and wait for its hello (the program imported, or why not: CandidateGone)."""
+    import importlib
+
+    from klineage.isolation import make_private_dir
+    from klineage.sandbox import PRELOAD
+
+    # what the warm server imports once: in a cold child, imported here, before the fork, or the candidate and the
+    # judge would each import torch and Triton (a cold CPU check took 1.6x as long that way, benchmarks/gate_cost.py
+    # on this 2-core machine). The harness's modules only: nothing of the workload, no CUDA.
+    for name in PRELOAD:
+        importlib.import_module(name)
+    private = make_private_dir()
+    judge = os.getpid()  # read before the fork: a candidate whose judge died before it was confined ends itself
+    down_r, down_w = os.pipe()
+    up_r, up_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the candidate: never returns
+        os.close(down_w)
+        os.close(up_r)
+        code = 1
+        try:
+            _serve(spec, down_r, up_w, private, judge)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(down_r)
+    os.close(up_w)
+    handle = Candidate(pid, down_w, up_r, private)
+    handle.hello = handle.request({"op": "hello"}, body_limit=0).meta
+    return handle
+
+
+# --- the candidate's side -----------------------------------------------------------------------------------------
+
+
+def _serve(spec: Spec, down: int, up: int, private: Path, judge: int) -> None:
+    """Confine, import, then answer until `exit` or the judge's end of the pipe closes."""
+    from klineage.isolation import Confinement, confine
+
+    report = confine(
+        Confinement(
+            str(private),
+            memory_bytes=_MEMORY[spec.device == "cuda"],
+            device=spec.device,
+            hidden=spec.hidden,
+            needs=spec.needs,
+            keep_fds=(1, 2, down, up),
+            judge_pid=judge,
+            shared_cache=None if spec.device == "cuda" else "",  # the judge's Triton cache, read-only; none on the CPU
+        )
+    )
+    served = _Served(spec, report)
+    while True:
+        try:
+            frame = read_frame(down)
+        except (EOFError, WireError):
+            return
+        op = frame.meta.get("op")
+        if op == "exit":
+            return
+        try:
+            tensors, meta = served.answer(op, frame)
+        except BaseException as e:  # the judge hears every failure as a value
+            traceback.print_exc()
+            tensors, meta = {}, {"error": {"code": "forward_error", "detail": f"{type(e).__name__}: {e}"}}
+        write_frame(up, tensors, meta)
+
+
+# host memory the candidate may add to what it maps at its start: on the CPU what a sandbox job had before
+# (sandbox.MEMORY_LIMIT_CPU); on a GPU room for a bench case's inputs and outputs, which arrive and leave through
+# host memory as wire frames (cross-entropy's 8192 x 32000 logits alone are 1 GiB), and for a probe's
+MEMORY_LIMIT_GPU_HOST = 64 * 2**30
+_MEMORY = {False: MEMORY_LIMIT_CPU, True: MEMORY_LIMIT_GPU_HOST}
+
+
+class _Served:
+    """The candidate's state across requests: the imported program, one model per case, guarded input buffers
+    per case, the storages earlier calls returned, what ran."""
+
+    def __init__(self, spec: Spec, report) -> None:
+        self.spec = spec
+        self.report = report
+        self.module = None
+        self.import_error = ""
+        self.models: dict = {}
+        self.buffers: dict = {}
+        self.output_storages: set = set()
+        self.kernels: set = set()
+        self.functions: set = set()
+        self.picks = None
+        self.host_ops: frozenset = frozenset()  # the workload's HOST_OPS, sent with a case's init
+        self._import()
+
+    def _import(self) -> None:
+        from klineage.gates.autotune import AutotunePicks
+        from klineage.gates.common import prepare_program
+
+        try:
+            self.module, self.program_dir = prepare_program(self.spec.program, self.spec.device == "cpu")
+        except Exception as e:
+            traceback.print_exc()
+            self.import_error = f"{type(e).__name__}: {e}"
+            return
+        self.picks = AutotunePicks().__enter__()  # for the process's life: it ends with the candidate
+
+    def answer(self, op: str, frame: Frame) -> tuple[dict, dict]:
+        if op == "hello":
+            meta = {"isolation": self.report.to_json(), "isolation_line": self.report.describe()}
+            if self.import_error:
+                meta["import_error"] = self.import_error
+            return {}, meta
+        if self.module is None:
+            return {}, {"error": {"code": "import_error", "detail": self.import_error}}
+        if op == "init":
+            return self._init(frame)
+        if op == "call":
+            return self._call(frame)
+        return {}, {"error": {"code": "protocol_error", "detail": f"unknown request {op!r}"}}
+
+    def _init(self, frame: Frame) -> tuple[dict, dict]:
+        from klineage.gates.common import build
+
+        init = unpack_inputs(frame, frame.meta["init"])
+        model = build(self.module.ModelNew, init).to(self.spec.device)
+        if self.spec.compile:
+            import torch
+
+            torch._dynamo.reset()
+            model = torch.compile(model)
+        self.models[frame.meta["case"]] = model
+        self.host_ops = frozenset(str(op) for op in frame.meta.get("host_ops") or ())
+        return {}, {"ok": True}
+
+    def _call(self, frame: Frame) -> tuple[dict, dict]:
+        """Run forward `runs` times on the inputs sent (in guarded buffers, refilled in place per case), restoring
+        the inputs the judge names before each run after the first; answer each run's outputs with this process's
+        findings, then the inputs as they are after the last run."""
+        import torch
+
+        meta = frame.meta
+        case, runs = meta["case"], int(meta["runs"])
+        self.picks.choose(int(meta.get("config", 0)))
+        inputs, input_log = self._inputs_for(case, unpack_inputs(frame, meta["inputs"]))
+        before = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        main_stream = torch.cuda.current_stream().cuda_stream if self.spec.device == "cuda" else None
+        tensors, described, launches = {}, [], None
+        for run in range(runs):
+            for i in meta.get("restore", []):  # each run starts from the same inputs
+                if run and isinstance(inputs[i], torch.Tensor):
+                    inputs[i].copy_(before[i])
+            done, failure = self._guarded_call(self.models[case], inputs)
+            if failure is not None:
+                return {}, {"failure": finding_json(failure), **self._evidence()}
+            record, outputs = done
+            self.kernels.update(launch.kernel for launch in record.launches)
+            launches = launch_rows(record.launches) if launches is None else launches
+            findings = {
+                "subclass": finding_json(_subclass_finding(outputs)),
+                "guards": finding_json(check_guards(record.allocations + input_log)),
+                "replay": None if self.spec.compile else finding_json(self._replay_finding(record, outputs)),
+                "launch": None if self.spec.compile else finding_json(launch_findings(record, outputs, main_stream)),
+            }
+            self.output_storages |= _storages(outputs)
+            made, outs = pack_values([_plain(o) for o in outputs], f"r{run}o")
+            devices = [str(o.device.type) if isinstance(o, torch.Tensor) else "" for o in outputs]
+            tensors.update(made)
+            described.append({"outputs": outs, "devices": devices, "findings": findings})
+        made, back = pack_values(inputs, "in")
+        tensors.update(made)
+        return tensors, {"runs": described, "inputs": back, "launches": launches, **self._evidence()}
+
+    def _evidence(self) -> dict:
+        picks = self.picks
+        return {
+            "kernels": sorted(self.kernels),
+            "functions": sorted(self.functions),
+            "autotune": {"offered": picks.offered, "chosen": dict(picks.chosen), "unrunnable": picks.unrunnable},
+        }
+
+    def _inputs_for(self, case: str, values: list) -> tuple[list, list]:
+        """Device inputs in guarded buffers. A case's buffers are reused when the layout matches, refilled in
+        place with the new seed's values: a program that caches by pointer then returns a stale answer."""
+        import torch
+
+        from klineage.gates.common import to_device
+
+        def layout(xs):
+            return [(tuple(x.shape), x.dtype) if isinstance(x, torch.Tensor) else repr(x) for x in xs]
+
+        held = self.buffers.get(case)
+        if held is not None and layout(held[0]) == layout(values):
+            inputs, log = held
+            for buffer, value in zip(inputs, values):
+                if isinstance(buffer, torch.Tensor):
+                    buffer.copy_(value)
+            inputs = [b if isinstance(b, torch.Tensor) else v for b, v in zip(inputs, values)]
+        else:
+            log = []
+            device, guard = self.spec.device, self.spec.guard_bytes
+            inputs = [to_device(x, device, guard, log, self.spec.layout) for x in values]
+        self.buffers[case] = (inputs, log)
+        return inputs, log
+
+    def _guarded_call(self, model, inputs):
+        """One forward under every run-time guard; ((record, outputs), None) or (None, finding)."""
+        import torch
+
+        from klineage.gates.common import sync
+        from klineage.guards import BackgroundThreadError, SideStreamError, TorchComputeError, guarded_forward
+
+        try:
+            guard = guarded_forward(self.spec.guard_bytes, self.host_ops)
+            with torch.no_grad(), guard as record, _calls_into(self.functions, self.program_dir):
+                if self.spec.compile:
+                    outputs = flatten_outputs(_compiled_call(model, inputs))
+                else:
+                    outputs = flatten_outputs(model(*inputs))
+                sync(self.spec.device)
+        except TorchComputeError as e:
+            return None, Finding("torch_compute", str(e))
+        except BackgroundThreadError as e:
+            return None, Finding("background_thread", str(e))
+        except SideStreamError as e:
+            return None, Finding("side_stream", str(e))
+        except torch.OutOfMemoryError as e:
+            return None, Finding("oom", f"out of device memory: {str(e)[:200]}")
+        except Exception as e:
+            from klineage.isolation import looks_out_of_memory
+
+            if looks_out_of_memory(type(e).__name__, str(e)):  # the candidate's memory limit, as isolation set it
+                return None, Finding("oom", f"out of memory: {type(e).__name__}: {str(e)[:300]}")
+            return None, Finding("forward_error", f"forward raised {type(e).__name__}: {str(e)[:500]}")
+        return (record, outputs), None
+
+    def _replay_finding(self, record, outputs) -> Finding | None:
+        """A call that launched nothing and handed back a tensor an earlier call returned is serving a cache."""
+        if not record.launches and _storages(outputs) & self.output_storages:
+            return Finding("stale_output", "returned an earlier call's output tensor without launching a kernel")
+        return None
+
+
+def finding_json(finding: Finding | None) -> dict | None:
+    return None if finding is None else {"code": finding.code, "detail": finding.detail}
+
+
+def _subclass_finding(outputs: list) -> Finding | None:
+    import torch
+
+    for i, out in enumerate(outputs):
+        if isinstance(out, torch.Tensor) and type(out) is not torch.Tensor:
+            return Finding("tensor_subclass", f"output {i} is a {type(out).__name__}, a Tensor subclass")
+        if isinstance(out, torch.Tensor) and (out.layout != torch.strided or out.is_meta):
+            return Finding("tensor_subclass", f"output {i} has no real storage")
+    return None
+
+
+def _plain(out):
+    """What goes on the wire for an output: its values as a plain tensor taken right after the call (a later run may
+    write into a tensor this run returned); a subclass was reported already."""
+    import torch
+
+    if isinstance(out, torch.Tensor) and (type(out) is not torch.Tensor or out.layout != torch.strided or out.is_meta):
+        return None
+    return out.detach().clone() if isinstance(out, torch.Tensor) else out
+
+
+def _storages(outputs) -> set[int]:
+    import torch
+
+    return {o.untyped_storage().data_ptr() for o in outputs if isinstance(o, torch.Tensor) and o.numel()}
+
+
+def launch_rows(launches: list) -> list[dict]:
+    """Each distinct launch of a forward: kernel, integer constexprs, warps and program count."""
+    rows = []
+    for launch in launches:
+        row = {
+            "kernel": launch.kernel,
+            "constexprs": dict(launch.constexprs),
+            "num_warps": launch.num_warps,
+            "programs": launch.programs,
+        }
+        if row not in rows:
+            rows.append(row)
+    return rows
+
+
+def _compiled_call(model, inputs):
+    """A torch.compile probe's forward. Dynamo runs a frame eagerly under a dispatch mode, so the compute ban is
+    off for it (the program's own check already enforced it), and Inductor's compile workers are not the
+    program's threads; the launch tracer does not see Inductor's launches, so launch findings are skipped too."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    from klineage.guards import TRACER
+
+    TRACER.depth += 1
+    try:
+        with _disable_current_modes():
+            return model(*inputs)
+    finally:
+        TRACER.depth -= 1
+
+
+@contextmanager
+def _calls_into(found: set, root: str):
+    """Record the names of program functions that run (host functions and, under the interpreter, kernels), those
+    whose code is under `root`, the program's directory: the walk only simplifies code the workload exercises; a
+    site in code that never ran would pass vacuously."""
+    import sys
+
+    def profile(frame, event, arg):
+        if event == "call" and root and frame.f_code.co_filename.startswith(root):
+            found.add(frame.f_code.co_name)
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        yield
+    finally:
+        sys.setprofile(previous)
