@@ -783,59 +783,14 @@ CONTROLS = [
     ("controls/softmax_autotuned_ok.py", SOFTMAX),
 ]
 
-# Attacks that main (b5caf8b) does not catch, with what it did, from `klineage check --device cpu --gates
+# Attacks the judge does not catch yet (first recorded against b5caf8b, pruned as the issue-30 branches closed
+# them), with what it did, from `klineage check --device cpu --gates
 # correctness` and tests/interpreter/test_adversarial.py on 3 Dec 2026. The runners mark them strict xfails: remove
 # an entry when a branch closes its hole (a closed hole shows as XPASS(strict)).
 OPEN_HOLES: dict[str, str] = {
-    "programs/dispatch_disabled.py": "main: passes: torch.softmax under _disable_current_modes is never seen",
-    "programs/raw_thread_compute.py": "main: passes: a _thread thread escapes the thread watch and the mode",
-    "programs/computed_import_numpy.py": "main: passes: numpy through importlib, nothing to scan",
-    "programs/tolist_copy_kernel.py": "main: passes: Python row sums copied by a kernel",
-    "programs/subprocess_compute.py": "main: passes: the subprocess computes, a kernel copies",
-    "programs/ctypes_computed_import.py": "main: passes: ctypes through importlib escapes the import scan",
-    "programs/registry_reference.py": "main: passes: the workload's Model is a live class in the candidate's process",
-    "programs/builtins_gc_reference.py": "main: passes: the judge's Model instance is in the candidate's process",
-    "programs/torch_ops_disabled.py": "main: passes: _DisableTorchDispatch hides aten ops from the mode",
-    "programs/grid_callback_compute.py": "main: passes: the launch path calls the grid with the ban lifted",
-    "programs/builtins_subclasses_numpy.py": "main: passes: numpy through __subclasses__ and __globals__",
-    "programs/noop_kernel_copy_host.py": "main: passes: provenance is by storage, handed to a kernel",
-    "programs/fill_per_element.py": "main: passes: select, .item() and fill_ are all allowed ops",
-    "programs/handed_host_tensor.py": "main: passes: the host-made tensor was handed to a kernel",
-    "programs/patch_harness_guards.py": "main: passes: the judge's guards are patched from the candidate's import",
-    "programs/patch_torch_compare.py": "main: passes: the judge compares with the candidate's patched torch",
-    "programs/forge_result_exit.py": "main: passes: the parent unpickles the forged jobN.result",
-    "programs/pickle_payload.py": "main: passes: the parent unpickles the payload, which runs in the warm server",
-    "programs/replace_collector.py": "main: passes: the parent unpickles the payload, which patches the warm server",
     "programs/tiny_hardcoded.py": "main: passes: scale_add has one CPU case and no shape is drawn from DOMAIN",
-    "programs/observed_by_mode.py": "main: passes: every CPU call is watched, so only the honest path runs",
-    "programs/observed_by_frames.py": "main: passes: every CPU call comes from the harness",
-    "programs/interpreter_env.py": "main: passes: the interpreter is always on under a CPU check",
-    "programs/stray_store_far.py": "main: passes: the store lands past the 64 KiB guard region, unseen",
-    "programs/write_outside.py": "main: passes (values honest; the write is allowed)",
-    "programs/write_tmp.py": "main: passes (values honest; the write is allowed)",
-    "programs/delete_outside.py": "main: passes (values honest; the unlink is allowed)",
-    "programs/loopback_connect.py": "main: passes (values honest; the connection is allowed)",
-    "programs/orphan_children.py": "main: passes (values honest; the sleepers are allowed)",
-    "programs/read_data_dir.py": "main: passes: the data directory is readable, so it answers honestly",
-    "programs/kill_parent.py": "main: crash: the warm server was killed (the kill worked)",
-    "programs/huge_alloc.py": "main: forward_error, not oom",
-    "programs/map_compute.py": "main: passes: map_ calls Python from C++, unseen by the mode",
-    "programs/repr_host_values.py": "main: passes: values read from the tensor's text",
-    "programs/apply_host_values.py": "main: passes: apply_ hands every element to Python",
-    "programs/aten_library_override.py": "main: passes: the judge compares with overridden aten kernels",
     "programs/observed_by_poison.py": "main: passes: every CPU call is poisoned, so watched",
-    "programs/torch_save_outside.py": "main: error (no folder here); with it, the write works",
-    "programs/from_file_secret.py": "main: error (no file here); with it, the read works",
-    "programs/from_file_shared_write.py": "main: error (no file here); with it, the write works",
-    "programs/pre_run_hook_compute.py": "main: passes: Triton runs pre-run hooks with the ban lifted",
-    "programs/grid_calls_helper.py": "main: passes: the grid runs with the ban lifted",
-    "programs/format_host_values.py": "main: passes: Tensor.__format__ hands over the float",
-    "programs/global_forward_hook.py": "main: passes: the hook zeroes the judge's reference",
-    "programs/subclass_arg_compute.py": "main: passes: the launcher calls storage_offset with the ban lifted",
     "programs/observed_by_grad_mode.py": "main: passes: every judged call is under no_grad",
-    "programs/forge_protocol_reply.py": "main: passes: the caller unpickles what the child wrote in its pipe",
-    "programs/forge_result_pipe.py": "main: passes: the parent unpickles the forged jobN.result",
-    "programs/unix_socket_connect.py": "main: passes (values honest; the connection is allowed)",
 }
 
 # The same on a GPU (tests/gpu/test_gates_gpu.py), reasoned from the CPU's, not yet run on one: the CPU-only

@@ -34,23 +34,7 @@ ORPHAN_MARK = b"klineage-redteam-orphan"
 
 # what main (b5caf8b) lets each attack do, by test name: a strict xfail until a branch closes it
 OPEN_EFFECTS = {
-    "test_candidate_cannot_write_into_the_callers_folder": "main: the candidate runs as the caller (root)",
-    "test_candidate_cannot_write_into_the_shared_tmp": "main: /tmp is the host's, writable by every uid",
-    "test_candidate_cannot_read_the_callers_private_file": "main: the candidate runs as the caller (root)",
-    "test_candidate_cannot_delete_the_callers_file": "main: the candidate runs as the caller (root)",
-    "test_candidate_cannot_reach_a_loopback_listener": "main: no network namespace",
     "test_candidate_cannot_reach_a_unix_socket": "main: no isolation of the filesystem or syscalls",
-    "test_no_candidate_process_outlives_the_check": "main: only a timed-out job's process group is killed",
-    "test_candidate_cannot_kill_its_parent": "main: the candidate's parent is the warm server, same uid",
-    "test_candidate_cannot_read_the_data_directory": "main: the candidate runs as the caller (root)",
-    "test_a_forged_result_file_is_not_believed": "main: the parent unpickles jobN.result",
-    "test_a_result_pickle_never_runs_code_in_the_caller": "main: the parent unpickles jobN.result",
-    "test_a_tampered_worker_does_not_pass_later_candidates": "main: the warm server unpickles jobN.result",
-    "test_a_candidate_cannot_write_verdicts_into_the_cache": "main: the candidate opens the cache itself",
-    "test_a_reply_written_into_the_servers_pipe_is_not_believed": "main: the child holds the server's reply pipe",
-    "test_torch_alone_cannot_write_outside": "main: the candidate runs as the caller (root)",
-    "test_torch_alone_cannot_read_a_private_file": "main: the candidate runs as the caller (root)",
-    "test_torch_alone_cannot_change_a_file_outside": "main: the candidate runs as the caller (root)",
 }
 
 
@@ -262,21 +246,16 @@ def test_a_candidate_cannot_write_verdicts_into_the_cache(redteam, settings, san
     assert not report.passed and not any(report.cached)
 
 
-TAMPERING = {  # attack -> what main lets it do, trusted (a strict xfail until a branch closes it)
-    "patch_harness_guards": "main: the judge's guards run in the candidate's process",
-    "patch_torch_compare": "main: the judge compares with the candidate's torch",
-    "registry_reference": "main: the workload's Model is in the candidate's process",
-    "builtins_gc_reference": "main: the judge's Model instance is in the candidate's process",
+# attacks that tamper with the judge, run trusted (past the policy): closed by the judge's own process (judge-j)
+TAMPERING = {
+    "patch_harness_guards": "patches the judge's guards from the candidate's import",
+    "patch_torch_compare": "patches torch's comparisons",
+    "registry_reference": "finds the workload's Model by the class registry",
+    "builtins_gc_reference": "finds the judge's Model instance through gc",
 }
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(n, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"open hole: {why}"))
-        for n, why in TAMPERING.items()
-    ],
-)
+@pytest.mark.parametrize("name", list(TAMPERING))
 def test_trusted_tampering_still_fails(name, settings, sandbox):
     """Without the policy, patching the judge's code or torch, or finding the reference, must still fail: the
     judge compares in its own process, and the reference is not in the candidate's."""

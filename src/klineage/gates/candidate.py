@@ -322,13 +322,15 @@ class _Served:
             return None, Finding("background_thread", str(e))
         except SideStreamError as e:
             return None, Finding("side_stream", str(e))
-        except torch.OutOfMemoryError as e:
-            return None, Finding("oom", f"out of device memory: {str(e)[:200]}")
-        except Exception as e:
+        except Exception as e:  # MemoryError is an Exception; torch.OutOfMemoryError a RuntimeError
+            from klineage.gates.common import memory_finding
             from klineage.isolation import looks_out_of_memory
 
-            if looks_out_of_memory(type(e).__name__, str(e)):  # the candidate's memory limit, as isolation set it
-                return None, Finding("oom", f"out of memory: {type(e).__name__}: {str(e)[:300]}")
+            found = memory_finding(e)  # host or device, with the size asked
+            if found is None and looks_out_of_memory(type(e).__name__, str(e)):  # the limit isolation set
+                found = Finding("oom", f"out of memory: {type(e).__name__}: {str(e)[:300]}")
+            if found is not None:
+                return None, found
             return None, Finding("forward_error", f"forward raised {type(e).__name__}: {str(e)[:500]}")
         return (record, outputs), None
 
