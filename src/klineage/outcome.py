@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import io
+import os
 import pickle
 import struct
 import sys
@@ -32,11 +33,30 @@ class _ResultUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str):
         if (module, name) in _SAFE_GLOBALS:
             return super().find_class(module, name)
-        if module.split(".")[0] == "klineage" and module in sys.modules:  # already imported: no module code runs
+        if module.split(".")[0] == "klineage" and _package_module(module):
             found = getattr(sys.modules[module], name, None)
             if isinstance(found, type) and (dataclasses.is_dataclass(found) or issubclass(found, enum.Enum)):
                 return found
         raise pickle.UnpicklingError(f"a result may not name {module}.{name}")
+
+
+def _package_module(module: str) -> bool:
+    """One of this package's own modules, imported if it is not yet (trusted code: the package, never a program's;
+    the warm server has not imported `klineage.audit` when an audit job's report arrives)."""
+    if module in sys.modules:
+        return True
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return False
+    package = importlib.util.find_spec("klineage")
+    root = os.path.dirname(package.origin) if package and package.origin else ""
+    if spec is None or not spec.origin or not root or not os.path.realpath(spec.origin).startswith(root + os.sep):
+        return False
+    importlib.import_module(module)
+    return True
 
 
 def safe_loads(data: bytes):
