@@ -52,7 +52,14 @@ def test_forced_tma_kernel_compiles_for_sm90_and_runs_in_the_interpreter(setting
     assert not report.passed and "16-byte aligned" in report.verdicts[-1].reason
     aligned = tmp_path / "workload.py"
     text = WORKLOAD.read_text()
-    aligned.write_text(text.replace('"unaligned": {"M": 48, "N": 41, "K": 72, "dtype": "float16"},', ""))
+    # and a domain that says so: the CPU check also draws a shape from DOMAIN, and an odd N or K is not TMA's
+    aligned_domain = '"N": [8 * i for i in range(1, 2049)],\n    "K": [8 * i for i in range(1, 2049)],'
+    aligned.write_text(
+        text.replace('"unaligned": {"M": 48, "N": 41, "K": 72, "dtype": "float16"},', "").replace(
+            '"N": [1, 16384],\n    "K": [1, 16384],', aligned_domain
+        )
+    )
+    assert "8 * i" in aligned.read_text()
     assert aligned.read_text() != text
     report = check(load_workload(aligned), _forced("tma"), settings, "cpu", ("compile", "correctness"), sandbox)
     compile_v, correct_v = report.verdicts
