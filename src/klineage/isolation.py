@@ -160,8 +160,11 @@ def confine(c: Confinement) -> IsolationReport:
     if any(m.name == "mountns" and m.applied for m in found):
         found.append(_read_only_outside(c.private_dir))
         masked = _hide(c, needed, root)
+        found.append(_mask_shared(c, needed))
         if any(m.name == "pidns" and m.applied for m in found):
             found.append(_own_proc())
+    else:
+        found.append(Mechanism("shared_dirs", False, "no mount namespace: path sockets under /tmp, /run reachable"))
     found.append(_private_dir(c, root))
     found.append(_scrub_environment())
     found += _limits(c, root)
@@ -344,7 +347,9 @@ def _hide(c: Confinement, needed: list[str], root: bool) -> list[str]:
     return masked
 
 
-def _mask(path: str, inner: list[str], handles: list[int]) -> str | None:
+def _mask(path: str, inner: list[str], handles: list[int], writable: str = "") -> str | None:
+    """An empty read-only tmpfs over `path`, with `inner` (open as `handles`) bound back: read-only, but for
+    `writable` (the private dir, already its own read-write mount), bound back as it is."""
     ro = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
     problem = _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64k,mode=0755")
     for keep, fd in zip(inner, handles):
@@ -355,10 +360,42 @@ def _mask(path: str, inner: list[str], handles: list[int]) -> str | None:
         else:
             os.makedirs(os.path.dirname(keep), exist_ok=True)
             Path(keep).touch()
-        problem = _mount(f"/proc/self/fd/{fd}", keep, None, MS_BIND | MS_REC) or _mount(
-            None, keep, None, MS_REMOUNT | MS_BIND | MS_RDONLY
-        )
+        problem = _mount(f"/proc/self/fd/{fd}", keep, None, MS_BIND | MS_REC)
+        if not problem and keep != writable:
+            problem = _mount(None, keep, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
     return problem or _mount(None, path, None, MS_REMOUNT | ro)
+
+
+# Shared places where another process may listen on a path socket (a desktop bus, a container daemon, a test's
+# listener) or leave files: masked by an empty tmpfs in the candidate's mount namespace. A path socket is reached
+# through a read-only mount (connect() needs no write access to the file system), and the network namespace stops
+# only abstract sockets; /dev/shm is a fresh tmpfs already (_read_only_outside).
+SHARED_DIRS = ("/tmp", "/var/tmp", "/run", "/var/run")
+
+
+def _mask_shared(c: Confinement, needed: list[str]) -> Mechanism:
+    """An empty tmpfs over each of SHARED_DIRS, with what the candidate needs from inside bound back (its private
+    dir read-write, anything else it needs read-only)."""
+    private = os.path.realpath(c.private_dir)
+    done, failed, kept = [], [], 0
+    for path in dict.fromkeys(os.path.realpath(p) for p in SHARED_DIRS):
+        if not os.path.isdir(path) or any(_inside(path, k) for k in [*needed, private]):
+            continue  # inside what the candidate needs: left as it is (read-only)
+        inner = sorted((k for k in {*needed, private} if _inside(k, path)), key=len)
+        handles = [os.open(k, os.O_PATH) for k in inner]
+        try:
+            problem = _mask(path, inner, handles, writable=private)
+        finally:
+            for fd in handles:
+                os.close(fd)
+        if problem:
+            failed.append(f"{path}: {problem}")
+        else:
+            done.append(path)
+            kept += len(inner)
+    if failed:
+        return Mechanism("shared_dirs", False, f"mask: {'; '.join(failed)} ({', '.join(done) or 'none'} masked)")
+    return Mechanism("shared_dirs", True, f"masked {', '.join(done) or 'nothing'} ({kept} bound back)")
 
 
 def _own_proc() -> Mechanism:

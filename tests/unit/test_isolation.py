@@ -102,18 +102,52 @@ def test_cannot_read_the_judges_private_files(private, tmp_path):
     secret_dir = tmp_path / "data"
     secret_dir.mkdir(mode=0o700)
     (secret_dir / "verdicts").write_text("judge only")
-    root_only = tmp_path / "root-only"
+    visible = tmp_path / "visible"  # a folder the candidate needs: bound back where /tmp is masked
+    visible.mkdir()
+    root_only = visible / "root-only"
     root_only.write_text("judge only")
     root_only.chmod(0o600)
     report, got = confined(
         private,
         {"hidden": lambda: (secret_dir / "verdicts").read_text(), "file": lambda: root_only.read_text()},
         hidden=(str(secret_dir),),
+        needs=(str(visible),),
     )
     needs(report, "hidden")
     assert got["hidden"] != "ALLOWED", got
     needs(report, "uid")
     assert got["file"].startswith("PermissionError"), got
+
+
+def test_cannot_reach_a_unix_socket_in_a_shared_folder(private, tmp_path):
+    """A world-writable path socket under /tmp (as a desktop bus or a container daemon's under /run) is reached through
+    a read-only mount and a network namespace alike: /tmp, /var/tmp and /run are masked, the private dir kept."""
+    path = tmp_path / "sock"
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(path))
+    path.chmod(0o777)
+    listener.listen()
+
+    def connect():
+        with socket.socket(socket.AF_UNIX) as s:
+            s.connect(str(path))
+
+    try:
+        report, got = confined(
+            private,
+            {
+                "connect": connect,
+                "run": lambda: os.listdir("/run") and os.stat("/run/nope"),
+                "own": lambda: Path("own").touch(),
+            },
+        )
+    finally:
+        listener.close()
+    needs(report, "shared_dirs")
+    assert got["connect"].startswith(("FileNotFoundError", "ConnectionRefusedError")), got
+    assert got["run"] == "ALLOWED" and got["own"] == "ALLOWED", got
+    assert (private / "own").exists()
+    assert "masked /tmp" in next(m.detail for m in report.mechanisms if m.name == "shared_dirs")
 
 
 def test_cannot_reach_a_loopback_listener(private):
