@@ -214,8 +214,13 @@ def install_tracer() -> None:
     _installed = True
 
 
-def guarded_empty(shape, stride, dtype, device, guard_bytes: int, op: str, log: list, shift_bytes: int = 0) -> object:
-    """A tensor of `shape`/`stride` inside a poisoned buffer with `guard_bytes` of poison on each side."""
+def guarded_empty(
+    shape, stride, dtype, device, guard_bytes: int, op: str, log: list, shift_bytes: int = 0, noise: int = 0
+) -> object:
+    """A tensor of `shape`/`stride` inside a poisoned buffer with `guard_bytes` of poison on each side. With `noise`
+    (a seed), the interior holds random finite values instead of poison, as a plain allocation might: a kernel that
+    reads a fresh buffer cannot tell a judged call from a user's by its contents (unwritten outputs then show as a
+    mismatch, not as poison)."""
     import torch
 
     itemsize = torch.empty((), dtype=dtype).element_size()
@@ -231,7 +236,27 @@ def guarded_empty(shape, stride, dtype, device, guard_bytes: int, op: str, log: 
     start = (-buffer.data_ptr()) % 256 + guard_bytes  # interior 256-byte aligned, like a caching-allocator block
     start += shift_bytes  # a probe may misalign it on purpose
     log.append(GuardedAllocation(buffer, start, start + nbytes, op))
-    return buffer.view(dtype).as_strided(tuple(shape), tuple(stride), start // itemsize)
+    made = buffer.view(dtype).as_strided(tuple(shape), tuple(stride), start // itemsize)
+    if noise and nbytes:
+        _fill_noise(made, noise + len(log))
+    return made
+
+
+def _fill_noise(t, seed: int) -> None:
+    """Random finite values in `t` (normal for floating dtypes, small integers otherwise); zeros where the dtype has
+    no random fill."""
+    import torch
+
+    g = torch.Generator(device=t.device).manual_seed(seed & (2**63 - 1))
+    try:
+        if t.is_floating_point():
+            t.normal_(generator=g)
+        elif t.dtype == torch.bool:
+            t.random_(0, 2, generator=g)
+        else:
+            t.random_(0, 100, generator=g)
+    except (RuntimeError, TypeError, NotImplementedError):
+        t.zero_()
 
 
 # Poison finds a stray store only inside the guard region; a store further away lands in someone else's memory and
@@ -280,7 +305,7 @@ def check_guards(log: list[GuardedAllocation]) -> Finding | None:
     return None
 
 
-def _make_forward_guard(guard_bytes: int, host_ops: frozenset[str] = frozenset()):
+def _make_forward_guard(guard_bytes: int, host_ops: frozenset[str] = frozenset(), noise: int = 0):
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -308,7 +333,7 @@ def _make_forward_guard(guard_bytes: int, host_ops: frozenset[str] = frozenset()
                     self.derived |= _storages_of([out])
             if name in ALLOCATION_OPS and isinstance(out, torch.Tensor) and out.numel():
                 guarded = guarded_empty(
-                    out.shape, out.stride(), out.dtype, out.device, guard_bytes, name, self.allocations
+                    out.shape, out.stride(), out.dtype, out.device, guard_bytes, name, self.allocations, noise=noise
                 )
                 if name not in ("empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided"):
                     guarded.copy_(out)  # zeros/ones/full keep their values; only the guards are poison
@@ -397,10 +422,11 @@ class ForwardRecord:
 
 
 @contextmanager
-def guarded_forward(guard_bytes: int, host_ops: frozenset[str] = frozenset()):
-    """Everything a forward call runs under; yields the record filled in when the block exits."""
+def guarded_forward(guard_bytes: int, host_ops: frozenset[str] = frozenset(), noise: int = 0):
+    """Everything a forward call runs under; yields the record filled in when the block exits. `noise`: fresh
+    allocations hold random values (seeded) instead of poison (guarded_empty)."""
     record = ForwardRecord([], [], [], [], [])
-    mode = _make_forward_guard(guard_bytes, host_ops)
+    mode = _make_forward_guard(guard_bytes, host_ops, noise)
     TRACER.launches = []
     TRACER.active = True
     try:

@@ -787,11 +787,10 @@ CONTROLS = [
 # them), with what it did, from `klineage check --device cpu --gates
 # correctness` and tests/interpreter/test_adversarial.py on 3 Dec 2026. The runners mark them strict xfails: remove
 # an entry when a branch closes its hole (a closed hole shows as XPASS(strict)).
-OPEN_HOLES: dict[str, str] = {
-    "programs/tiny_hardcoded.py": "main: passes: scale_add has one CPU case and no shape is drawn from DOMAIN",
-    "programs/observed_by_poison.py": "main: passes: every CPU call is poisoned, so watched",
-    "programs/observed_by_grad_mode.py": "main: passes: every judged call is under no_grad",
-}
+# Closed on branch holes: tiny_hardcoded (a shape drawn per check from DOMAIN, up to DOMAIN_GROWTH times the largest
+# named CPU case, also for a workload with one CPU case), observed_by_poison and observed_by_grad_mode (runs like a
+# user's call: grad mode on, fresh allocations holding random values; gates/correctness.py USER_LIKE_SHARE).
+OPEN_HOLES: dict[str, str] = {}
 
 # The same on a GPU (tests/gpu/test_gates_gpu.py), reasoned from the CPU's, not yet run on one: the CPU-only
 # routes fail there on their own (numpy and ctypes on device memory, map_/apply_ on CUDA tensors, the interpreter

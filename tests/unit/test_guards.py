@@ -26,6 +26,21 @@ def test_guarded_allocation_is_poisoned_aligned_and_checked():
     assert "before its start" in check_guards(log).detail
 
 
+def test_a_noise_allocation_holds_finite_values_and_keeps_its_guards():
+    """A run like a user's call: the interior holds random finite values (seeded), not NaN; the guards still
+    poison, so a stray store is still found."""
+    log = []
+    t = guarded_empty((10, 3), (3, 1), torch.float32, "cpu", 1024, "empty", log, noise=12345)
+    assert torch.isfinite(t).all() and t.abs().sum() > 0
+    again = guarded_empty((10, 3), (3, 1), torch.float32, "cpu", 1024, "empty", [], noise=12345)
+    assert torch.equal(t, again)  # the judge's seed decides the values
+    ints = guarded_empty((7,), (1,), torch.int32, "cpu", 1024, "empty", [], noise=9)
+    assert ((ints >= 0) & (ints < 100)).all()
+    assert check_guards(log) is None
+    log[0].buffer[log[0].stop] = 0
+    assert check_guards(log).code == "out_of_bounds_write"
+
+
 def _store_at(distance: int) -> int:
     """In a forked child: a guarded CPU allocation, one byte stored `distance` bytes past its end (negative: before
     its start). The child's wait status."""

@@ -4,7 +4,8 @@ The judge (a sandbox job's child) forks it first thing, before CUDA is up in the
 reference exists in its memory. The candidate confines itself (isolation.confine: its own uid, namespaces, limits,
 every descriptor but its two pipes closed), imports the program, then serves the judge's requests over the pipes
 in wire frames: `init` (build ModelNew for a case from its init inputs), `call` (run forward on the inputs sent,
-under the run-time guards, and hand back the outputs and the inputs as they are afterwards), `exit`.
+under the run-time guards, some runs in the state a user's call has, and hand back the outputs and the inputs as
+they are afterwards), `exit`.
 
 What the candidate reports beside values (its findings from the guards, its launch trace, the functions that ran,
 its autotune picks) is evidence the judge may fail a check on and never passes one on: the judge passes on the
@@ -239,6 +240,7 @@ class _Served:
 
         meta = frame.meta
         case, runs = meta["case"], int(meta["runs"])
+        users = [int(u) for u in meta.get("user_like") or ()] + [0] * runs  # per run: 0, or a seed (_guarded_call)
         self.picks.choose(int(meta.get("config", 0)))
         inputs, input_log = self._inputs_for(case, unpack_inputs(frame, meta["inputs"]))
         before = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
@@ -248,7 +250,7 @@ class _Served:
             for i in meta.get("restore", []):  # each run starts from the same inputs
                 if run and isinstance(inputs[i], torch.Tensor):
                     inputs[i].copy_(before[i])
-            done, failure = self._guarded_call(self.models[case], inputs)
+            done, failure = self._guarded_call(self.models[case], inputs, users[run])
             if failure is not None:
                 return {}, {"failure": finding_json(failure), **self._evidence()}
             record, outputs = done
@@ -301,16 +303,19 @@ class _Served:
         self.buffers[case] = (inputs, log)
         return inputs, log
 
-    def _guarded_call(self, model, inputs):
-        """One forward under every run-time guard; ((record, outputs), None) or (None, finding)."""
+    def _guarded_call(self, model, inputs, user_like: int = 0):
+        """One forward under every run-time guard; ((record, outputs), None) or (None, finding). A `user_like` call
+        (a seed the judge drew) is in the state a user's call has: grad mode on, and fresh allocations holding
+        random values rather than poison; the guards are the same."""
         import torch
 
         from klineage.gates.common import sync
         from klineage.guards import BackgroundThreadError, SideStreamError, TorchComputeError, guarded_forward
 
         try:
-            guard = guarded_forward(self.spec.guard_bytes, self.host_ops)
-            with torch.no_grad(), guard as record, _calls_into(self.functions, self.program_dir):
+            guard = guarded_forward(self.spec.guard_bytes, self.host_ops, noise=user_like)
+            grad = torch.enable_grad() if user_like else torch.no_grad()
+            with grad, guard as record, _calls_into(self.functions, self.program_dir):
                 if self.spec.compile:
                     outputs = flatten_outputs(_compiled_call(model, inputs))
                 else:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import math
+import random
+import secrets
 import time
 from dataclasses import dataclass, field, replace
 
@@ -100,7 +102,7 @@ def _correctness(request: GateRequest, candidate, started: float) -> Verdict:
     )
     if request.probe is not None:  # a probe: one case that violates one condition
         workload, trials = _probe_plan(workload, request.probe, state)
-    elif device == "cpu" and (drawn := domain_case(workload, request.settings.seed_base)) is not None:
+    elif (drawn := domain_case(workload, state.draw)) is not None:  # on a GPU too: it is a small case there
         workload = replace(workload, cases={**workload.cases, DOMAIN_CASE: drawn})
         trials.append(Trial(DOMAIN_CASE, request.settings.seed_base, "normal"))
         state.domain_case = drawn
@@ -143,6 +145,7 @@ def _correctness(request: GateRequest, candidate, started: float) -> Verdict:
             "kernels": sorted(state.kernels),
             "functions_run": sorted(state.functions | {k.rsplit(".", 1)[-1] for k in state.kernels}),
             "launches": state.launches,
+            "user_like_runs": state.user_like_runs,
             **_drawn(state),
             **({"autotune_unrunnable": picks["unrunnable"]} if picks.get("unrunnable") else {}),
         },
@@ -174,9 +177,11 @@ def _run_trials(
                 # run twice on each case's first trial: both runs must agree (the drawn case once: the named cases
                 # showed the program deterministic, and the drawn case is about sizes)
                 runs = 1 if trial.case == DOMAIN_CASE else state.first_runs
+                users = [0] + [_user_seed(state) for _ in range(runs - 1)]
             else:
                 runs = 1
-            finding = _run_trial(workload, wl_module, trial, runs, state)
+                users = [_user_seed(state) if state.rng.random() < USER_LIKE_SHARE else 0]
+            finding = _run_trial(workload, wl_module, trial, runs, state, [0] * runs if probe else users)
         except CandidateGone as e:
             finding = Finding(e.code, e.detail)
         if finding is not None:
@@ -195,17 +200,27 @@ def _run_trials(
 
 DOMAIN_CASE = "domain"
 
+# Runs like a user's call (grad mode on, fresh allocations holding random values, not poison; gates.candidate): the
+# second run of each named case's first trial, and each later trial with this chance, drawn per check, so a program
+# that behaves only while it sees the harness (NaN in a fresh buffer, no_grad) fails without telling which call is
+# judged. The first run of a case is always poisoned: an unwritten output is named as such there.
+USER_LIKE_SHARE = 0.5
+
+
+def _user_seed(state: _TrialState) -> int:
+    return state.rng.randrange(1, 2**62)
+
 
 def domain_case(workload, seed: int) -> dict | None:
-    """One more case for a CPU check, drawn from the workload's DOMAIN: sizes outside the named cases are checked
-    too, so a program tuned to pass exactly those (a block hard-coded for the tiny case) fails. The seed case with
+    """One more case for a check, drawn from the workload's DOMAIN: sizes outside the named cases are checked too,
+    so a program tuned to pass exactly those (a block hard-coded for the tiny case) fails. The CPU's seed case with
     each integer size the domain ranges over (a [low, high] pair) or lists redrawn between the seed case's value and
-    the largest a named CPU case gives it, preferring values no named case has; no size falls below the seed
-    case's (a workload's other keys, such as cross-entropy's ignored count, could stop making sense), and the drawn
-    sizes multiply to at most DOMAIN_GROWTH times the seed case's (the interpreter runs it as fast as a small named
-    case). dtype, layout and flags stay the seed case's. None where the domain redraws nothing."""
-    import random
-
+    DOMAIN_GROWTH times the largest a named CPU case gives it, never a value a named case has: a workload with a
+    single CPU case gets a shape of its own too. No size falls below the seed case's (a workload's other keys, such
+    as cross-entropy's ignored count, could stop making sense), and the drawn sizes multiply to at most DOMAIN_GROWTH
+    times the seed case's (the interpreter runs it as fast as a small named case; on a GPU it is a small case
+    among the bench-sized ones). dtype, layout and flags stay the seed case's. `seed` is drawn per check (the
+    caller's), so a program cannot know the shape in advance. None where the domain redraws nothing."""
     named = [workload.cases[n] for n in workload.check_cases("cpu")]
     base = workload.cases.get(workload.seed_case("cpu"))
     if not named or base is None:
@@ -231,14 +246,14 @@ def _fresh(key: str, allowed, base: dict, named: list[dict]) -> list[int]:
         return []
     if not all(type(v) is int for v in allowed):
         return []
-    low, top = max(allowed[0], base[key]), max(seen)
+    low, top = max(allowed[0], base[key]), DOMAIN_GROWTH * max(seen)
     ranged = len(allowed) == 2 and allowed[0] < allowed[1]
     values = range(low, min(allowed[1], top) + 1) if ranged else [v for v in allowed if low <= v <= top]
     return [v for v in values if v not in seen]
 
 
 def _drawn(state) -> dict:
-    return {"domain_case": state.domain_case} if state.domain_case is not None else {}
+    return {"domain_case": state.domain_case, "draw": state.draw} if state.domain_case is not None else {}
 
 
 def _probe_plan(workload, probe: dict, state):
@@ -278,11 +293,20 @@ class _TrialState:
     first_runs: int = 2  # runs of each case's first trial
     input_cache: object = None  # Settings.input_cache
     domain_case: dict | None = None  # the extra case drawn from DOMAIN (domain_case)
+    # drawn per check, never from the settings: what a program cannot know in advance (the DOMAIN draw, which runs
+    # look like a user's call)
+    draw: int = field(default_factory=lambda: secrets.randbits(63))
+    rng: random.Random = field(init=False)
+    user_like_runs: int = 0  # runs made like a user's call (USER_LIKE_SHARE)
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.draw)
 
 
-def _run_trial(workload, wl_module, trial: Trial, runs: int, state: _TrialState) -> Finding | None:
-    """Send one trial's inputs to the candidate, which runs the program `runs` times; then compute the reference
-    (in this process only, after the runs) and judge each run on the values that came back."""
+def _run_trial(workload, wl_module, trial: Trial, runs: int, state: _TrialState, users=()) -> Finding | None:
+    """Send one trial's inputs to the candidate, which runs the program `runs` times (those with a seed in `users`
+    like a user's call); then compute the reference (in this process only, after the runs) and judge each run on
+    the values that came back."""
     import torch
 
     from klineage.workload import make_case_inputs, on_device
@@ -293,7 +317,10 @@ def _run_trial(workload, wl_module, trial: Trial, runs: int, state: _TrialState)
     originals = [on_device(x, state.device) for x in made]  # nothing in this process writes to them
     tensors, described = pack_values(made, "in")
     restore = [*workload.mutated_inputs, *workload.clobbered_inputs]
+    users = [*users, *[0] * runs][:runs]
+    state.user_like_runs += sum(1 for u in users if u)
     meta = {"op": "call", "case": trial.case, "runs": runs, "config": trial.config, "inputs": described}
+    meta["user_like"] = users
     frame = state.candidate.request({**meta, "restore": restore}, tensors)
     reply = frame.meta
     _take_evidence(reply, state)
@@ -307,7 +334,7 @@ def _run_trial(workload, wl_module, trial: Trial, runs: int, state: _TrialState)
     if trial.seed == 0 and trial.case not in state.launches:
         state.launches[trial.case] = reply.get("launches") or []
     expected, ref64, ref64_inputs = _reference(wl_module, ref_model, ref64_model, originals)
-    for outputs, findings in done:
+    for (outputs, findings), user_like in zip(done, users):
         finding = (
             _finding(findings.get("subclass"))
             or _outputs_finding(workload, outputs, ref64, expected, state.previous_outputs, state.chunk)
@@ -317,7 +344,7 @@ def _run_trial(workload, wl_module, trial: Trial, runs: int, state: _TrialState)
             or _finding(findings.get("launch"))
         )
         if finding is not None:
-            return finding
+            return replace(finding, detail=f"{finding.detail} (a run like a user's call)") if user_like else finding
     for out, ref in zip(done[-1][0], ref64):
         if isinstance(out, torch.Tensor):
             pieces = _chunks(out, ref, state.chunk) if state.chunk else [(out, ref)]
