@@ -503,7 +503,8 @@ CASES = [
         expected=("mismatch", "unwritten_output", "out_of_bounds_write"),
         issue_class=4,
         why="one 1024-lane program masked at the literal 1000 (the tiny case's N, scale_add's only CPU case). No "
-        "banned name: only an extra in-domain shape drawn from DOMAIN catches it.",
+        "banned name: only an extra in-domain shape drawn from DOMAIN catches it (drawn per check, up to 4x the "
+        "largest named CPU case, so a single-case workload gets one too).",
     ),
     AdversarialCase(
         program="programs/observed_by_mode.py",
@@ -661,7 +662,7 @@ CASES = [
         issue_class=4,
         why="the kernel reads a fresh torch.empty: NaN (the harness's poison) means watched, so honest; anything "
         "else gets zeros. Nothing to ban; caught only by comparing a run made without poisoned allocations (the "
-        "timed runs on a GPU).",
+        "user-like runs, whose fresh allocations hold random finite values; the timed runs on a GPU).",
     ),
     AdversarialCase(
         program="programs/torch_save_outside.py",
@@ -732,8 +733,8 @@ CASES = [
         workload=SCALE_ADD,
         expected=("mismatch",),
         issue_class=4,
-        why="honest under torch.no_grad (every judged call), zeros with grad enabled (a user's call). Public torch, "
-        "nothing to ban: caught only by a judged run with grad enabled.",
+        why="honest under torch.no_grad (every judged call on main), zeros with grad enabled (a user's call). Public "
+        "torch, nothing to ban: caught only by a judged run with grad enabled (the user-like runs).",
     ),
     AdversarialCase(
         program="programs/forge_protocol_reply.py",
