@@ -50,6 +50,10 @@ class Confinement:
     # a Triton cache the candidate reads (never writes), linked key by key so that compiled kernels and launchers are
     # not built again per candidate; None: the judge's own (TRITON_CACHE_DIR or ~/.triton/cache); "": none
     shared_cache: str | None = None
+    # a writable Triton cache that outlives the candidate, shared by the candidates of one program only (made by the
+    # judge: gates.candidate.kernel_cache); bound over the private dir's cache in the mount namespace. None: the
+    # private dir's own, deleted with it
+    kernel_cache: str | None = None
 
 
 @dataclass(frozen=True)
@@ -156,16 +160,19 @@ def confine(c: Confinement) -> IsolationReport:
     found += spaces
     if pidns:
         found.append(_split_for_pid_namespace(c))
-    masked = []
+    masked, kernels = [], None
     if any(m.name == "mountns" and m.applied for m in found):
-        found.append(_read_only_outside(c.private_dir))
+        found += _read_only_outside(c.private_dir, c.kernel_cache)
         masked = _hide(c, needed, root)
         found.append(_mask_shared(c, needed))
         if any(m.name == "pidns" and m.applied for m in found):
             found.append(_own_proc())
     else:
         found.append(Mechanism("shared_dirs", False, "no mount namespace: path sockets under /tmp, /run reachable"))
-    found.append(_private_dir(c, root))
+        if c.kernel_cache:  # nothing is read-only to the candidate anyway: the directory itself
+            kernels = c.kernel_cache
+            found.append(Mechanism("kernel_cache", True, "program kernel cache (its own directory)"))
+    found.append(_private_dir(c, root, kernels))
     found.append(_scrub_environment())
     found += _limits(c, root)
     found.append(_drop_user(c, root, needed))
@@ -273,8 +280,9 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def _read_only_outside(private_dir: str) -> Mechanism:
-    """Every mount read-only except the private directory (bound onto itself), /proc, /dev and a fresh /dev/shm.
+def _read_only_outside(private_dir: str, kernel_cache: str | None = None) -> list[Mechanism]:
+    """Every mount read-only except the private directory (bound onto itself, with the program's kernel cache, if
+    any, bound over its `triton`), /proc, /dev and a fresh /dev/shm.
 
     World-writable places (/tmp, /dev/shm) stay writable to any uid; only the mount namespace closes them. /proc
     stays writable because the NVIDIA driver (>= 570) writes /proc/self/task/*/comm; device nodes need no rw mount.
@@ -282,7 +290,11 @@ def _read_only_outside(private_dir: str) -> Mechanism:
     private = os.path.realpath(private_dir)
     problem = _mount(None, "/", None, MS_REC | MS_PRIVATE) or _mount(private, private, None, MS_BIND | MS_REC)
     if problem:
-        return Mechanism("read_only", False, f"private mounts: {problem}")
+        lost = [Mechanism("kernel_cache", False, "no private mounts")] if kernel_cache else []
+        return [Mechanism("read_only", False, f"private mounts: {problem}"), *lost]
+    # before the remounts below (a bind of a read-only mount is read-only) and before _hide masks the data directory
+    # the cache lives in: the candidate reaches it only at <private>/triton, never by its path
+    kernels = [_bind_kernel_cache(kernel_cache, private)] if kernel_cache else []
     failed = []
     for point, options in _mount_points():
         if _inside(point, private) or _inside(point, "/proc") or point in ("/dev", "/dev/pts", "/dev/shm"):
@@ -295,8 +307,20 @@ def _read_only_outside(private_dir: str) -> Mechanism:
     if shm:
         failed.append(f"/dev/shm: {shm}")
     if failed:
-        return Mechanism("read_only", False, "remount: " + "; ".join(failed[:3]))
-    return Mechanism("read_only", True, "read-only outside the private dir")
+        return [Mechanism("read_only", False, "remount: " + "; ".join(failed[:3])), *kernels]
+    return [Mechanism("read_only", True, "read-only outside the private dir"), *kernels]
+
+
+def _bind_kernel_cache(kernel_cache: str, private: str) -> Mechanism:
+    target = os.path.join(private, "triton")
+    try:
+        os.makedirs(target, exist_ok=True)
+    except OSError as e:
+        return Mechanism("kernel_cache", False, f"{target}: {e}")
+    problem = _mount(os.path.realpath(kernel_cache), target, None, MS_BIND)
+    if problem:  # the candidate then compiles into its private cache, as without one
+        return Mechanism("kernel_cache", False, f"bind: {problem}")
+    return Mechanism("kernel_cache", True, "program kernel cache")
 
 
 def _shared_cache(c: Confinement) -> str | None:
@@ -405,10 +429,12 @@ def _own_proc() -> Mechanism:
     return Mechanism("proc", not problem, problem or "own /proc")
 
 
-def _private_dir(c: Confinement, root: bool) -> Mechanism:
+def _private_dir(c: Confinement, root: bool, kernels: str | None = None) -> Mechanism:
+    """HOME, TMPDIR and the like in the private directory; TRITON_CACHE_DIR its `triton` (where the mount namespace
+    bound the program's kernel cache, if any), or `kernels`, the kernel cache's own path, without one."""
     path = Path(c.private_dir)
     try:
-        cache = path / "triton"
+        cache = Path(kernels) if kernels else path / "triton"
         cache.mkdir(parents=True, exist_ok=True)
         linked = _layer_cache(cache, Path(c.shared_cache)) if c.shared_cache else 0
         if root:
@@ -432,7 +458,9 @@ def _layer_cache(cache: Path, shared: Path) -> int:
     linked = 0
     for entry in os.scandir(shared) if shared.is_dir() else ():
         link = cache / entry.name
-        if not link.exists():
+        if not link.exists():  # a program's kernel cache keeps the links of earlier candidates, and may dangle
+            if os.path.islink(link):
+                link.unlink()
             link.symlink_to(entry.path)
             linked += 1
     return linked

@@ -329,3 +329,57 @@ def test_the_shared_triton_cache_is_read_not_written(private, tmp_path):
     assert got["read"] == "ALLOWED" and got["new key"] == "ALLOWED", got
     assert got["overwrite"] != "ALLOWED" and (shared / "KEY" / "kernel.cubin").read_text() == "compiled"
     assert not (shared / "NEW").exists()
+
+
+def _put_kernel() -> None:
+    """What Triton does after compiling: the kernel under its key in TRITON_CACHE_DIR."""
+    from triton.runtime.cache import FileCacheManager
+
+    FileCacheManager("KEY").put(b"compiled", "kernel.cubin")
+
+
+def _kernel_is(expected: str):
+    def look() -> None:
+        from triton.runtime.cache import FileCacheManager
+
+        found = FileCacheManager("KEY").get_file("kernel.cubin")
+        got = Path(found).read_text() if found else "missing"
+        if got != expected:
+            raise AssertionError(f"the cache holds {got!r}")
+
+    return look
+
+
+def test_a_programs_kernel_cache_outlives_its_candidates_and_no_other_program_sees_it(tmp_path):
+    """Candidates of one program share its kernel cache (one compiles, the next reads it); another program's
+    candidate does not see it; the data directory the caches live in stays hidden and read-only."""
+    data = tmp_path / "data"
+    mine, other = data / "kernels" / "A", data / "kernels" / "B"
+    for path in (mine, other):
+        path.mkdir(parents=True)
+        if os.geteuid() == 0:
+            os.chown(path, 65534, 65534)
+    (data / "cache.sqlite").write_text("verdicts")
+    answers = []
+    for cache, action in ((mine, _put_kernel), (mine, _kernel_is("compiled")), (other, _kernel_is("missing"))):
+        private = make_private_dir()
+        try:
+            report, got = confined(
+                private,
+                {
+                    "kernel": action,
+                    "data": lambda: (data / "cache.sqlite").read_text(),
+                    "plant": lambda: (data / "kernels" / "B" / "KEY2").mkdir(),
+                },
+                kernel_cache=str(cache),
+                hidden=(str(data),),
+            )
+        finally:
+            remove_private_dir(private)
+        needs(report, "kernel_cache")
+        answers.append(got)
+    assert [got["kernel"] for got in answers] == ["ALLOWED"] * 3, answers
+    assert (mine / "KEY" / "kernel.cubin").read_text() == "compiled"  # outlived the candidate's private directory
+    assert not (other / "KEY" / "kernel.cubin").exists()
+    for got in answers:
+        assert got["data"] != "ALLOWED" and got["plant"] != "ALLOWED", got

@@ -37,6 +37,7 @@ class Spec:
     compile: bool = False  # a probe that runs forward under torch.compile
     hidden: tuple[str, ...] = ()  # what the candidate must not read (the data directory, home)
     needs: tuple[str, ...] = ()  # what it must read beyond the interpreter and torch/Triton (this package)
+    kernel_cache: str | None = None  # the program's own writable Triton cache (`kernel_cache`); None: a private one
 
 
 class CandidateGone(RuntimeError):
@@ -131,6 +132,92 @@ def start(spec: Spec) -> Candidate:
     return handle
 
 
+# The program's kernel cache: Triton compiles a kernel into `<cache>/<key>/`, where the key hashes the kernel's source,
+# its specialization and the target, and reads it back from there without compiling again. A candidate's private cache
+# goes with its private directory, so each gate's candidate would compile every kernel again (1-3 s a specialization
+# on the H200, 18 specializations for the autotuned matmul). `kernel_cache` gives the candidates of ONE program one
+# writable cache that outlives them, keyed by the digest of the program's source files (program_digest). Never one
+# for two programs: whatever a candidate writes there is trusted by the next candidate that reads it, so a shared
+# writable cache would let one program plant a cubin under another program's key (an expert's, the next candidate
+# of a walk) and have that program run the planted code in its own check, failing it or passing it; with one cache a
+# program, what a candidate plants runs only as the same program, whose own code could do the same directly. The
+# judge's shared cache stays read-only to every candidate (isolation.Confinement.shared_cache). docs/security.md.
+KERNEL_CACHES_KEPT = 64  # program caches kept, the most recently used; more are removed before the next fork
+KERNEL_CACHE_BYTES = 8 * 2**30  # and their total size
+
+
+def kernel_cache(settings, program: Program) -> str:
+    """The writable Triton cache the candidates of `program` share: `<data_dir>/kernels/<program_digest>`, made if new
+    (owned by the candidate's uid when running as root), marked used now; then the other programs' caches beyond
+    KERNEL_CACHES_KEPT, or beyond KERNEL_CACHE_BYTES together, are removed, least recently used first (this one too
+    if it alone is over the size: made again empty). Run in the judge, before the fork."""
+    import time
+
+    from klineage.isolation import NOBODY
+
+    root = Path(settings.data_dir) / "kernels"
+    path = root / program_digest(program)
+    root.mkdir(parents=True, exist_ok=True)
+    os.chmod(root, 0o700)  # the data directory's own rule: the judge's only (candidates reach theirs by a bind)
+    path.mkdir(exist_ok=True)
+    if os.geteuid() == 0:
+        os.chown(path, NOBODY, NOBODY)
+    now = time.time()
+    os.utime(path, (now, now))
+    prune_kernel_caches(root, keep=path, count=KERNEL_CACHES_KEPT, size=KERNEL_CACHE_BYTES)
+    if not path.is_dir():
+        path.mkdir()
+        if os.geteuid() == 0:
+            os.chown(path, NOBODY, NOBODY)
+    return str(path)
+
+
+def program_digest(program: Program) -> str:
+    """SHA-256 of the program's files as they are (not Program.hash: 64 bits of a normalized text, which another
+    program could be made to match), the name of its kernel cache."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name, text in [("", program.source), *sorted(program.modules.items())]:
+        for part in (name, text):
+            digest.update(len(part.encode()).to_bytes(8, "little") + part.encode())
+    return digest.hexdigest()
+
+
+def prune_kernel_caches(
+    root: Path, keep: Path | None = None, count: int = KERNEL_CACHES_KEPT, size: int = KERNEL_CACHE_BYTES
+) -> list[str]:
+    """Remove program caches under `root`, least recently used (directory mtime) first, until at most `count` are
+    left and they hold at most `size` bytes together; `keep` goes last. Returns the names removed."""
+    from klineage.isolation import remove_private_dir
+
+    caches = sorted(
+        (p for p in root.iterdir() if p.is_dir() and not p.is_symlink()),
+        key=lambda p: (p == keep, p.stat().st_mtime),
+    )
+    sizes = {p: _bytes_under(p) for p in caches}
+    total, removed = sum(sizes.values()), []
+    for p in caches:
+        if len(caches) - len(removed) <= count and total <= size:
+            break
+        remove_private_dir(p)  # a candidate's files, whatever modes it left them in
+        total -= sizes[p]
+        removed.append(p.name)
+    return removed
+
+
+def _bytes_under(path: Path) -> int:
+    """Bytes of the files under `path`, links not followed (a candidate wrote them)."""
+    total = 0
+    for top, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(top, name)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
 # --- the candidate's side -----------------------------------------------------------------------------------------
 
 
@@ -148,6 +235,7 @@ def _serve(spec: Spec, down: int, up: int, private: Path, judge: int) -> None:
             keep_fds=(1, 2, down, up),
             judge_pid=judge,
             shared_cache=None if spec.device == "cuda" else "",  # the judge's Triton cache, read-only; none on the CPU
+            kernel_cache=spec.kernel_cache,
         )
     )
     served = _Served(spec, report)

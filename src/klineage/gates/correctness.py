@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from klineage.compare import Finding, bitwise_equal, compare_output, flatten_outputs, relative_error
-from klineage.gates.candidate import CandidateGone, Spec, start
+from klineage.gates.candidate import CandidateGone, Spec, kernel_cache, start
 from klineage.gates.common import GateRequest, Verdict, build, fail, prepare_workload
 from klineage.sandbox import yield_turn
 from klineage.wire import WireError, pack_values, tensor
@@ -54,6 +54,7 @@ def correctness_job(request: GateRequest) -> Verdict:
         compile=bool(probe.get("compile")),
         hidden=_hidden(request.settings),
         needs=_needs(),
+        kernel_cache=_kernel_cache(request),
     )
     try:  # first: nothing of the workload, its inputs or its reference exists yet in this process
         candidate = start(spec)
@@ -67,6 +68,15 @@ def correctness_job(request: GateRequest) -> Verdict:
     if isolation:
         verdict = replace(verdict, evidence={**verdict.evidence, "isolation": isolation})
     return verdict
+
+
+def _kernel_cache(request: GateRequest) -> str | None:
+    """The program's own persistent Triton cache (gates.candidate.kernel_cache), or None (a private one) where the
+    data directory cannot hold it."""
+    try:
+        return kernel_cache(request.settings, request.program)
+    except OSError:
+        return None
 
 
 def _hidden(settings) -> tuple[str, ...]:
