@@ -238,7 +238,8 @@ def make_case_inputs(
     if distribution != "normal":
         gen = torch.Generator().manual_seed(seed * 7919 + 17)
         inputs = [redraw(x, distribution, gen) if _is_float_tensor(x) else x for x in inputs]
-    if write_cache and cache is not None and sum(x.nbytes for x in inputs if isinstance(x, torch.Tensor)) >= INPUT_CACHE_MIN_BYTES:
+    size = sum(x.nbytes for x in inputs if isinstance(x, torch.Tensor))
+    if write_cache and cache is not None and size >= INPUT_CACHE_MIN_BYTES:
         cache.parent.mkdir(parents=True, exist_ok=True)
         partial = cache.with_suffix(f".{os.getpid()}.tmp")
         torch.save(inputs, partial)
