@@ -101,14 +101,6 @@ class GateRequest:
     probe: dict | None = None
 
 
-def prepare(request: GateRequest, interpret: bool, workdir: Path | None = None):
-    """Import the workload and program in this (child) process, with the interpreter fixes and launch tracer; the
-    program's files go to `workdir` (a fresh temporary directory by default: program.install)."""
-    workload, wl_module = prepare_workload(request, interpret)
-    program_module, _ = prepare_program(request.program, interpret, workdir)
-    return workload, wl_module, program_module
-
-
 def prepare_workload(request: GateRequest, interpret: bool):
     """The workload imported in the judge (its reference, its inputs), with the interpreter fixes where the
     reference's own kernels run through the interpreter."""
