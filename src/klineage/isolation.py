@@ -158,7 +158,7 @@ def confine(c: Confinement) -> IsolationReport:
         found.append(_split_for_pid_namespace(c))
     masked = []
     if any(m.name == "mountns" and m.applied for m in found):
-        found.append(_read_only_outside(c.private_dir))
+        found.append(_read_only_outside(c.private_dir, needed))
         masked = _hide(c, needed, root)
         if any(m.name == "pidns" and m.applied for m in found):
             found.append(_own_proc())
@@ -270,8 +270,9 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def _read_only_outside(private_dir: str) -> Mechanism:
-    """Every mount read-only except the private directory (bound onto itself), /proc, /dev and a fresh /dev/shm.
+def _read_only_outside(private_dir: str, needed: list[str] = ()) -> Mechanism:
+    """Every mount read-only except the private directory (bound onto itself), /proc, /dev and a fresh /dev/shm
+    (with what the candidate needs from the old one bound back read-only: a bench's input cache on a tmpfs).
 
     World-writable places (/tmp, /dev/shm) stay writable to any uid; only the mount namespace closes them. /proc
     stays writable because the NVIDIA driver (>= 570) writes /proc/self/task/*/comm; device nodes need no rw mount.
@@ -288,7 +289,7 @@ def _read_only_outside(private_dir: str) -> Mechanism:
         keep |= 1024 if "noatime" in options else 0  # MS_NOATIME: locked in a user namespace, so carried over
         if _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | keep) and "ro" not in options:
             failed.append(f"{point}: {_errno_text()}")
-    shm = _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64m,mode=1777")
+    shm = _fresh_shm([k for k in needed if _inside(k, "/dev/shm") and k != "/dev/shm"])
     if shm:
         failed.append(f"/dev/shm: {shm}")
     if failed:
@@ -359,6 +360,28 @@ def _mask(path: str, inner: list[str], handles: list[int]) -> str | None:
             None, keep, None, MS_REMOUNT | MS_BIND | MS_RDONLY
         )
     return problem or _mount(None, path, None, MS_REMOUNT | ro)
+
+
+def _fresh_shm(inner: list[str]) -> str | None:
+    """A fresh, writable /dev/shm, with `inner` (paths in the old one) bound back read-only at their paths."""
+    handles = [os.open(k, os.O_PATH) for k in inner]  # reachable after the tmpfs covers their path
+    try:
+        problem = _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64m,mode=1777")
+        for keep, fd in zip(inner, handles):
+            if problem:
+                break
+            if os.path.isdir(f"/proc/self/fd/{fd}"):
+                os.makedirs(keep, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(keep), exist_ok=True)
+                Path(keep).touch()
+            problem = _mount(f"/proc/self/fd/{fd}", keep, None, MS_BIND | MS_REC) or _mount(
+                None, keep, None, MS_REMOUNT | MS_BIND | MS_RDONLY
+            )
+        return problem
+    finally:
+        for fd in handles:
+            os.close(fd)
 
 
 def _own_proc() -> Mechanism:
