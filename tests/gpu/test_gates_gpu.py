@@ -93,7 +93,8 @@ def test_a_program_cheap_only_when_timed_fails_on_its_timed_outputs(settings, sa
 
 
 def test_an_allocation_past_the_candidates_device_memory_cap_is_oom(settings, sandbox):
-    """huge_alloc's 64 GiB torch.empty fits in an H200 (141 GiB), not under the candidate's cap (a quarter)."""
+    """huge_alloc's 64 GiB torch.empty fits in an H200 (139.8 GiB), not under the candidate's cap (0.45: 62.9
+    GiB)."""
     verdict = first_failure(run_case(_case("huge_alloc"), settings, "cuda", sandbox, trusted=True))
     assert (verdict.status, verdict.code) == ("fail", "oom"), f"{verdict.code}: {verdict.reason}"
     assert "device" in verdict.reason
