@@ -60,11 +60,11 @@ def profile_job(request: GateRequest) -> Verdict:
     """Time the program on the workload's bench case against PyTorch eager, interleaved, in the candidate; judge the
     last timed call's outputs and the candidate's clock here."""
     started = time.perf_counter()
-    verdict = judged("profile", _timing_spec(request), lambda candidate: _profile(request, candidate, started))
+    verdict = judged("profile", _timing_spec(request), lambda candidate: _profile(request, candidate))
     return replace(verdict, seconds=time.perf_counter() - started)
 
 
-def _profile(request: GateRequest, candidate, started: float) -> Verdict:
+def _profile(request: GateRequest, candidate) -> Verdict:
     from klineage.timing import roofline
     from klineage.workload import case_roofline, make_case_init_inputs
 
