@@ -22,14 +22,16 @@ HIDDEN_SEEDS = 6
 ESCAPE_PROBES = ("divisible_by_block", "contiguous", "dtype_fp32", "dtype_fp16", "dtype_bf16")
 
 
-def references_job(payload: tuple[GateRequest, list[Program]]) -> dict:
+def references_job(payload: tuple) -> dict:
     """Time PyTorch eager, torch.compile of the reference and each given program, interleaved, on the bench case.
     The programs run in a candidate process (gates.candidate: `references_task`), never in this one, the judge; a
-    round whose noisiest program spreads over REFERENCE_SPREAD is timed once more, as the judge decides."""
+    round whose noisiest program spreads over REFERENCE_SPREAD (or the payload's third item) is timed once more, as
+    the judge decides. The payload: (request, programs[, spread limit])."""
     from klineage.gates.answers import ListOf, Record, checked, timing
     from klineage.gates.candidate import running, spec_for, task
 
-    request, programs = payload
+    request, programs = payload[:2]
+    spread_limit = payload[2] if len(payload) > 2 else REFERENCE_SPREAD
     s = request.settings
     meta = {
         "workload": request.workload_path,
@@ -49,7 +51,7 @@ def references_job(payload: tuple[GateRequest, list[Program]]) -> dict:
             if len(timings) != 2 + len(programs):
                 raise ValueError(f"{len(timings)} timings answered, {2 + len(programs)} asked")
             rounds.append(timings)
-            if _worst_program_spread(timings) <= REFERENCE_SPREAD:
+            if _worst_program_spread(timings) <= spread_limit:
                 break
     timings = steadier(rounds)
     names = ["eager", "torch_compile"] + [f"program{i}" for i in range(len(programs))]
