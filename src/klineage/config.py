@@ -65,6 +65,13 @@ class Settings:
     whole_job_turns: bool = False
     # where bench-sized inputs are kept once drawn (a tmpfs serves best); None: drawn every time
     input_cache: Path | None = None
+    # on a GPU, the fraction of its memory a candidate process may allocate (torch's per-process cap, set before the
+    # program is imported). The most an honest candidate holds is a probe past 2^31 elements: its tensors, up to
+    # probe.OVERFLOW_MAX_BYTES (24 GiB), each input and output also copied once in the candidate (the inputs kept
+    # to restore, the outputs taken after the call), 48 GiB; 0.45 of an H200 (139.8 GiB) is 62.9 GiB, that and
+    # room for the allocator's rounding and the program's temporaries, while the judge keeps room for its
+    # reference. A program asking for more (tests/adversarial/programs/huge_alloc.py: 64 GiB) is an `oom` verdict
+    candidate_device_memory: float = 0.45
     # the code's commit, where the tree travelled without its history (a device machine); "": ask git
     commit: str = ""
 

@@ -162,7 +162,7 @@ def confine(c: Confinement) -> IsolationReport:
         found.append(_split_for_pid_namespace(c))
     masked, kernels = [], None
     if any(m.name == "mountns" and m.applied for m in found):
-        found += _read_only_outside(c.private_dir, c.kernel_cache)
+        found += _read_only_outside(c.private_dir, c.kernel_cache, needed)
         masked = _hide(c, needed, root)
         found.append(_mask_shared(c, needed))
         if any(m.name == "pidns" and m.applied for m in found):
@@ -280,9 +280,10 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def _read_only_outside(private_dir: str, kernel_cache: str | None = None) -> list[Mechanism]:
+def _read_only_outside(private_dir: str, kernel_cache: str | None = None, needed: list[str] = ()) -> list[Mechanism]:
     """Every mount read-only except the private directory (bound onto itself, with the program's kernel cache, if
-    any, bound over its `triton`), /proc, /dev and a fresh /dev/shm.
+    any, bound over its `triton`), /proc, /dev and a fresh /dev/shm (with what the candidate needs from the old one
+    bound back read-only: a bench's input cache on a tmpfs).
 
     World-writable places (/tmp, /dev/shm) stay writable to any uid; only the mount namespace closes them. /proc
     stays writable because the NVIDIA driver (>= 570) writes /proc/self/task/*/comm; device nodes need no rw mount.
@@ -303,7 +304,7 @@ def _read_only_outside(private_dir: str, kernel_cache: str | None = None) -> lis
         keep |= 1024 if "noatime" in options else 0  # MS_NOATIME: locked in a user namespace, so carried over
         if _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | keep) and "ro" not in options:
             failed.append(f"{point}: {_errno_text()}")
-    shm = _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64m,mode=1777")
+    shm = _fresh_shm([k for k in needed if _inside(k, "/dev/shm") and k != "/dev/shm"])
     if shm:
         failed.append(f"/dev/shm: {shm}")
     if failed:
@@ -388,6 +389,28 @@ def _mask(path: str, inner: list[str], handles: list[int], writable: str = "") -
         if not problem and keep != writable:
             problem = _mount(None, keep, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
     return problem or _mount(None, path, None, MS_REMOUNT | ro)
+
+
+def _fresh_shm(inner: list[str]) -> str | None:
+    """A fresh, writable /dev/shm, with `inner` (paths in the old one) bound back read-only at their paths."""
+    handles = [os.open(k, os.O_PATH) for k in inner]  # reachable after the tmpfs covers their path
+    try:
+        problem = _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64m,mode=1777")
+        for keep, fd in zip(inner, handles):
+            if problem:
+                break
+            if os.path.isdir(f"/proc/self/fd/{fd}"):
+                os.makedirs(keep, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(keep), exist_ok=True)
+                Path(keep).touch()
+            problem = _mount(f"/proc/self/fd/{fd}", keep, None, MS_BIND | MS_REC) or _mount(
+                None, keep, None, MS_REMOUNT | MS_BIND | MS_RDONLY
+            )
+        return problem
+    finally:
+        for fd in handles:
+            os.close(fd)
 
 
 # Shared places where another process may listen on a path socket (a desktop bus, a container daemon, a test's

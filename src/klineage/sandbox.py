@@ -93,6 +93,26 @@ def describe_exit(status: int) -> tuple[str, str]:
 _shared: list = []  # in a job's child: the open lock file through which the job holds its shared turn
 _exclusive: list = []  # this process has the GPU alone (a measurement inside it needs nothing more)
 _turns = [GpuTurns()]  # how this process takes turns: a job's child, as its job says (take_turns)
+# in a candidate process (gates.candidate): asks its judge for each turn, ask(kind, entering), instead of taking it on
+# the lock file. The judge holds the lock for the whole job and the candidate's copy of it is closed by confinement,
+# so the judge must trade its own turn while the candidate's section runs (broker_turns)
+_broker: list = []
+
+
+def broker_turns(ask) -> None:
+    """From now on this process asks `ask(kind, entering)` for its turns ("exclusive", "off", "yield") instead of
+    taking them on a lock file: the candidate process's timing then holds the GPU alone exactly as a job's did."""
+    _broker[:] = [ask]
+
+
+@contextlib.contextmanager
+def _brokered(kind: str) -> Iterator[None]:
+    _quiesce()  # as _shared_let_go: this process's GPU work done before a timer may measure
+    _broker[0](kind, True)
+    try:
+        yield
+    finally:
+        _broker[0](kind, False)
 
 
 def take_turns(turns: GpuTurns) -> GpuTurns:
@@ -145,6 +165,10 @@ def exclusive_turn() -> Iterator[None]:
     torch.compile) runs beside other jobs' checks, so a timer holds the GPU for seconds, not for its whole job.
     The shared turn is let go first (two jobs trading up at once would otherwise wait on each other) and taken
     back, through the turnstile, afterwards."""
+    if _broker:
+        with _brokered("exclusive"):
+            yield
+        return
     path = _turns[0].lock
     if not path or _exclusive:  # no lock in use, or the caller already has the GPU alone (flock would wait on it)
         yield
@@ -158,6 +182,10 @@ def off_gpu() -> Iterator[None]:
     """A section of a job that does no GPU work (disassembling its kernels, say): the shared turn is let go for it,
     so a timer need not wait for it, and taken back after, through the turnstile (behind a waiting timer). A
     no-op outside a shared turn."""
+    if _broker:
+        with _brokered("off"):
+            yield
+        return
     if _whole_job_turns():
         yield
         return
@@ -200,6 +228,10 @@ def yield_turn() -> None:
     timer waiting, nothing changes. Without such points a timer waits for every running check to end (whole jobs
     of 10-15 s on one H200 with 12 shards, where a timing job waited 9 s for its turn, median: RESULTS.md#run-17)
     and no new check starts meanwhile. A no-op outside a shared turn."""
+    if _broker:
+        _quiesce()
+        _broker[0]("yield", True)
+        return
     path = _turns[0].lock
     if not path or not _shared or _exclusive or _whole_job_turns():
         return

@@ -209,12 +209,14 @@ def make_case_inputs(
     distribution: str = "normal",
     probe: str | None = None,
     cache_dir: Path | None = None,
+    write_cache: bool = True,
 ) -> list:
     """Inputs for one case and seed, on the CPU. Floating tensors are redrawn from `distribution` (same shape, dtype
     and seed) so that a check sees heavy-tailed and signed data, not only what the workload's maker draws. With
     `probe` (a condition predicate the workload lists in PROBES), the workload's `make_probe_inputs(predicate,
     case, seed)` makes them when it is defined and returns something other than None. With `cache_dir`
-    (Settings.input_cache), bench-sized inputs are kept there once drawn."""
+    (Settings.input_cache), bench-sized inputs are kept there once drawn (`write_cache`: by a judge; a candidate
+    process reads the cache, its view of it read-only)."""
     import torch
 
     cache = _input_cache_path(cache_dir, module, case, seed, distribution, probe)
@@ -236,7 +238,8 @@ def make_case_inputs(
     if distribution != "normal":
         gen = torch.Generator().manual_seed(seed * 7919 + 17)
         inputs = [redraw(x, distribution, gen) if _is_float_tensor(x) else x for x in inputs]
-    if cache is not None and sum(x.nbytes for x in inputs if isinstance(x, torch.Tensor)) >= INPUT_CACHE_MIN_BYTES:
+    size = sum(x.nbytes for x in inputs if isinstance(x, torch.Tensor))
+    if write_cache and cache is not None and size >= INPUT_CACHE_MIN_BYTES:
         cache.parent.mkdir(parents=True, exist_ok=True)
         partial = cache.with_suffix(f".{os.getpid()}.tmp")
         torch.save(inputs, partial)

@@ -533,7 +533,7 @@ CASES = [
     AdversarialCase(
         program="programs/call_counter.py",
         workload=SCALE_ADD,
-        expected=("mismatch", "stale_output", "nondeterministic"),
+        expected=("mismatch", "stale_output", "nondeterministic", "timed_mismatch"),
         issue_class=4,
         gpu_only=True,
         gates=("correctness", "profile"),
@@ -804,9 +804,8 @@ _FAIL_ON_A_GPU = {
     "programs/apply_host_values.py",
     "programs/interpreter_env.py",
 }
-OPEN_HOLES_GPU: dict[str, str] = {
-    **{k: v for k, v in OPEN_HOLES.items() if k not in _FAIL_ON_A_GPU},
-    "programs/huge_alloc.py": "main: passes: 64 GiB fits in the GPU's memory, no limit of its own",
-    "programs/call_counter.py": "main: passes: the timed runs' outputs are never compared",
-    "programs/patch_elapsed_time.py": "main: passes, timed by the candidate's patched clock",
-}
+# Closed by the split (branch `split`), reasoned, for the lead's GPU run to confirm: huge_alloc (the candidate's
+# device-memory cap, Settings.candidate_device_memory: an `oom`), call_counter (the judge compares the last timed
+# call's outputs on the input set it makes again: `timed_mismatch`), patch_elapsed_time (static_ban untrusted;
+# trusted, the judge's own clock: `clock_disagrees`, tests/gpu/test_gates_gpu.py).
+OPEN_HOLES_GPU: dict[str, str] = {k: v for k, v in OPEN_HOLES.items() if k not in _FAIL_ON_A_GPU}

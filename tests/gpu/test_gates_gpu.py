@@ -65,3 +65,52 @@ def test_an_autotune_config_the_gpu_cannot_fit_is_passed_over(settings, sandbox)
     refused = correct_v.evidence["autotune_unrunnable"]["matmul_kernel"]
     assert any("BLOCK_M: 256" in config for config in refused)
     assert all("OutOfResources" in why for why in refused.values())
+
+
+def _case(name: str):
+    return next(c for c in CASES if c.program == f"programs/{name}.py")
+
+
+def _profile_verdict(report):
+    return next(v for v in report.verdicts if v.gate == "profile")
+
+
+def test_a_patched_clock_run_trusted_disagrees_with_the_judges(settings, sandbox):
+    """patch_elapsed_time past the policy (trusted): its kernel is honest, its clock says 1 us a call; the judge's
+    own clock over the program's forward back to back says what the device took."""
+    report = run_case(_case("patch_elapsed_time"), settings, "cuda", sandbox, trusted=True)
+    verdict = _profile_verdict(report)
+    assert (verdict.status, verdict.code) == ("fail", "clock_disagrees"), f"{verdict.code}: {verdict.reason}"
+    assert verdict.evidence["judge_clock"]["per_call_ms"] >= 0.05
+
+
+def test_a_program_cheap_only_when_timed_fails_on_its_timed_outputs(settings, sandbox):
+    """call_counter is honest for 12 calls (the correctness gate's), zeros after: the judge compares the last timed
+    call's outputs with the reference on the input set it makes again."""
+    report = run_case(_case("call_counter"), settings, "cuda", sandbox, trusted=True)
+    verdict = _profile_verdict(report)
+    assert (verdict.status, verdict.code) == ("fail", "timed_mismatch"), f"{verdict.code}: {verdict.reason}"
+
+
+def test_an_allocation_past_the_candidates_device_memory_cap_is_oom(settings, sandbox):
+    """huge_alloc's 64 GiB torch.empty fits in an H200 (139.8 GiB), not under the candidate's cap (0.45: 62.9
+    GiB)."""
+    verdict = first_failure(run_case(_case("huge_alloc"), settings, "cuda", sandbox, trusted=True))
+    assert (verdict.status, verdict.code) == ("fail", "oom"), f"{verdict.code}: {verdict.reason}"
+    assert "device" in verdict.reason
+
+
+def test_an_honest_profile_records_the_judges_clock(settings, sandbox):
+    report = check(
+        load_workload(ROOT / "workloads/scale_add.py"),
+        load_program(ROOT / "controls/scale_add_ok.py"),
+        settings,
+        "cuda",
+        sandbox=sandbox,
+    )
+    verdict = _profile_verdict(report)
+    assert verdict.passed, f"{verdict.code}: {verdict.reason}"
+    clock = verdict.evidence["judge_clock"]
+    assert clock["calls"] >= 8 and clock["per_call_ms"] > 0
+    assert verdict.metrics["judge_per_call_ms"] == clock["per_call_ms"]
+    assert "isolation" in verdict.evidence  # the program ran in a confined candidate

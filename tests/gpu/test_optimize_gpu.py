@@ -52,16 +52,19 @@ def test_bench_references_time_each_distinct_program_once(settings, tmp_path):
     assert ref["rounds"] in (1, 2)  # a second round only where a program's spread was over REFERENCE_SPREAD
 
 
-def test_a_references_job_over_the_spread_limit_times_every_call_again(settings, monkeypatch):
-    """With the limit below any spread, the job (run here, in this process) times a second round of the same calls
-    and reports the steadier one: every program still timed, eager and torch.compile with them."""
-    from klineage.bench import references
+def test_a_references_job_over_the_spread_limit_times_every_call_again(settings, sandbox):
+    """With the limit below any spread, the job times a second round of the same calls and reports the steadier
+    one: every program still timed, eager and torch.compile with them. Run as a sandbox job: the programs run in a
+    candidate process the job forks, which must not come from a process where CUDA is already up."""
     from klineage.gates import GateRequest
+    from klineage.sandbox import Job
 
-    monkeypatch.setattr(references, "REFERENCE_SPREAD", -1.0)
     wl_path = EXAMPLES / "softmax" / "workload.py"
     start, expert = (load_program(EXAMPLES / "softmax" / f"{n}.py") for n in ("naive", "expert"))
-    value = references.references_job((GateRequest(str(wl_path), start, "cuda", settings), [start, expert]))
+    payload = (GateRequest(str(wl_path), start, "cuda", settings), [start, expert], -1.0)
+    result = sandbox.run(Job("klineage.bench.references:references_job", payload, timeout_s=600, device="cuda"))
+    assert result.ok, result.error
+    value = result.value
     assert value["rounds"] == 2
     for name in ("eager", "torch_compile", "program0", "program1"):
         assert value[name]["ms"] > 0 and value[name]["spread"] >= 0

@@ -260,3 +260,69 @@ def test_trusted_tampering_still_fails(name, settings, sandbox):
     """Without the policy, patching the judge's code or torch, or finding the reference, must still fail: the
     judge compares in its own process, and the reference is not in the candidate's."""
     assert not _run_trusted(name, settings, sandbox).passed
+
+
+# import-time code of a trusted program that writes into the caller's folder, the data directory and the home, and
+# forges a passing compile report from inside the process that runs it: the compile gate's program runs in a
+# confined candidate process now, so none of the files appear, and the gate's verdict is the judge's own
+IMPORT_TIME_WRITER = """
+import pathlib
+
+import torch
+import triton
+import triton.language as tl
+
+for where in ({targets}):
+    try:
+        pathlib.Path(where, "written-at-import").write_text("reached the host")
+    except OSError:
+        pass
+
+try:  # forge the judge's verdict, as it could while the compile gate ran in the judge
+    import klineage.gates.compile as gate
+    from klineage.gates.common import Verdict
+
+    gate.compile_job = lambda request: Verdict("compile", "pass", metrics={{"forged": 1}})
+    gate._target_verdict = lambda *a, **k: Verdict("compile", "pass", metrics={{"forged": 1}})
+except Exception:
+    pass
+
+
+@triton.jit
+def _scale_add_kernel(x_ptr, y_ptr, out_ptr, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < N
+    tl.store(out_ptr + offs, 2.0 * tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x, y):
+        out = torch.empty_like(x)
+        N = out.numel()
+        _scale_add_kernel[(triton.cdiv(N, 256),)](x, y, out, N, BLOCK=256)
+        return out
+"""
+
+
+def test_the_compile_gates_program_does_not_reach_the_host(redteam, settings, sandbox):
+    """Run trusted under the compile gate alone: its import-time writes land nowhere the caller can see, and the
+    verdict is built by the judge from the candidate's report (its specializations, its isolation line)."""
+    from klineage.check import check
+    from klineage.program import Program
+    from klineage.workload import load_workload
+
+    home = Path.home()
+    targets = [redteam, settings.data_dir, home]
+    source = IMPORT_TIME_WRITER.format(targets=", ".join(repr(str(t)) for t in targets))
+    workload = load_workload(ROOT / "workloads/scale_add.py")
+    try:
+        report = check(workload, Program("import_time_writer", source), settings, "cpu", ("compile",), sandbox)
+        written = [t for t in targets if (Path(t) / "written-at-import").exists()]
+    finally:
+        for t in targets:
+            (Path(t) / "written-at-import").unlink(missing_ok=True)
+    assert not written, f"the compile gate's program wrote into {written}"
+    verdict = report.verdicts[0]
+    assert verdict.passed, f"{verdict.code}: {verdict.reason[:300]}"
+    assert "forged" not in verdict.metrics and verdict.metrics["specializations"] >= 1
+    assert "isolation" in verdict.evidence

@@ -137,3 +137,23 @@ def test_softmax_expert_looped_kernel(block, settings, sandbox, tmp_path):
     assert compile_v.passed, compile_v.reason  # the looped kernel compiles for sm_90 too
     assert correct_v.passed, f"{correct_v.code}: {correct_v.reason}"
     assert _kernel_names(correct_v) == {"softmax_looped"}
+
+
+def test_the_compile_gate_reports_what_it_did_before_the_split(settings, sandbox):
+    """The compile gate runs the program in a confined candidate now (gates.compile.target_task) and the judge
+    builds the verdict from its report: the same specializations as the gate in one process gave at 16a4300 (sm_90,
+    this Triton), the worst-case metrics the sum of them, and the isolation line in the evidence."""
+    from klineage.gates.compile import _summarize
+
+    wl = load_workload(EXAMPLES / "softmax" / "workload.py")
+    verdict = check(wl, load_program(EXAMPLES / "softmax" / "naive.py"), settings, "cpu", ("compile",), sandbox)
+    verdict = verdict.verdicts[0]
+    assert verdict.passed, f"{verdict.code}: {verdict.reason}"
+    specs = verdict.evidence["specializations"]
+    assert sorted((s["name"], s["specialization"]) for s in specs) == [
+        ("softmax_kernel", "[1024] warps=4 stages=3"),
+        ("softmax_kernel", "[64] warps=4 stages=3"),
+        ("softmax_kernel", "[8192] warps=4 stages=3"),
+    ]
+    assert verdict.metrics == _summarize(specs) and verdict.evidence["target"] == "sm_90"
+    assert verdict.evidence["isolation"].startswith("isolation:")

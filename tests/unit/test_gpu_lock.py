@@ -250,3 +250,36 @@ def test_the_lock_and_whole_job_turns_are_read_from_the_environment_once(monkeyp
     monkeypatch.delenv("KLINEAGE_GPU_LOCK")
     monkeypatch.setenv("KLINEAGE_TURNS", "trial")
     assert GpuTurns.of(Settings.from_env()) == GpuTurns()
+
+
+def test_a_candidates_turns_are_the_judges(tmp_path, turns):
+    """A candidate process cannot take turns (confinement closed its copy of the lock file): it asks its judge
+    (sandbox.broker_turns), and the judge, holding the job's shared turn, trades it for the candidate's timed
+    section and takes it back after; time_calls, autotuners_alone, off_gpu and yield_turn work unchanged there."""
+    import os
+
+    from klineage import sandbox
+    from klineage.gates.candidate import Candidate
+
+    path = tmp_path / "gpu0.lock"
+    turns(path)
+    asked = []
+    sandbox.broker_turns(lambda kind, entering: asked.append((kind, entering)))
+    try:
+        with exclusive_turn(), off_gpu():
+            yield_turn()
+    finally:
+        sandbox._broker.clear()
+    assert asked == [("exclusive", True), ("off", True), ("yield", True), ("off", False), ("exclusive", False)]
+
+    down_r, down_w = os.pipe()
+    judge = Candidate(0, down_w, down_r, tmp_path)
+    held: list = []
+    with gpu_turn(exclusive=False):  # the judge's job: a shared turn
+        judge._turn({"turn": "exclusive", "enter": True}, held)
+        assert not _try(path, fcntl.LOCK_SH)  # the candidate's section has the GPU alone
+        judge._turn({"turn": "exclusive", "enter": False}, held)
+        assert _try(path, fcntl.LOCK_SH) and not _try(path, fcntl.LOCK_EX)  # shared again
+    assert held == []
+    os.close(down_r)
+    os.close(down_w)

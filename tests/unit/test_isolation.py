@@ -383,3 +383,33 @@ def test_a_programs_kernel_cache_outlives_its_candidates_and_no_other_program_se
     assert not (other / "KEY" / "kernel.cubin").exists()
     for got in answers:
         assert got["data"] != "ALLOWED" and got["plant"] != "ALLOWED", got
+
+
+def test_a_needed_input_cache_in_dev_shm_is_read_not_written(private):
+    """/dev/shm is a fresh tmpfs in the candidate, with what it needs from the old one (a bench's input cache,
+    KLINEAGE_INPUT_CACHE=/dev/shm/klineage-inputs) bound back read-only: the candidate of a timing task reads the
+    inputs its judge drew, and writes none."""
+    import shutil
+
+    cache = Path("/dev/shm") / f"klineage-test-inputs-{os.getpid()}"
+    if not Path("/dev/shm").is_dir():
+        pytest.skip("no /dev/shm")
+    cache.mkdir(mode=0o755)
+    try:
+        (cache / "set0.pt").write_text("inputs")
+        (cache / "set0.pt").chmod(0o644)
+        report, got = confined(
+            private,
+            {
+                "read": lambda: (cache / "set0.pt").read_text(),
+                "write": lambda: (cache / "forged.pt").write_text("x"),
+                "shm": lambda: Path("/dev/shm/scratch").write_text("x"),
+            },
+            needs=(str(cache),),
+        )
+        needs(report, "read_only")
+        assert got["read"] == "ALLOWED", got
+        assert got["write"] != "ALLOWED" and got["shm"] == "ALLOWED", got
+        assert not (cache / "forged.pt").exists()
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)

@@ -5,10 +5,12 @@ hidden seeds and in-domain probe cases that the start does not have)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from klineage.conditions import size_in_domain
 from klineage.config import Settings
 from klineage.gates import GateRequest, Verdict, run_gate
+from klineage.gates.answers import TIMING as TIMING_SHAPE
 from klineage.probe import make_probes
 from klineage.program import Program
 from klineage.sandbox import Sandbox
@@ -20,35 +22,70 @@ HIDDEN_SEEDS = 6
 ESCAPE_PROBES = ("divisible_by_block", "contiguous", "dtype_fp32", "dtype_fp16", "dtype_bf16")
 
 
-def references_job(payload: tuple[GateRequest, list[Program]]) -> dict:
-    """Time PyTorch eager, torch.compile of the reference and each given program, interleaved, on the bench case."""
+def references_job(payload: tuple) -> dict:
+    """Time PyTorch eager, torch.compile of the reference and each given program, interleaved, on the bench case.
+    The programs run in a candidate process (gates.candidate: `references_task`), never in this one, the judge; a
+    round whose noisiest program spreads over REFERENCE_SPREAD (or the payload's third item) is timed once more, as
+    the judge decides. The payload: (request, programs[, spread limit])."""
+    from klineage.gates.answers import ListOf, Record, checked, timing
+    from klineage.gates.candidate import running, spec_for, task
+
+    request, programs = payload[:2]
+    spread_limit = payload[2] if len(payload) > 2 else REFERENCE_SPREAD
+    s = request.settings
+    meta = {
+        "workload": request.workload_path,
+        "sets": s.rotate_sets,
+        "warmup_ms": s.profile_warmup_ms,
+        "rep_ms": s.profile_rep_ms,
+        "min_reps": s.profile_min_reps,
+        "input_cache": str(s.input_cache) if s.input_cache is not None else None,
+    }
+    shape = Record(required={"timings": ListOf(TIMING_SHAPE, 2 + len(programs))})
+    spec = spec_for(request, interpret=False, autotune_picks=False, others=tuple(programs))
+    rounds = []
+    with running(spec) as candidate:
+        for _ in range(2):  # a second round only where the first spread too wide
+            answer = checked(task(candidate, "references", **meta).meta, shape)
+            timings = [timing(t) for t in answer["timings"]]
+            if len(timings) != 2 + len(programs):
+                raise ValueError(f"{len(timings)} timings answered, {2 + len(programs)} asked")
+            rounds.append(timings)
+            if _worst_program_spread(timings) <= spread_limit:
+                break
+    timings = steadier(rounds)
+    names = ["eager", "torch_compile"] + [f"program{i}" for i in range(len(programs))]
+    return {**{n: {"ms": t.median_ms, "spread": t.spread} for n, t in zip(names, timings)}, "rounds": len(rounds)}
+
+
+def references_task(served, frame) -> tuple[dict, dict]:
+    """In the candidate: eager, torch.compile and each program built once (the first request), then one round of
+    them timed interleaved per request."""
     import torch
 
-    from klineage.gates.common import build, input_sets, prepare, rotating
+    from klineage.gates.common import build, input_sets, rotating
     from klineage.program import install
     from klineage.timing import time_calls
     from klineage.workload import make_case_init_inputs
 
-    request, programs = payload
-    workload, wl_module, _ = prepare(request, interpret=False)
-    case = workload.cases[workload.bench_case()]
-    init = make_case_init_inputs(wl_module, case)
-    sets = input_sets(wl_module, case, request.settings.rotate_sets, cache_dir=request.settings.input_cache)
-    eager = build(wl_module.Model, init).cuda()
-    compiled = torch.compile(build(wl_module.Model, init).cuda())
-    with torch.no_grad():  # compile now, beside other jobs: only the measurement takes the GPU alone (time_calls)
-        compiled(*sets[0])
-    torch.cuda.synchronize()
-    calls = [rotating(eager, sets), rotating(compiled, sets)]
-    for program in programs:
-        calls.append(rotating(build(install(program).ModelNew, init).cuda(), sets))
-    s = request.settings
-    rounds = [time_calls(calls, s.profile_warmup_ms, s.profile_rep_ms, s.profile_min_reps)]
-    if _worst_program_spread(rounds[0]) > REFERENCE_SPREAD:
-        rounds.append(time_calls(calls, s.profile_warmup_ms, s.profile_rep_ms, s.profile_min_reps))
-    timings = steadier(rounds)
-    names = ["eager", "torch_compile"] + [f"program{i}" for i in range(len(programs))]
-    return {**{n: {"ms": t.median_ms, "spread": t.spread} for n, t in zip(names, timings)}, "rounds": len(rounds)}
+    meta = frame.meta
+    if not served.timed.get("calls"):
+        workload, wl_module = served.workload(meta["workload"])
+        case = workload.cases[workload.bench_case()]
+        init = make_case_init_inputs(wl_module, case)
+        cache = Path(meta["input_cache"]) if meta.get("input_cache") else None
+        sets = input_sets(wl_module, case, int(meta["sets"]), cache_dir=cache, write_cache=False)
+        eager = build(wl_module.Model, init).cuda()
+        compiled = torch.compile(build(wl_module.Model, init).cuda())
+        with torch.no_grad():  # compile now, beside other jobs: only the measurement takes the GPU alone
+            compiled(*sets[0])
+        torch.cuda.synchronize()
+        calls = [rotating(eager, sets), rotating(compiled, sets)]
+        for program in served.spec.others:
+            calls.append(rotating(build(install(program).ModelNew, init).cuda(), sets))
+        served.timed["calls"] = calls
+    timed = time_calls(served.timed["calls"], float(meta["warmup_ms"]), float(meta["rep_ms"]), int(meta["min_reps"]))
+    return {}, {"timings": [t.as_dict() for t in timed]}
 
 
 # A references round whose noisiest program (start, expert or a final; not eager or torch.compile, whose own spread

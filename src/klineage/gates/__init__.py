@@ -1,8 +1,9 @@
 """The three gates: compile, correctness, profile. Each returns a `Verdict` value and never raises.
 
-The `*_job` functions (gates.compile, gates.correctness, gates.profile) run inside a sandbox child (see sandbox.py)
-and do the work, with the setup they share in gates.common; this module is the caller's side: `run_gate` builds the
-job, runs it in the sandbox and turns a crash, hang or out-of-memory into a failing verdict."""
+The `*_job` functions (gates.compile, gates.correctness, gates.profile) run inside a sandbox child, the judge (see
+sandbox.py), which runs the program only in a confined candidate process it forks (gates.candidate) and builds the
+verdict from what comes back, with the setup they share in gates.common; this module is the caller's side:
+`run_gate` builds the job, runs it in the sandbox and turns a crash, hang or out-of-memory into a failing verdict."""
 
 from __future__ import annotations
 

@@ -5,7 +5,10 @@ reference exists in its memory. The candidate confines itself (isolation.confine
 every descriptor but its two pipes closed), imports the program, then serves the judge's requests over the pipes
 in wire frames: `init` (build ModelNew for a case from its init inputs), `call` (run forward on the inputs sent,
 under the run-time guards, some runs in the state a user's call has, and hand back the outputs and the inputs as
-they are afterwards), `exit`.
+they are afterwards), `task` (one of the
+fixed TASKS of the other gates: compile, time, loop forward; the judge checks its answer's shape, gates.answers),
+`exit`. While it works on a request the candidate may ask its judge for a GPU turn (sandbox.broker_turns): the judge
+holds the job's lock, and trades it for the candidate's timed section.
 
 What the candidate reports beside values (its findings from the guards, its launch trace, the functions that ran,
 its autotune picks) is evidence the judge may fail a check on and never passes one on: the judge passes on the
@@ -13,16 +16,19 @@ values it compares itself (gates.correctness). The judge's side is `start` and t
 
 from __future__ import annotations
 
+import importlib
 import os
 import traceback
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from klineage.compare import Finding, flatten_outputs
+from klineage.gates.common import Verdict
 from klineage.guards import check_guards, launch_findings
 from klineage.program import Program
-from klineage.sandbox import MEMORY_LIMIT_CPU, describe_exit
+from klineage.sandbox import MEMORY_LIMIT_CPU, broker_turns, describe_exit
 from klineage.wire import Frame, WireError, pack_values, read_frame, unpack_inputs, write_frame
 
 
@@ -38,6 +44,10 @@ class Spec:
     hidden: tuple[str, ...] = ()  # what the candidate must not read (the data directory, home)
     needs: tuple[str, ...] = ()  # what it must read beyond the interpreter and torch/Triton (this package)
     kernel_cache: str | None = None  # the program's own writable Triton cache (`kernel_cache`); None: a private one
+    interpret: bool | None = None  # kernels through the Triton interpreter; None: on the CPU (the correctness gate)
+    autotune_picks: bool = True  # every autotuner runs one chosen config (a check); off: as Triton does (timing)
+    device_memory: float | None = None  # on a GPU, the fraction of its memory the candidate may allocate
+    others: tuple[Program, ...] = ()  # more programs a task installs (a timed pair's child, the references)
 
 
 class CandidateGone(RuntimeError):
@@ -60,17 +70,49 @@ class Candidate:
     hello: dict = field(default_factory=dict)
 
     def request(self, meta: dict, tensors: dict | None = None, body_limit: int = 2**34) -> Frame:
+        """Send a request, serve the candidate's turn requests meanwhile, return its answer (CandidateGone where
+        it ended, answered something that is not a frame, or reported an error)."""
+        held: list = []  # the turns the candidate holds now, innermost last
         try:
             write_frame(self.to_fd, tensors or {}, meta)
-            frame = read_frame(self.from_fd, body_limit=body_limit)
+            while True:
+                frame = read_frame(self.from_fd, body_limit=body_limit)
+                if "turn" not in frame.meta:
+                    break
+                self._turn(frame.meta, held)
         except (BrokenPipeError, EOFError) as e:
             raise CandidateGone(*self._ended(str(e))) from None
         except (WireError, OSError) as e:
             raise CandidateGone("protocol_error", f"the candidate's answer is not a frame: {e}") from None
+        finally:
+            while held:  # a candidate that answered (or died) inside a turn gives it back here
+                held.pop()[1].__exit__(None, None, None)
         error = frame.meta.get("error")
         if isinstance(error, dict):
-            raise CandidateGone(str(error.get("code", "forward_error")), str(error.get("detail", ""))[:2000])
+            raise CandidateGone(str(error.get("code", "forward_error"))[:64], str(error.get("detail", ""))[:2000])
         return frame
+
+    def _turn(self, meta: dict, held: list) -> None:
+        """One turn request: the judge enters or leaves its own exclusive_turn / off_gpu, or yields, for the
+        candidate (which cannot: confinement closed its copy of the lock file), then says so."""
+        from klineage.sandbox import exclusive_turn, off_gpu, yield_turn
+
+        kind, entering = meta.get("turn"), meta.get("enter")
+        if kind not in ("exclusive", "off", "yield") or type(entering) is not bool:
+            raise CandidateGone("protocol_error", f"a turn request that is not one: {str(meta)[:200]}")
+        if kind == "yield":
+            yield_turn()
+        elif entering:
+            if len(held) >= TURN_DEPTH:
+                raise CandidateGone("protocol_error", f"more than {TURN_DEPTH} turns held at once")
+            turn = exclusive_turn() if kind == "exclusive" else off_gpu()
+            turn.__enter__()
+            held.append((kind, turn))
+        else:
+            if not held or held[-1][0] != kind:
+                raise CandidateGone("protocol_error", f"left a {kind} turn it did not hold")
+            held.pop()[1].__exit__(None, None, None)
+        write_frame(self.to_fd, {}, {"granted": kind})
 
     def _ended(self, why: str) -> tuple[str, str]:
         from klineage.isolation import end_all
@@ -99,10 +141,112 @@ class Candidate:
         remove_private_dir(self.private_dir)
 
 
+# the most turns a candidate may hold nested (an autotuner's exclusive turn inside time_calls' is one deep)
+TURN_DEPTH = 4
+
+# what a `task` request may run in the candidate: fixed names, each a function (served, frame) -> (tensors, meta)
+TASKS = {
+    "compile_target": "klineage.gates.compile:target_task",
+    "compile_gpu": "klineage.gates.compile:gpu_task",
+    "profile": "klineage.gates.profile:profile_task",
+    "forward_loop": "klineage.gates.profile:forward_loop_task",
+    "pair": "klineage.gates.profile:pair_task",
+    "references": "klineage.bench.references:references_task",
+}
+
+
+@contextmanager
+def running(spec: Spec) -> Iterator[Candidate]:
+    """A started candidate for the block, ended and its directory removed after; CandidateGone if it never said
+    hello, ImportError if the program did not import."""
+    candidate = start(spec)
+    try:
+        if candidate.hello.get("import_error"):
+            raise ImportError(f"program failed to import: {candidate.hello['import_error']}")
+        yield candidate
+    finally:
+        candidate.close()
+
+
+def judged(gate: str, spec: Spec, body: Callable[[Candidate], Verdict]) -> Verdict:
+    """A gate whose program runs in a candidate: `body(candidate)` builds the verdict from the answers; a candidate
+    that ended is `crash`/`oom`/..., an answer without the shape asked `protocol_error`, a program that did not
+    import `import_error`. The isolation line goes into the evidence, as the correctness gate's does."""
+    from dataclasses import replace
+
+    from klineage.gates.answers import AnswerError
+
+    try:
+        candidate = start(spec)
+    except CandidateGone as e:
+        return Verdict(gate, "fail", e.code, e.detail)
+    try:
+        if candidate.hello.get("import_error"):
+            verdict = Verdict(
+                gate, "fail", "import_error", f"program failed to import: {candidate.hello['import_error']}"
+            )
+        else:
+            verdict = body(candidate)
+    except CandidateGone as e:
+        verdict = Verdict(gate, "fail", e.code, e.detail)
+    except AnswerError as e:
+        verdict = Verdict(gate, "fail", "protocol_error", f"the candidate's answer does not hold what was asked: {e}")
+    finally:
+        candidate.close()
+    isolation = candidate.hello.get("isolation_line")
+    return replace(verdict, evidence={**verdict.evidence, "isolation": isolation}) if isolation else verdict
+
+
+def task(candidate: Candidate, name: str, body_limit: int = 0, **meta) -> Frame:
+    """One task request; `body_limit`: the bytes of tensors the judge accepts back (none unless said)."""
+    return candidate.request({"op": "task", "task": name, **meta}, body_limit=body_limit)
+
+
+def spec_for(request, **changes) -> Spec:
+    """The Spec of a gate job's candidate: the request's program and device, the data directory and home hidden,
+    this package and the workload file readable (a task imports the workload to make its own inputs)."""
+    from dataclasses import replace
+
+    workload = Path(request.workload_path).resolve()
+    cache = request.settings.input_cache
+    readable = [str(p) for p in (workload, cache) if p is not None and Path(p).exists()]  # read-only to it
+    spec = Spec(
+        request.program,
+        request.device,
+        request.settings.guard_bytes,
+        hidden=hidden_paths(request.settings),
+        needs=(package_root(), *readable),
+        device_memory=request.settings.candidate_device_memory,
+    )
+    spec = replace(spec, **changes)
+    if spec.others:  # two programs' kernels in one cache: the other could plant a cubin under this one's key
+        return spec
+    return replace(spec, kernel_cache=_kernel_cache_or_none(request))
+
+
+def _kernel_cache_or_none(request) -> str | None:
+    """The program's own persistent Triton cache (`kernel_cache`), or None (a private one) where the data directory
+    cannot hold it."""
+    try:
+        return kernel_cache(request.settings, request.program)
+    except OSError:
+        return None
+
+
+def hidden_paths(settings) -> tuple[str, ...]:
+    """What the candidate may not read: the data directory (the verdict cache, the library) and the home."""
+    return tuple(str(p) for p in (settings.data_dir, Path.home()) if p.exists())
+
+
+def package_root() -> str:
+    """What the candidate must read beyond the interpreter and torch/Triton: this package, for its guards."""
+    import klineage
+
+    return str(Path(klineage.__file__).resolve().parent.parent)
+
+
 def start(spec: Spec) -> Candidate:
     """Fork the candidate and wait for its hello (the program imported, or why not: CandidateGone)."""
-    import importlib
-
     from klineage.isolation import make_private_dir
     from klineage.sandbox import PRELOAD
 
@@ -238,6 +382,9 @@ def _serve(spec: Spec, down: int, up: int, private: Path, judge: int) -> None:
             kernel_cache=spec.kernel_cache,
         )
     )
+    if spec.device == "cuda" and spec.device_memory:
+        _cap_device_memory(spec.device_memory)
+    broker_turns(lambda kind, entering: _ask_turn(down, up, kind, entering))
     served = _Served(spec, report)
     while True:
         try:
@@ -250,9 +397,29 @@ def _serve(spec: Spec, down: int, up: int, private: Path, judge: int) -> None:
         try:
             tensors, meta = served.answer(op, frame)
         except BaseException as e:  # the judge hears every failure as a value
+            from klineage.gates.common import memory_finding
+
             traceback.print_exc()
-            tensors, meta = {}, {"error": {"code": "forward_error", "detail": f"{type(e).__name__}: {e}"}}
+            code = "oom" if memory_finding(e) is not None else "forward_error"  # a task's model or inputs too big
+            tensors, meta = {}, {"error": {"code": code, "detail": f"{type(e).__name__}: {e}"}}
         write_frame(up, tensors, meta)
+
+
+def _cap_device_memory(fraction: float) -> None:
+    """Before the program is imported: the caching allocator refuses what would take this process past `fraction`
+    of the device, as torch.OutOfMemoryError (an `oom` verdict), where a program asking for more than the GPU
+    holds (or for most of a GPU that other jobs share) would otherwise get it. The program could lift the cap again
+    (torch.cuda.set_per_process_memory_fraction is refused by the static policy for untrusted code); the driver's
+    own limit is the device's memory."""
+    import torch
+
+    torch.cuda.set_per_process_memory_fraction(fraction, torch.cuda.current_device())
+
+
+def _ask_turn(down: int, up: int, kind: str, entering: bool) -> None:
+    """sandbox.broker_turns' `ask` in the candidate: the judge enters or leaves the turn, then answers."""
+    write_frame(up, {}, {"turn": kind, "enter": entering})
+    read_frame(down, body_limit=0)
 
 
 # host memory the candidate may add to what it maps at its start: on the CPU what a sandbox job had before
@@ -278,19 +445,25 @@ class _Served:
         self.functions: set = set()
         self.picks = None
         self.host_ops: frozenset = frozenset()  # the workload's HOST_OPS, sent with a case's init
+        self.interpret = False
+        self.loaded: tuple | None = None  # a task's (workload, its module), imported once
+        self.timed: dict = {}  # what a timing task keeps for the judge's later requests (forward_loop, a round)
         self._import()
 
     def _import(self) -> None:
         from klineage.gates.autotune import AutotunePicks
         from klineage.gates.common import prepare_program
 
+        interpret = self.spec.device == "cpu" if self.spec.interpret is None else self.spec.interpret
+        self.interpret = interpret
         try:
-            self.module, self.program_dir = prepare_program(self.spec.program, self.spec.device == "cpu")
+            self.module, self.program_dir = prepare_program(self.spec.program, interpret)
         except Exception as e:
             traceback.print_exc()
             self.import_error = f"{type(e).__name__}: {e}"
             return
-        self.picks = AutotunePicks().__enter__()  # for the process's life: it ends with the candidate
+        if self.spec.autotune_picks:
+            self.picks = AutotunePicks().__enter__()  # for the process's life: it ends with the candidate
 
     def answer(self, op: str, frame: Frame) -> tuple[dict, dict]:
         if op == "hello":
@@ -304,7 +477,22 @@ class _Served:
             return self._init(frame)
         if op == "call":
             return self._call(frame)
+        if op == "task" and frame.meta.get("task") in TASKS:
+            module_name, function = TASKS[frame.meta["task"]].split(":")
+            return getattr(importlib.import_module(module_name), function)(self, frame)
         return {}, {"error": {"code": "protocol_error", "detail": f"unknown request {op!r}"}}
+
+    def workload(self, path: str) -> tuple:
+        """A task's workload, imported here to make the task's own inputs (nothing made here is compared)."""
+        if self.loaded is None:
+            from klineage.workload import import_file, workload_from_module
+
+            file = Path(path)
+            self.loaded = (
+                workload_from_module(file, file.read_text(), module := import_file(file, "klineage_workload")),
+                module,
+            )
+        return self.loaded
 
     def _init(self, frame: Frame) -> tuple[dict, dict]:
         from klineage.gates.common import build

@@ -101,14 +101,6 @@ class GateRequest:
     probe: dict | None = None
 
 
-def prepare(request: GateRequest, interpret: bool, workdir: Path | None = None):
-    """Import the workload and program in this (child) process, with the interpreter fixes and launch tracer; the
-    program's files go to `workdir` (a fresh temporary directory by default: program.install)."""
-    workload, wl_module = prepare_workload(request, interpret)
-    program_module, _ = prepare_program(request.program, interpret, workdir)
-    return workload, wl_module, program_module
-
-
 def prepare_workload(request: GateRequest, interpret: bool):
     """The workload imported in the judge (its reference, its inputs), with the interpreter fixes where the
     reference's own kernels run through the interpreter."""
@@ -188,15 +180,23 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def input_sets(wl_module, case: dict, count: int, device: str = "cuda", cache_dir: Path | None = None) -> list[list]:
+def input_sets(
+    wl_module, case: dict, count: int, device: str = "cuda", cache_dir: Path | None = None, write_cache: bool = True
+) -> list[list]:
     """`count` input sets of one case on the GPU, seeds 0..count-1, each input in its own layout: timing cycles
-    through them so the cache is not what is measured. `cache_dir`: Settings.input_cache."""
+    through them so the cache is not what is measured. `cache_dir`: Settings.input_cache (`write_cache`: see
+    make_case_inputs)."""
+    return [input_set(wl_module, case, seed, device, cache_dir, write_cache) for seed in range(count)]
+
+
+def input_set(
+    wl_module, case: dict, seed: int, device: str = "cuda", cache_dir: Path | None = None, write_cache: bool = True
+) -> list:
+    """input_sets' set `seed`: what the judge makes again to compare a timed call's outputs."""
     from klineage.workload import make_case_inputs, on_device
 
-    return [
-        [on_device(x, device) for x in make_case_inputs(wl_module, case, seed, cache_dir=cache_dir)]
-        for seed in range(count)
-    ]
+    made = make_case_inputs(wl_module, case, seed, cache_dir=cache_dir, write_cache=write_cache)
+    return [on_device(x, device) for x in made]
 
 
 def rotating(model, sets: list[list]):

@@ -1,31 +1,109 @@
 """The compile gate: every kernel specialization the launcher uses compiles for the target, with its static metrics
 (registers, spills, shared memory, load widths, tensor-core instructions). On a GPU the launches compile for real;
-with none, each launch is replaced by a compile for an explicit target. Runs inside a sandbox child."""
+with none, each launch is replaced by a compile for an explicit target.
+
+The job runs in a sandbox child, the judge, which never imports the program: a candidate process (gates.candidate)
+forked first thing imports it and the workload, runs the cases and reports what compiled (`target_task`,
+`gpu_task`); the judge checks the report's shape (gates.answers) and builds the verdict. What compiled is the
+candidate's own report: it can fail the gate, and a pass says no more than the program said of itself; whether the
+program is correct is the correctness gate's, decided on values the judge compares."""
 
 from __future__ import annotations
 
+import re
 import time
-from dataclasses import asdict
+from dataclasses import replace
 from pathlib import Path
 
-from klineage.gates.common import GateRequest, Verdict, build, prepare
+from klineage.gates.answers import SPECIALIZATION, AnswerError, ListOf, Record, checked, text
+from klineage.gates.candidate import judged, spec_for, task
+from klineage.gates.common import GateRequest, Verdict, build
 from klineage.sandbox import off_gpu, yield_turn
 
 
 def compile_job(request: GateRequest) -> Verdict:
     started = time.perf_counter()
-    try:
-        if request.device == "cuda":
-            verdict = _compile_on_gpu(request)
-        else:
-            verdict = _compile_for_target(request)
-    except ImportError as e:
-        verdict = Verdict("compile", "fail", "import_error", f"program failed to import: {e}")
-    return Verdict(**{**asdict(verdict), "seconds": time.perf_counter() - started})
+    # compiled, never interpreted; every autotuner config compiles as Triton's own autotuner would run it
+    spec = spec_for(request, interpret=False, autotune_picks=False)
+    body = _judge_on_gpu if request.device == "cuda" else _judge_for_target
+    verdict = judged("compile", spec, lambda candidate: body(request, candidate))
+    return replace(verdict, seconds=time.perf_counter() - started)
+
+
+# what the candidate answers: every specialization it compiled (errors included), the compile errors, the forward
+# errors that came before any launch (target); the kernels its launches compiled, or the case that failed (GPU)
+TARGET_ANSWER = Record(
+    required={
+        "compiled": ListOf(SPECIALIZATION, 4096),
+        "errors": ListOf(text(4000), 4096),
+        "forward_errors": ListOf(text(4000), 4096),
+    }
+)
+GPU_ANSWER = Record(optional={"kernels": ListOf(SPECIALIZATION, 4096), "target": text(16), "failure": text(4000)})
+# the metrics the verdict adds up or compares: numbers, whatever else a specialization carries
+NUMERIC = (
+    "registers",
+    "spill_store_bytes",
+    "spill_load_bytes",
+    "shared_bytes",
+    "max_load_bits",
+    "max_store_bits",
+    "tensor_core_instructions",
+    "tma_instructions",
+    "num_warps",
+    "num_stages",
+)
+
+
+def _numbers(kernels: list[dict]) -> list[dict]:
+    for i, k in enumerate(kernels):
+        for key in NUMERIC:
+            if key in k and type(k[key]) not in (int, float):
+                raise AnswerError(f"specialization {i}: {key} is not a number")
+    return kernels
+
+
+def _judge_for_target(request: GateRequest, candidate) -> Verdict:
+    frame = task(candidate, "compile_target", workload=request.workload_path, target=request.target, **_cache(request))
+    answer = checked(frame.meta, TARGET_ANSWER)
+    compiled = _numbers(answer["compiled"])
+    return _target_verdict(compiled, answer["errors"], answer["forward_errors"], request.target)
+
+
+def _judge_on_gpu(request: GateRequest, candidate) -> Verdict:
+    answer = checked(task(candidate, "compile_gpu", workload=request.workload_path, **_cache(request)).meta, GPU_ANSWER)
+    if "failure" in answer:
+        return Verdict("compile", "fail", "compile_error", answer["failure"])
+    kernels = _numbers(answer.get("kernels") or [])
+    arch = answer.get("target", "")
+    if not re.fullmatch(r"sm_\d+a?", arch):
+        raise AnswerError(f"target {arch!r} is not an architecture")
+    if not kernels:
+        return Verdict("compile", "fail", "no_kernel_launch", "forward launched no Triton kernel")
+    return Verdict(
+        "compile", "pass", metrics=_summarize(kernels), evidence={"specializations": kernels, "target": arch}
+    )
+
+
+def _cache(request: GateRequest) -> dict:
+    cache = request.settings.input_cache
+    return {"input_cache": str(cache) if cache is not None else None}
+
+
+def _task_cache(meta: dict) -> Path | None:
+    return Path(meta["input_cache"]) if meta.get("input_cache") else None
 
 
 def _arch_number(target: str) -> int:
     return int(target.removeprefix("sm_"))
+
+
+def _shared_limit(target: str) -> int | None:
+    return SHARED_MEMORY_LIMIT.get(_arch_number(target))
+
+
+def _over_limit(metrics: dict, limit: int | None) -> bool:
+    return limit is not None and metrics.get("shared_bytes", 0) > limit
 
 
 # The shared memory one block may opt in to, per compute capability (CUDA C++ Programming Guide, technical
@@ -42,20 +120,21 @@ SHARED_MEMORY_LIMIT = {
 }
 
 
-def _compile_for_target(request: GateRequest) -> Verdict:
-    """No GPU: drive the program's forward on CPU tensors with every launch replaced by a compile for the target.
-    This compiles exactly the specializations the launcher asks for (autotune configs included), on every case.
-    A kernel that needs more shared memory than the target has raises OutOfResources as the GPU's loader would, so
-    an autotuner passes over that config and a plain launch of it fails the gate, as on the GPU."""
+def target_task(served, frame) -> tuple[dict, dict]:
+    """In the candidate, no GPU: drive the program's forward on CPU tensors with every launch replaced by a compile
+    for the target. This compiles exactly the specializations the launcher asks for (autotune configs included), on
+    every case. A kernel that needs more shared memory than the target has raises OutOfResources as the GPU's
+    loader would, so an autotuner passes over that config and a plain launch of it fails the gate, as on the GPU."""
     import triton.runtime.autotuner as autotuner
     from triton.runtime.jit import JITFunction
 
-    workload, wl_module, program_module = prepare(request, interpret=False)
-    compiler = _TargetCompiler(request.target)
+    workload, wl_module = served.workload(frame.meta["workload"])
+    compiler = _TargetCompiler(str(frame.meta["target"]))
     JITFunction.run = lambda fn, *args, **kwargs: compiler.launch(fn, *args, **kwargs)  # fn: the JITFunction
     autotuner.Autotuner.do_bench = property(lambda self: compiler.one_call_bench)
-    forward_errors = _drive_cases(workload, wl_module, program_module, compiler, request.settings.input_cache)
-    return _target_verdict(compiler, forward_errors)
+    forward_errors = _drive_cases(workload, wl_module, served.module, compiler, _task_cache(frame.meta))
+    answer = {"compiled": list(compiler.compiled.values()), "errors": compiler.errors, "forward_errors": forward_errors}
+    return {}, answer
 
 
 class _TargetCompiler:
@@ -68,14 +147,14 @@ class _TargetCompiler:
 
         self.target_name = target
         self.target = GPUTarget("cuda", _arch_number(target), 32)
-        self.shared_limit = SHARED_MEMORY_LIMIT.get(_arch_number(target))
+        self.shared_limit = _shared_limit(target)
         self.backend = make_backend(self.target)
         self.compiled: dict[str, dict] = {}
         self.errors: list[str] = []
         self.binders = {}
 
     def over_limit(self, metrics: dict) -> bool:  # what the target's loader refuses to load
-        return self.shared_limit is not None and metrics.get("shared_bytes", 0) > self.shared_limit
+        return _over_limit(metrics, self.shared_limit)
 
     def launch(self, fn, *args, grid, warmup, **kwargs):
         """A launch of the JITFunction `fn` (bound as `JITFunction.run`): compile it for the target, run nothing."""
@@ -138,7 +217,7 @@ def _drive_cases(
     for name, case in workload.cases.items():
         init = make_case_init_inputs(wl_module, case)
         model = build(program_module.ModelNew, init)
-        inputs = make_case_inputs(wl_module, case, 0, cache_dir=cache_dir)
+        inputs = make_case_inputs(wl_module, case, 0, cache_dir=cache_dir, write_cache=False)
         before = len(compiler.compiled)
         try:
             with torch.no_grad():
@@ -153,16 +232,17 @@ def _drive_cases(
     return forward_errors
 
 
-def _target_verdict(compiler: _TargetCompiler, forward_errors: list[str]) -> Verdict:
-    refused = [m for m in compiler.compiled.values() if compiler.over_limit(m)]
-    kernels = [m for m in compiler.compiled.values() if not m.get("error") and m not in refused]
-    evidence = {"specializations": kernels, "target": compiler.target_name}
+def _target_verdict(compiled: list[dict], errors: list[str], forward_errors: list[str], target: str) -> Verdict:
+    """The verdict, in the judge, from what the candidate compiled (`compiled`, errors included, and `errors`)."""
+    limit = _shared_limit(target)
+    refused = [m for m in compiled if _over_limit(m, limit)]
+    kernels = [m for m in compiled if not m.get("error") and m not in refused]
+    evidence = {"specializations": kernels, "target": target}
     if refused:  # configs an autotuner passed over: they would never run on the target
         evidence["over_shared_memory"] = [
             f"{m['name']} {m['specialization']}: {m['shared_bytes']} bytes" for m in refused
         ]
-    if compiler.errors:
-        errors = compiler.errors
+    if errors:
         return Verdict("compile", "fail", "compile_error", errors[0], evidence={**evidence, "errors": errors})
     if not kernels:
         why = forward_errors[0] if forward_errors else "forward launched no Triton kernel"
@@ -189,15 +269,16 @@ def _summarize(kernels: list[dict]) -> dict:
     }
 
 
-def _compile_on_gpu(request: GateRequest) -> Verdict:
-    """On a GPU: launch for real on every case and read what the launches compiled out of Triton's caches."""
+def gpu_task(served, frame) -> tuple[dict, dict]:
+    """In the candidate, on a GPU: launch for real on every case and report what the launches compiled, read out
+    of Triton's caches (or the case that failed)."""
     import torch
     from triton.runtime.jit import JITFunction
 
     from klineage.sass import kernel_metrics
     from klineage.workload import make_case_init_inputs, make_case_inputs, on_device
 
-    workload, wl_module, program_module = prepare(request, interpret=False)
+    workload, wl_module = served.workload(frame.meta["workload"])
     seen: dict[int, JITFunction] = {}
     original = JITFunction.run
 
@@ -207,17 +288,18 @@ def _compile_on_gpu(request: GateRequest) -> Verdict:
 
     JITFunction.run = run
     arch = "sm_{}{}".format(*torch.cuda.get_device_capability())
+    cache_dir = _task_cache(frame.meta)
     for name, case in workload.cases.items():
-        yield_turn()
-        model = build(program_module.ModelNew, make_case_init_inputs(wl_module, case)).cuda()
-        made = make_case_inputs(wl_module, case, 0, cache_dir=request.settings.input_cache)
+        yield_turn()  # asked of the judge, which holds the job's turn (sandbox.broker_turns)
+        model = build(served.module.ModelNew, make_case_init_inputs(wl_module, case)).cuda()
+        made = make_case_inputs(wl_module, case, 0, cache_dir=cache_dir, write_cache=False)
         inputs = [on_device(x, "cuda") for x in made]
         try:
             with torch.no_grad():
                 model(*inputs)
             torch.cuda.synchronize()
         except Exception as e:
-            return Verdict("compile", "fail", "compile_error", f"case {name}: {type(e).__name__}: {str(e)[-600:]}")
+            return {}, {"failure": f"case {name}: {type(e).__name__}: {str(e)[-600:]}"}
     kernels = []
     with off_gpu():  # ptxas and nvdisasm on the host: no reason for a timer to wait for them
         for fn in seen.values():
@@ -227,8 +309,4 @@ def _compile_on_gpu(request: GateRequest) -> Verdict:
                     metrics["registers"] = int(getattr(kernel, "n_regs", metrics.get("registers", 0)) or 0)
                     metrics["spill_store_bytes"] = int(getattr(kernel, "n_spills", 0) or 0)
                     kernels.append(metrics)
-    if not kernels:
-        return Verdict("compile", "fail", "no_kernel_launch", "forward launched no Triton kernel")
-    return Verdict(
-        "compile", "pass", metrics=_summarize(kernels), evidence={"specializations": kernels, "target": arch}
-    )
+    return {}, {"kernels": kernels, "target": arch}

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from klineage.compare import Finding, bitwise_equal, compare_output, flatten_outputs, relative_error
-from klineage.gates.candidate import CandidateGone, Spec, kernel_cache, start
+from klineage.gates.candidate import CandidateGone, package_root, spec_for, start
 from klineage.gates.common import GateRequest, Verdict, build, fail, prepare_workload
 from klineage.sandbox import yield_turn
 from klineage.wire import WireError, pack_values, tensor
@@ -46,16 +46,8 @@ def plan_trials(workload, device: str, seeds: int, seed_base: int = 1000, seed_c
 def correctness_job(request: GateRequest) -> Verdict:
     started = time.perf_counter()
     probe = request.probe or {}
-    spec = Spec(
-        request.program,
-        request.device,
-        request.settings.guard_bytes,
-        layout=probe.get("layout"),
-        compile=bool(probe.get("compile")),
-        hidden=_hidden(request.settings),
-        needs=_needs(),
-        kernel_cache=_kernel_cache(request),
-    )
+    # the workload file is not among what it may read: the correctness candidate makes nothing of its own
+    spec = spec_for(request, layout=probe.get("layout"), compile=bool(probe.get("compile")), needs=(package_root(),))
     try:  # first: nothing of the workload, its inputs or its reference exists yet in this process
         candidate = start(spec)
     except CandidateGone as e:
@@ -68,31 +60,6 @@ def correctness_job(request: GateRequest) -> Verdict:
     if isolation:
         verdict = replace(verdict, evidence={**verdict.evidence, "isolation": isolation})
     return verdict
-
-
-def _kernel_cache(request: GateRequest) -> str | None:
-    """The program's own persistent Triton cache (gates.candidate.kernel_cache), or None (a private one) where the
-    data directory cannot hold it."""
-    try:
-        return kernel_cache(request.settings, request.program)
-    except OSError:
-        return None
-
-
-def _hidden(settings) -> tuple[str, ...]:
-    """What the candidate may not read: the data directory (the verdict cache, the library) and the home."""
-    from pathlib import Path
-
-    return tuple(str(p) for p in (settings.data_dir, Path.home()) if p.exists())
-
-
-def _needs() -> tuple[str, ...]:
-    """What the candidate must read beyond the interpreter and torch/Triton: this package, for its guards."""
-    from pathlib import Path
-
-    import klineage
-
-    return (str(Path(klineage.__file__).resolve().parent.parent),)
 
 
 def _correctness(request: GateRequest, candidate, started: float) -> Verdict:

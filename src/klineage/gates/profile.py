@@ -1,14 +1,25 @@
 """The profile gate and the timing jobs beside it: the device's ceilings, one program against PyTorch eager, and a
-parent program against a child (the measured effect of one step). GPU only; each runs inside a sandbox child."""
+parent program against a child (the measured effect of one step). GPU only.
+
+Each job runs in a sandbox child, the judge, which never imports a program: a candidate process (gates.candidate),
+forked first thing, imports the program(s) and the workload, makes its own input sets and times (`profile_task`,
+`pair_task`); the judge checks the answer's shape (gates.answers) and builds the result. What the candidate's clock
+says is checked twice by the judge: the last timed call's outputs come back and are compared with the reference on
+the same input set, made again here (`timed_mismatch`), and the judge times the program's forward back to back with
+its own clock (`forward_loop_task`, `judge_clock`): a timed figure far below that is a clock the program changed
+(`clock_disagrees`)."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 from klineage.compare import Finding
 from klineage.config import device_name, versions
-from klineage.gates.common import GateRequest, Verdict, build, input_sets, prepare, rotating
+from klineage.gates.answers import COUNT, NUMBER, TIMING, VALUE, AnswerError, ListOf, Record, checked, timing
+from klineage.gates.candidate import judged, running, spec_for, task
+from klineage.gates.common import GateRequest, Verdict, build, input_set, input_sets, prepare_workload, rotating
 from klineage.program import Program
 
 
@@ -18,39 +29,77 @@ def ceilings_job(_: Any = None) -> dict:
     return measure_ceilings()
 
 
-def profile_job(request: GateRequest) -> Verdict:
-    """Time the program on the workload's bench case against PyTorch eager, interleaved."""
+# what the candidate answers to `profile`: its timings, and (unless the op changes its inputs) the input set and the
+# outputs of the program's last timed call
+PROFILE_ANSWER = Record(
+    required={"program": TIMING, "eager": TIMING}, optional={"last": COUNT, "outputs": ListOf(VALUE, 256)}
+)
+PAIR_ANSWER = Record(required={"parent": TIMING, "child": TIMING, "setup_s": NUMBER})
+# a timed call's outputs may be as large as the bench case's inputs; the frame's body is capped at this
+TIMED_OUTPUT_BYTES = 2**34
 
-    from klineage.timing import roofline, time_calls
+
+def _timing_meta(request: GateRequest) -> dict:
+    s = request.settings
+    return {
+        "workload": request.workload_path,
+        "sets": s.rotate_sets,
+        "warmup_ms": s.profile_warmup_ms,
+        "rep_ms": s.profile_rep_ms,
+        "min_reps": s.profile_min_reps,
+        "input_cache": str(s.input_cache) if s.input_cache is not None else None,
+    }
+
+
+def _timing_spec(request: GateRequest, others: tuple[Program, ...] = ()):
+    # compiled programs, and their autotuners free to pick by time: what is timed is what a user runs
+    return spec_for(request, interpret=False, autotune_picks=False, others=others)
+
+
+def profile_job(request: GateRequest) -> Verdict:
+    """Time the program on the workload's bench case against PyTorch eager, interleaved, in the candidate; judge the
+    last timed call's outputs and the candidate's clock here."""
+    started = time.perf_counter()
+    verdict = judged("profile", _timing_spec(request), lambda candidate: _profile(request, candidate))
+    return replace(verdict, seconds=time.perf_counter() - started)
+
+
+def _profile(request: GateRequest, candidate) -> Verdict:
+    from klineage.timing import roofline
     from klineage.workload import case_roofline, make_case_init_inputs
 
-    started = time.perf_counter()
-    workload, wl_module, program_module = prepare(request, interpret=False)
+    workload, wl_module = prepare_workload(request, interpret=False)
     case_name = workload.bench_case()
     case = workload.cases[case_name]
-    init = make_case_init_inputs(wl_module, case)
-    model = build(program_module.ModelNew, init).cuda()
-    reference = build(wl_module.Model, init).cuda()
     settings = request.settings
-    sets = input_sets(wl_module, case, settings.rotate_sets, cache_dir=settings.input_cache)
-
-    last: list = []  # (input set, outputs) of the program's last timed call
-    program_t, eager_t = time_calls(
-        [keeping_last(model, sets, last), rotating(reference, sets)],
-        settings.profile_warmup_ms,
-        settings.profile_rep_ms,
-        settings.profile_min_reps,
-    )
-    timed = timed_output_finding(workload, wl_module, reference, sets, last)
-    if timed is not None:
-        return Verdict(
-            "profile",
-            "fail",
-            "timed_mismatch",
-            f"the output of a timed call is wrong: {timed.detail}",
-            evidence={"finding": timed.code, "case": case_name},
-            seconds=time.perf_counter() - started,
-        )
+    # every timed call changed the inputs of an op that writes them: no input set to compare against
+    keep = not (workload.mutated_inputs or workload.clobbered_inputs)
+    meta = {**_timing_meta(request), "case": case_name, "keep_last": keep}
+    frame = task(candidate, "profile", body_limit=TIMED_OUTPUT_BYTES if keep else 0, **meta)
+    answer = checked(frame.meta, PROFILE_ANSWER)
+    program_t, eager_t = timing(answer["program"]), timing(answer["eager"])
+    if keep:
+        index = answer.get("last")
+        if index is None or index >= settings.rotate_sets or "outputs" not in answer:
+            raise AnswerError(f"no last timed call on one of the {settings.rotate_sets} input sets: {index!r}")
+        outputs = values_back(frame, answer["outputs"], "cuda")
+        reference = build(wl_module.Model, make_case_init_inputs(wl_module, case)).cuda()
+        inputs = input_set(wl_module, case, index, cache_dir=settings.input_cache)  # the same generator, seed
+        timed = timed_output_finding(workload, wl_module, reference, {index: inputs}, [(index, outputs)])
+        del reference, inputs
+        if timed is not None:
+            return Verdict(
+                "profile",
+                "fail",
+                "timed_mismatch",
+                f"the output of a timed call is wrong: {timed.detail}",
+                evidence={"finding": timed.code, "case": case_name},
+            )
+    clock = judge_clock(candidate)
+    disagrees = clock_finding(program_t.median_ms, clock)
+    if disagrees is not None:
+        evidence = {"judge_clock": clock, "program": program_t.as_dict(), "case": case_name}
+        return Verdict("profile", "fail", disagrees.code, disagrees.detail, evidence=evidence)
     metrics = {
         "case": case_name,
         "median_ms": program_t.median_ms,
@@ -61,6 +110,7 @@ def profile_job(request: GateRequest) -> Verdict:
         "wall_median_ms": program_t.wall_median_ms,
         "eager_median_ms": eager_t.median_ms,
         "speedup_vs_eager": eager_t.median_ms / program_t.median_ms,
+        "judge_per_call_ms": clock["per_call_ms"],
     }
     dtype = case.get("dtype", "float32")
     work = case_roofline(wl_module, case)
@@ -73,8 +123,147 @@ def profile_job(request: GateRequest) -> Verdict:
         floor = roofline(flops, nbytes, dtype, ceilings)
         metrics["roofline_fraction"] = floor["floor_ms"] / program_t.median_ms
         metrics["bound"] = floor["bound"]
-    evidence = {"ceilings": ceilings, "eager": eager_t.as_dict(), "program": program_t.as_dict()}
-    return Verdict("profile", "pass", metrics=metrics, evidence=evidence, seconds=time.perf_counter() - started)
+    evidence = {
+        "ceilings": ceilings,
+        "eager": eager_t.as_dict(),
+        "program": program_t.as_dict(),
+        "judge_clock": clock,
+    }
+    return Verdict("profile", "pass", metrics=metrics, evidence=evidence)
+
+
+def values_back(frame, described: list, device: str) -> list:
+    """Outputs the candidate sent, built from the frame's bytes on `device`; one that is not a tensor stands in as
+    an object of the type the candidate named (it fails the comparison as not_a_tensor)."""
+    from klineage.wire import WireError, tensor
+
+    out = []
+    for item in described:
+        if "tensor" in item:
+            try:
+                out.append(tensor(frame, item["tensor"]).to(device))
+            except WireError as e:
+                raise AnswerError(str(e)) from None
+        else:
+            out.append(type(str(item.get("type", "object"))[:64], (), {})())
+    return out
+
+
+# --- the judge's clock --------------------------------------------------------------------------------------------
+
+# The judge's per-call figure: the program's forward run back to back in the candidate on the rotating input sets,
+# timed by this process's clock from the request to the answer (the candidate synchronizes before it answers), less
+# a round trip with no call. It is an upper bound on the device time of a call (it adds the host's launch path where
+# that is the slower, and the flush is not in it, so L2 may be warm), never a figure the candidate can lower but by
+# not running the calls. The candidate's median is event-timed with the L2 flush queued just before each call,
+# which hides up to one flush (about 0.13 ms on the H200) of the host's launch path: for a program whose host path
+# per call is H and device time G, the event figure is at least max(G, H - flush) and the judge's about max(H, G).
+# With CLOCK_RATIO a quarter, an honest program is refused only where G < H/4 and H < 4/3 of a flush while H >=
+# CLOCK_FLOOR_MS: a program of several launches that each do almost nothing; a single Triton launch's host path is
+# tens of microseconds, under the floor. patch_elapsed_time reports 1 us a call on scale_add's bench case, whose
+# 768 MiB of traffic take about 0.19 ms on the H200 (4.07 TB/s): 0.005 of the judge's figure.
+CLOCK_FLOOR_MS = 0.05
+CLOCK_RATIO = 0.25
+CLOCK_SPAN_S = 0.05  # about how long the judge's timed loop runs: long against its clock and the pipe's jitter
+CLOCK_CALLS = (8, 1000)  # the fewest and the most calls of that loop
+
+
+def judge_clock(candidate) -> dict:
+    """The judge's per-call figure (see above), measured with the GPU alone: the judge trades its own turn for it,
+    so no other job's kernels land in the loop."""
+    from klineage.sandbox import exclusive_turn
+
+    with exclusive_turn():
+        trip = min(_loop(candidate, 0) for _ in range(3))
+        per = max(_loop(candidate, CLOCK_CALLS[0]) - trip, 1e-6) / CLOCK_CALLS[0]
+        calls = max(CLOCK_CALLS[0], min(CLOCK_CALLS[1], int(CLOCK_SPAN_S / per)))
+        wall = min(_loop(candidate, calls) for _ in range(2))
+    return {"per_call_ms": max(wall - trip, 0.0) / calls * 1e3, "calls": calls, "round_trip_ms": trip * 1e3}
+
+
+def _loop(candidate, calls: int) -> float:
+    begin = time.perf_counter()
+    checked(task(candidate, "forward_loop", calls=calls).meta, Record(required={"calls": COUNT}))
+    return time.perf_counter() - begin
+
+
+def clock_finding(reported_ms: float, clock: dict) -> Finding | None:
+    """`clock_disagrees` where the candidate's median is below CLOCK_RATIO of the judge's per-call figure and that
+    figure is long enough to be the device's (CLOCK_FLOOR_MS)."""
+    judged_ms = clock["per_call_ms"]
+    if judged_ms >= CLOCK_FLOOR_MS and reported_ms < CLOCK_RATIO * judged_ms:
+        return Finding(
+            "clock_disagrees",
+            f"the candidate timed {reported_ms:.4f} ms a call; the judge's clock, {judged_ms:.4f} ms a call over "
+            f"{clock['calls']} calls back to back: a clock in the candidate's process does not tell the time",
+        )
+    return None
+
+
+# --- the candidate's side -----------------------------------------------------------------------------------------
+
+
+def profile_task(served, frame) -> tuple[dict, dict]:
+    """In the candidate: the program and PyTorch eager timed interleaved on the bench case (as the profile job did
+    in one process), the last timed call's input set and outputs kept for the judge, the model and sets kept for the
+    judge's loop."""
+    from klineage.timing import time_calls
+    from klineage.workload import make_case_init_inputs
+
+    meta = frame.meta
+    workload, wl_module = served.workload(meta["workload"])
+    case = workload.cases[meta["case"]]
+    init = make_case_init_inputs(wl_module, case)
+    model = build(served.module.ModelNew, init).cuda()
+    reference = build(wl_module.Model, init).cuda()
+    sets = input_sets(wl_module, case, int(meta["sets"]), cache_dir=_task_cache(meta), write_cache=False)
+    last: list = []  # (input set, outputs) of the program's last timed call
+    program_t, eager_t = time_calls(
+        [keeping_last(model, sets, last), rotating(reference, sets)],
+        float(meta["warmup_ms"]),
+        float(meta["rep_ms"]),
+        int(meta["min_reps"]),
+    )
+    served.timed = {"model": model, "sets": sets}
+    answer: dict = {"program": program_t.as_dict(), "eager": eager_t.as_dict()}
+    tensors: dict = {}
+    if meta.get("keep_last") and last:
+        from klineage.compare import flatten_outputs
+        from klineage.wire import pack_values
+
+        index, out = last[0]
+        tensors, described = pack_values([_plain(o) for o in flatten_outputs(out)], "t")
+        answer.update(last=index, outputs=described)
+    return tensors, answer
+
+
+def forward_loop_task(served, frame) -> tuple[dict, dict]:
+    """In the candidate: the timed model's forward `calls` times back to back on the rotating sets, then a
+    device-wide synchronization, for the judge's clock."""
+    import torch
+
+    calls = int(frame.meta["calls"])
+    if calls:
+        call = rotating(served.timed["model"], served.timed["sets"])
+        for _ in range(calls):
+            call()
+    torch.cuda.synchronize()
+    return {}, {"calls": calls}
+
+
+def _plain(out):
+    """An output's values as a plain tensor (a subclass's, too: the judge compares values)."""
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        return out.detach().as_subclass(torch.Tensor) if type(out) is not torch.Tensor else out.detach()
+    return out
+
+
+def _task_cache(meta: dict):
+    from pathlib import Path
+
+    return Path(meta["input_cache"]) if meta.get("input_cache") else None
 
 
 def keeping_last(model, sets: list[list], last: list):
@@ -130,27 +319,14 @@ def timed_output_finding(workload, wl_module, reference, sets: list[list], last:
 
 def profile_pair_job(payload: tuple[GateRequest, Program]) -> dict:
     """Time a parent program and a child program interleaved on the bench case (the same input sets for both):
-    the measured effect of one step, with each side's spread."""
-
-    from klineage.program import install
-    from klineage.timing import time_calls
-    from klineage.workload import make_case_init_inputs
-
+    the measured effect of one step, with each side's spread. Both run in one candidate process; the judge builds
+    the result from its timings. A candidate that ended or answered out of shape raises (the job's error)."""
     started = time.perf_counter()
     request, child = payload
-    workload, wl_module, parent_module = prepare(request, interpret=False)
-    child_module = install(child)
-    case = workload.cases[workload.bench_case()]
-    init = make_case_init_inputs(wl_module, case)
-    parent_model = build(parent_module.ModelNew, init).cuda()
-    child_model = build(child_module.ModelNew, init).cuda()
-    sets = input_sets(wl_module, case, request.settings.rotate_sets, cache_dir=request.settings.input_cache)
-    settings = request.settings
-    calls = [rotating(parent_model, sets), rotating(child_model, sets)]
-    setup_s = time.perf_counter() - started  # imports done: the programs installed, models built, inputs made
-    parent_t, child_t = time_calls(
-        calls, settings.profile_warmup_ms, settings.profile_rep_ms, settings.profile_min_reps
-    )
+    with running(_timing_spec(request, others=(child,))) as candidate:
+        workload, _ = prepare_workload(request, interpret=False)
+        answer = checked(task(candidate, "pair", **_timing_meta(request)).meta, PAIR_ANSWER)
+    parent_t, child_t = timing(answer["parent"]), timing(answer["child"])
     speedup = child_t.median_ms / parent_t.median_ms  # > 1: the parent (the optimized form) is faster
     noise = parent_t.spread + child_t.spread
     return {
@@ -165,8 +341,31 @@ def profile_pair_job(payload: tuple[GateRequest, Program]) -> dict:
         "gpu_wait_s": parent_t.turn_wait_s,
         "gpu_held_s": parent_t.turn_held_s,
         "first_calls_s": parent_t.first_calls_s,
-        "setup_s": setup_s,
+        "setup_s": answer["setup_s"],
+        "job_s": time.perf_counter() - started,
         # what timed it: a walk made on the CPU and timed here keys its skills' effects by this GPU
         "device": device_name("cuda"),
         "versions": versions(),
     }
+
+
+def pair_task(served, frame) -> tuple[dict, dict]:
+    """In the candidate: the parent (the candidate's program) and the child (its first other program) timed
+    interleaved on the bench case, the same input sets for both."""
+    from klineage.program import install
+    from klineage.timing import time_calls
+    from klineage.workload import make_case_init_inputs
+
+    started = time.perf_counter()
+    meta = frame.meta
+    workload, wl_module = served.workload(meta["workload"])
+    child_module = install(served.spec.others[0])
+    case = workload.cases[workload.bench_case()]
+    init = make_case_init_inputs(wl_module, case)
+    parent_model = build(served.module.ModelNew, init).cuda()
+    child_model = build(child_module.ModelNew, init).cuda()
+    sets = input_sets(wl_module, case, int(meta["sets"]), cache_dir=_task_cache(meta), write_cache=False)
+    calls = [rotating(parent_model, sets), rotating(child_model, sets)]
+    setup_s = time.perf_counter() - started  # the child installed, models built, inputs made
+    parent_t, child_t = time_calls(calls, float(meta["warmup_ms"]), float(meta["rep_ms"]), int(meta["min_reps"]))
+    return {}, {"parent": parent_t.as_dict(), "child": child_t.as_dict(), "setup_s": setup_s}

@@ -123,6 +123,8 @@ DENIED_NAMES = {
     "torch.cuda.caching_allocator_alloc": "raw device memory",
     "torch.cuda.caching_allocator_delete": "raw device memory",
     "torch.cuda.cudart": "the CUDA runtime's raw API",
+    # also refused as a torch.set_* name; named for its reason: the judge caps the candidate's device memory
+    "torch.cuda.set_per_process_memory_fraction": "lifts the candidate's device-memory cap",
     "torch.autograd.grad": "runs autograd's engine (its own threads)",
     "torch.autograd.backward": "runs autograd's engine (its own threads)",
     "triton.compile": "compiles and loads a kernel outside the launch trace",
