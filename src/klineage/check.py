@@ -29,6 +29,10 @@ class CheckReport:
     cached: tuple[bool, ...] = ()
     versions: dict = field(default_factory=dict)
     policy: PolicyReport | None = None
+    # the workload's case derived for the CPU from a full-size get_inputs() (shrink.Shrunk.as_dict), and why none
+    # was where one was wanted
+    derived_case: dict | None = None
+    shrink_note: str = ""
 
     @property
     def passed(self) -> bool:
@@ -56,6 +60,8 @@ class CheckReport:
             "versions": self.versions,
             "verdicts": [{**v.as_dict(), "cached": c} for v, c in zip(self.verdicts, self.cached)],
             "policy": self.policy.as_dict() if self.policy else None,
+            **({"derived_case": self.derived_case} if self.derived_case else {}),
+            **({"shrink_note": self.shrink_note} if self.shrink_note else {}),
         }
 
 
@@ -182,6 +188,8 @@ def check(
         cached=tuple(cached),
         versions=versions(),
         policy=policy,
+        derived_case=workload.shrunk,
+        shrink_note=workload.shrink_note,
     )
 
 
@@ -212,6 +220,8 @@ def _refused(
         cached=tuple(False for _ in verdicts),
         versions=versions(),
         policy=policy,
+        derived_case=workload.shrunk,
+        shrink_note=workload.shrink_note,
     )
 
 

@@ -144,6 +144,7 @@ def versions() -> dict[str, str]:
 GATE_MODULES = (
     "config",
     "isolation",
+    "shrink",
     "workload",
     "program",
     "compare",
