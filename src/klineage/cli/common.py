@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from klineage.config import Settings
+from klineage.config import Settings, clip
 from klineage.workload import UserError
 
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -193,7 +193,7 @@ def lineage_table(lineage) -> Table:
             step.transform,
             step.site["function"],
             "[green]accepted[/]" if step.accepted else "[red]rejected[/]",
-            f"{failed['code']}: {failed['reason'][:80]}" if failed else "",
+            f"{failed['code']}: {clip(failed['reason'], 300)}" if failed else "",
             shown,
         )
     return table

@@ -8,6 +8,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from klineage.config import clip
 from klineage.gates.common import GateRequest, Verdict, build, prepare
 from klineage.sandbox import off_gpu, yield_turn
 
@@ -112,7 +113,7 @@ class _TargetCompiler:
                 ASTSource(fn, signature, constexprs, attrs), target=self.target, options=options.__dict__
             )
         except Exception as e:
-            self.errors.append(f"{fn.__name__} {label}: {type(e).__name__}: {str(e)[-600:]}")
+            self.errors.append(f"{fn.__name__} {label}: {type(e).__name__}: {clip(str(e), 4000, tail=True)}")
             return {"name": fn.__name__, "error": True}
         metrics = kernel_metrics(kernel, self.target_name)
         metrics["specialization"] = label
@@ -147,11 +148,11 @@ def _drive_cases(
                 model(*inputs)
         except OutOfResources as e:  # a launch the target's loader would refuse, no autotuner config left to run
             compiler.errors.append(
-                f"case {name}: {type(e).__name__}: {str(e)[-600:]} (the {compiler.target_name} limit)"
+                f"case {name}: {type(e).__name__}: {clip(str(e), 4000, tail=True)} (the {compiler.target_name} limit)"
             )
         except Exception as e:  # outputs are garbage without launches; only a failure before any launch counts
             if len(compiler.compiled) == before:
-                forward_errors.append(f"case {name}: {type(e).__name__}: {str(e)[:300]}")
+                forward_errors.append(f"case {name}: {type(e).__name__}: {clip(str(e), 4000)}")
     return forward_errors
 
 
@@ -219,7 +220,8 @@ def _compile_on_gpu(request: GateRequest) -> Verdict:
                 model(*inputs)
             torch.cuda.synchronize()
         except Exception as e:
-            return Verdict("compile", "fail", "compile_error", f"case {name}: {type(e).__name__}: {str(e)[-600:]}")
+            why = f"case {name}: {type(e).__name__}: {clip(str(e), 4000, tail=True)}"
+            return Verdict("compile", "fail", "compile_error", why)
     kernels = []
     with off_gpu():  # ptxas and nvdisasm on the host: no reason for a timer to wait for them
         for fn in seen.values():
