@@ -49,6 +49,7 @@ def bench(
     `klineage bench-merge` joins their reports."""
     from klineage.bench import Queue, markdown, run_bench, suite, write_report
     from klineage.bench import shard as take_shard
+    from klineage.bench.report import plots_missing
     from klineage.check import resolve_device
     from klineage.optimize import METHODS
 
@@ -101,6 +102,8 @@ def bench(
         return
     console.print(markdown(result))
     console.print(f"written: {', '.join(str(p) for p in paths.values())}", style="dim")
+    if missing := plots_missing(result):
+        console.print(missing, style="yellow", markup=False)
 
 
 @click.command("bench-merge")
