@@ -72,6 +72,12 @@ class Settings:
     def cache_path(self) -> Path:
         return self.data_dir / "cache.sqlite"
 
+    @property
+    def library_dir(self) -> Path:
+        """The data directory's one default skill library: `demo` and `mine` write it, and every command that reads
+        a library (`skills`, `optimize`, `bench`, `mcp`, `llm-compare`) reads it when given no --library."""
+        return self.data_dir / "library"
+
     def replace(self, **changes) -> Settings:
         return dataclasses.replace(self, **changes)
 

@@ -120,26 +120,28 @@ def import_file(path: Path, module_name: str) -> types.ModuleType:
     return module
 
 
-def load_workload(path: str | Path) -> Workload:
-    """Load and validate a workload file; raise `WorkloadError` with one line naming the problem."""
+def load_workload(path: str | Path, shown_as: str = "") -> Workload:
+    """Load and validate a workload file; raise `WorkloadError` with one line naming the problem, and the file as
+    `shown_as` says (a generated workload names the user's file it was made from: reference.py)."""
     path = Path(path)
+    label = shown_as or f"workload {path}"
     if not path.is_file():
-        raise WorkloadError(f"workload {path}: no such file")
+        raise WorkloadError(f"{label}: no such file")
     source = path.read_text()
     try:
         ast.parse(source)
     except SyntaxError as e:
-        raise WorkloadError(f"workload {path}: syntax error at line {e.lineno}: {e.msg}") from None
+        raise WorkloadError(f"{label}: syntax error at line {e.lineno}: {e.msg}") from None
     try:
         module = import_file(path, f"klineage_workload_{source_hash(source)}")
     except Exception as e:
-        raise WorkloadError(f"workload {path}: failed to import: {type(e).__name__}: {e}") from None
-    return workload_from_module(path, source, module)
+        raise WorkloadError(f"{label}: failed to import: {type(e).__name__}: {e}") from None
+    return workload_from_module(path, source, module, shown_as)
 
 
-def workload_from_module(path: Path, source: str, module: types.ModuleType) -> Workload:
+def workload_from_module(path: Path, source: str, module: types.ModuleType, shown_as: str = "") -> Workload:
     def fail(why: str) -> WorkloadError:
-        return WorkloadError(f"workload {path}: {why}")
+        return WorkloadError(f"{shown_as or f'workload {path}'}: {why}")
 
     model = getattr(module, "Model", None)
     if not isinstance(model, type):

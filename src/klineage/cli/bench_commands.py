@@ -89,7 +89,7 @@ def bench(
             budget,
             settings,
             dev,
-            library_dir or settings.data_dir / "library",
+            library_dir,  # None: the data directory's library (optimize.proposer_for)
             memory_path,
             on_progress=lambda text: progress.update(task, description=text),
             on_instance=lambda partial: write_report(partial, folder, plot=False),
