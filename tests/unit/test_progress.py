@@ -25,3 +25,44 @@ def test_quiet_says_nothing(monkeypatch, capsys):
         progress.add_task("mining", total=None)
         progress.say("case tiny, derived ...")
     assert capsys.readouterr().err == ""
+
+
+def test_optimize_says_each_step_before_it_starts(monkeypatch, settings):
+    """The start's check (per gate), each candidate's check and its timing are said as they begin: the first line
+    of a self-reference run came after its 222 s start check (issue 31). Faked gates and timer: nothing runs."""
+    import klineage.optimize as opt
+    from klineage.check import CheckReport
+    from klineage.gates import Verdict
+    from klineage.optimize import optimize
+    from klineage.program import load_program
+    from klineage.sandbox import SandboxResult
+    from klineage.workload import load_workload
+    from tests.conftest import FIXTURES
+    from tests.optimize.skillmaker import FixedProposer
+
+    wl = load_workload(FIXTURES / "optimize" / "rowsum_workload.py")
+    start = load_program(FIXTURES / "optimize" / "rowsum_naive.py")
+    faster = start.__class__("v1", start.source + "\nVARIANT = 1\n")
+
+    def fake_check(workload, program, settings, device="cpu", gates=(), sandbox=None, on_gate=None):
+        for gate in gates or ("compile", "correctness", "profile"):
+            if on_gate:
+                on_gate(gate)
+        verdicts = (Verdict("correctness", "pass"), Verdict("profile", "pass", metrics={"median_ms": 1.0}))
+        return CheckReport(workload.name, program.name, program.hash, device, "fake", "fake", verdicts, (False,) * 2)
+
+    def fake_pair(workload, current, candidate, settings, device, sandbox):
+        timed = {"parent_ms": 1.0, "child_ms": 0.5, "parent_spread": 0.01, "child_spread": 0.01}
+        return SandboxResult(True, value={"case": "bench", **timed})
+
+    monkeypatch.setattr(opt, "check", fake_check)
+    monkeypatch.setattr(opt, "time_pair", fake_pair)
+    monkeypatch.setattr(opt, "device_name", lambda device: "fake GPU")
+    said = []
+    proposer = FixedProposer("one", [faster])
+    optimize(wl, start, proposer, settings, "cuda", budget=2, sandbox=object(), on_phase=said.append)
+    start_check = "checking the start program rowsum_naive on cuda (evaluation 1 of 2)"
+    assert said[:4] == [start_check] + [f"{start_check}: {g} gate" for g in ("compile", "correctness", "profile")]
+    assert "evaluation 2 of 2: checking variant 0" in said
+    assert "evaluation 2 of 2: timing variant 0 against the current program" in said
+    assert said[-1] == "timing the start against the result, side by side"

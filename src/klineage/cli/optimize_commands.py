@@ -217,10 +217,12 @@ def optimize(
         )
     paths = write_outputs(trajectory, out) if out else {}
     if as_json:
-        click.echo(
-            json.dumps(trajectory.as_dict() | {"outputs": {k: str(v) for k, v in paths.items()}}, indent=2, default=str)
-        )
+        derived = {"derived_case": wl.shrunk} if wl.shrunk else {}
+        outputs = {"outputs": {k: str(v) for k, v in paths.items()}}
+        click.echo(json.dumps(trajectory.as_dict() | derived | outputs, indent=2, default=str))
         return
     console.print(report(trajectory))
+    if dev == "cpu" and wl.shrunk_line():  # what the CPU checks ran instead of the full size
+        console.print(wl.shrunk_line(), style="dim", markup=False)
     if paths:
         console.print(f"written: {', '.join(str(p) for p in paths.values())}", style="dim")
