@@ -25,7 +25,8 @@ from pathlib import Path
 FLOOR = 16  # sizes at or under this are kept as they are
 # elements (inputs and parameters) a derived case may hold: KernelBench-style swish (64 x 768 here), matmul and
 # sum-over-a-dim files check on the CPU in 23-32 s on 2 idle cores, the interpreter's share 7-11 s (tests/fixtures/
-# kernelbench; docs/formats.md, "Shrinking")
+# kernelbench; docs/formats.md, "Shrinking"). A self-reference workload gets a quarter (workload.py): its reference is
+# interpreted too, and a 128 x 488 ReLU with 128-element blocks took 68 s to check that way on 2 loaded cores
 ELEMENT_BUDGET = 2**16
 MODULI = (1024, 256, 64, 16)  # remainders kept, the largest that fits the budget first
 RESERVED = frozenset({"dtype", "device", "layout"})  # case keys with a meaning of their own

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from klineage.config import DEFAULT_TOLERANCES, Tolerance
-from klineage.shrink import Shrunk, derive, rebind
+from klineage.shrink import ELEMENT_BUDGET, Shrunk, derive, rebind
 
 DISTRIBUTIONS = ("normal", "heavy_tailed", "uniform_signed", "scaled")
 DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -157,7 +157,8 @@ def workload_from_module(path: Path, source: str, module: types.ModuleType, show
     if cases is None and callable(getattr(module, "make_inputs", None)):
         cases = {"default": {}}
     elif cases is None:
-        found = derive(module)
+        # a self-reference workload's reference is a Triton program too, run in the interpreter beside the candidate
+        found = derive(module, ELEMENT_BUDGET // 4 if getattr(module, "NATIVE_REFERENCE", False) else ELEMENT_BUDGET)
         shrunk, note = found.shrunk, found.note
         if shrunk is None:
             cases = {"default": {}}
