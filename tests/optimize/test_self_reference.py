@@ -108,6 +108,6 @@ def test_the_documented_command_with_an_inputs_file_of_just_get_inputs(tmp_path,
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[0].endswith(f"optimizing relu.py (klineage): loading {inputs}")
+    assert lines[0].endswith("optimizing relu on cpu (klineage, budget 2)")
     assert "case tiny, derived from the full-size get_inputs(): rows=" in lines[1] and "(full 1000)" in lines[1]
     assert any("checking the start program relu on cpu (evaluation 1 of 2): correctness gate" in x for x in lines)

@@ -63,11 +63,12 @@ def check(workload, program, device, target, gates, seeds, no_cache, cold, as_js
     if unknown:
         raise UserError(f"--gates: unknown gate {unknown[0]!r}; known: {', '.join(GATES)}")
     settings = settings_for(seeds, no_cache, cold, target)
+    # a user mistake is one line: everything that can be one is found before the progress says anything
+    wl = load_workload(workload)
+    prog = load_program(program) if trusted else load_program(program).written_by("unchecked")
+    dev = resolve_device(device)
     with progress_bar(as_json) as progress:
-        task = progress.add_task(f"checking {program.name}: loading {workload}", total=len(wanted))
-        wl = load_workload(workload)
-        prog = load_program(program) if trusted else load_program(program).written_by("unchecked")
-        dev = resolve_device(device)
+        task = progress.add_task(f"checking {prog.name} on {dev} against {wl.name}", total=len(wanted))
         announce_workload(progress, wl, dev)
 
         def on_gate(gate: str) -> None:

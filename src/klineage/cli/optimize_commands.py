@@ -185,19 +185,20 @@ def optimize(
     settings = Settings.from_env()
     if method == "klineage":
         skill_library(settings, library_dir)  # no library: said before anything starts
-    with progress_bar(as_json) as progress:
-        task = progress.add_task(f"optimizing {program.name} ({method}): loading {workload}", total=budget)
-        prog, dev = load_program(program), resolve_device(device)
-        if self_reference:
-            from klineage.reference import load_self_reference
+    # a user mistake is one line: everything that can be one is found before the progress says anything
+    prog, dev = load_program(program), resolve_device(device)
+    if self_reference:
+        from klineage.reference import load_self_reference
 
-            wl = load_self_reference(workload, prog, settings.data_dir)
-        else:
-            wl = load_workload(workload)
-        prog = with_installed_modules(prog, list(modules))
-        proposer = proposer_for(method, wl, settings, dev, library_dir, memory_path)
-        if materializer == "llm":
-            proposer = with_llm(proposer, **llm)
+        wl = load_self_reference(workload, prog, settings.data_dir)
+    else:
+        wl = load_workload(workload)
+    prog = with_installed_modules(prog, list(modules))
+    proposer = proposer_for(method, wl, settings, dev, library_dir, memory_path)
+    if materializer == "llm":
+        proposer = with_llm(proposer, **llm)
+    with progress_bar(as_json) as progress:
+        task = progress.add_task(f"optimizing {prog.name} on {dev} ({method}, budget {budget})", total=budget)
         announce_workload(progress, wl, dev)
 
         def on_attempt(attempt) -> None:
