@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from klineage.cache import Cache, verdict_key
-from klineage.config import Settings, cuda_available, device_name, versions
+from klineage.config import Settings, clip, cuda_available, device_name, versions
 from klineage.gates import GATES, GateRequest, Verdict, run_gate, verdict_from_result
 from klineage.policy import PolicyReport, judge_program
 from klineage.program import Program
@@ -29,6 +29,10 @@ class CheckReport:
     cached: tuple[bool, ...] = ()
     versions: dict = field(default_factory=dict)
     policy: PolicyReport | None = None
+    # the workload's case derived for the CPU from a full-size get_inputs() (shrink.Shrunk.as_dict), and why none
+    # was where one was wanted
+    derived_case: dict | None = None
+    shrink_note: str = ""
 
     @property
     def passed(self) -> bool:
@@ -56,6 +60,8 @@ class CheckReport:
             "versions": self.versions,
             "verdicts": [{**v.as_dict(), "cached": c} for v, c in zip(self.verdicts, self.cached)],
             "policy": self.policy.as_dict() if self.policy else None,
+            **({"derived_case": self.derived_case} if self.derived_case else {}),
+            **({"shrink_note": self.shrink_note} if self.shrink_note else {}),
         }
 
 
@@ -182,6 +188,8 @@ def check(
         cached=tuple(cached),
         versions=versions(),
         policy=policy,
+        derived_case=workload.shrunk,
+        shrink_note=workload.shrink_note,
     )
 
 
@@ -212,6 +220,8 @@ def _refused(
         cached=tuple(False for _ in verdicts),
         versions=versions(),
         policy=policy,
+        derived_case=workload.shrunk,
+        shrink_note=workload.shrink_note,
     )
 
 
@@ -241,7 +251,7 @@ def _run_gate_alone_after_oom(gate: str, request: GateRequest, sandbox: Sandbox)
         # beside other jobs' checks (12 bench shards on one H200), a check can find the GPU's memory taken:
         # a blind candidate of Liger's cross-entropy failed so (RESULTS.md#run-20). Run alone, the program has the
         # whole GPU; what runs out of memory then is the program's own
-        first = verdict.reason[:300]
+        first = clip(verdict.reason, 2000)
         verdict = run_gate(gate, request, sandbox, alone=True)
         verdict = replace(verdict, evidence={**verdict.evidence, "retried_alone": first})
     return verdict
@@ -284,7 +294,7 @@ def time_pair(
     timed = sandbox.run(job)
     if timed.ok or device != "cuda" or not device_memory_ran_out(f"{timed.error} {timed.log}"):
         return timed
-    first = timed.error[:300]
+    first = clip(timed.error, 2000)
     again = sandbox.run(replace(job, gpu_alone=True))
     if again.ok:
         return replace(again, value={**again.value, "retried_alone": first})

@@ -79,6 +79,12 @@ class Settings:
     def cache_path(self) -> Path:
         return self.data_dir / "cache.sqlite"
 
+    @property
+    def library_dir(self) -> Path:
+        """The data directory's one default skill library: `demo` and `mine` write it, and every command that reads
+        a library (`skills`, `optimize`, `bench`, `mcp`, `llm-compare`) reads it when given no --library."""
+        return self.data_dir / "library"
+
     def replace(self, **changes) -> Settings:
         return dataclasses.replace(self, **changes)
 
@@ -131,6 +137,31 @@ def warn(text: str) -> None:
     print(f"warning: {line}", file=sys.stderr, flush=True)
 
 
+def clip(text: str, limit: int, tail: bool = False) -> str:
+    """`text` whole when it holds at most `limit` characters; else its first (or, with `tail`, last) whole lines
+    within `limit` and how much was left out. A single line too long is cut at a space, never mid-word where a space
+    allows. For stored evidence and summaries; a reason a user reads in a report is shown whole. A compile error cut
+    at a fixed character count read `...offs = pid * BLOCK + tl.a` (issue 31)."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    lines = text.splitlines(keepends=True)
+    kept, size = [], 0
+    for line in reversed(lines) if tail else lines:
+        if size + len(line) > limit:
+            break
+        kept.append(line)
+        size += len(line)
+    if kept:
+        shown = "".join(reversed(kept) if tail else kept).strip("\n")
+    else:  # one line longer than the limit: cut at a space
+        piece = text[-limit:] if tail else text[:limit]
+        cut = piece.find(" ") + 1 if tail else piece.rfind(" ")
+        shown = (piece[cut:] if tail else piece[:cut]) if 0 < cut < len(piece) else piece
+    note, gap = f"[{len(text) - len(shown)} characters left out]", "\n" if kept else " "
+    return f"{note}{gap}{shown}" if tail else f"{shown}{gap}{note}"
+
+
 @functools.cache
 def versions() -> dict[str, str]:
     """Versions that decide whether a cached verdict still holds."""
@@ -151,6 +182,7 @@ def versions() -> dict[str, str]:
 GATE_MODULES = (
     "config",
     "isolation",
+    "shrink",
     "workload",
     "program",
     "compare",

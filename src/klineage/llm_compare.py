@@ -35,7 +35,7 @@ def run_comparison(
     program: Program,
     settings: Settings,
     device: str,
-    library: Path,
+    library: Path | None,
     memory: Path | None,
     budget: int,
     client: Callable[[], LLMClient],

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from klineage.check import check, time_pair
-from klineage.config import Settings, device_name, versions, write_whole
+from klineage.config import Settings, clip, device_name, versions, write_whole
 from klineage.gates import Verdict
 from klineage.program import Program
 from klineage.sandbox import Sandbox
@@ -311,7 +311,7 @@ def _gate_start(walk: Walk, expert: Program) -> None:
     workload, settings, device, sandbox = walk.workload, walk.settings, walk.device, walk.sandbox
     expert_verdicts = check(workload, expert, settings, device, MINING_GATES, sandbox)
     if not expert_verdicts.passed:
-        failed = [f"{v.gate}: {v.code} {v.reason[:200]}" for v in expert_verdicts.verdicts if not v.passed]
+        failed = [f"{v.gate}: {v.code} {v.reason}" for v in expert_verdicts.verdicts if not v.passed]
         raise MiningError(f"expert {expert.name} does not pass its own gates ({'; '.join(failed)})")
     walk.compiled[expert.hash] = expert_verdicts.verdict("compile")
     walk.ran[expert.hash] = expert_verdicts.functions_run()
@@ -458,7 +458,7 @@ def _attempt(workload, parent, child, transform, module, site: Site, settings, d
         child=child.hash,
         accepted=accepted,
         verdicts=[
-            {"gate": v.gate, "status": v.status, "code": v.code, "reason": v.reason[:500]} for v in report.verdicts
+            {"gate": v.gate, "status": v.status, "code": v.code, "reason": clip(v.reason, 500)} for v in report.verdicts
         ],
         effect=effect,
         seconds=time.perf_counter() - started,

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from klineage.check import CheckReport, check, time_pair
-from klineage.config import Settings, device_name, versions
+from klineage.config import Settings, clip, device_name, versions
 from klineage.library import Library
 from klineage.program import Program
 from klineage.proposers import (
@@ -57,6 +57,24 @@ CANDIDATE_GATES = {False: ("compile", "correctness"), True: ("correctness",)}
 NEAR_ROOFLINE = 0.95  # stop when the profile gate puts the program at this fraction of the roofline
 
 
+def no_library_yet(settings: Settings) -> str:
+    """What to do where no --library was given and the data directory has no library yet: one line."""
+    return (
+        f"no skill library yet in {settings.data_dir} (KLINEAGE_HOME): run `klineage demo` (mines the bundled "
+        "RMSNorm expert) or `klineage mine WORKLOAD EXPERT` to make one, or pass --library DIR"
+    )
+
+
+def skill_library(settings: Settings, library: Path | None) -> Path:
+    """The library a run reads: `library` (--library), else the data directory's; one line where there is none."""
+    if library is None and not (settings.library_dir / "skills").is_dir():
+        raise UserError(no_library_yet(settings))
+    library = settings.library_dir if library is None else Path(library)
+    if not (library / "skills").is_dir():
+        raise UserError(f"--library {library}: no skill library there (run `klineage mine` first)")
+    return library
+
+
 def proposer_for(
     method: str,
     workload: Workload,
@@ -66,9 +84,7 @@ def proposer_for(
     memory: Path | None = None,
 ) -> Proposer:
     if method == "klineage":
-        if library is None or not (Path(library) / "skills").is_dir():
-            raise UserError(f"--library {library}: no skill library there (run `klineage mine` first)")
-        with Library(Path(library)) as lib:
+        with Library(skill_library(settings, library)) as lib:
             return SkillProposer(workload, settings, device, lib.list())
     if method == "blind":
         return BlindProposer(workload, settings, device)
@@ -99,7 +115,7 @@ def over_shared_memory(report: CheckReport) -> str | None:
     failed = next((v for v in report.verdicts if v.status == "fail"), None)
     if failed is None or SHARED_MEMORY_REFUSED not in failed.reason:
         return None
-    return failed.reason[:300]
+    return clip(failed.reason, 2000)
 
 
 def bench_launches(report, workload: Workload) -> list[dict] | None:
@@ -111,7 +127,9 @@ def bench_launches(report, workload: Workload) -> list[dict] | None:
 
 
 def _verdict_rows(report) -> list[dict]:
-    return [{"gate": v.gate, "status": v.status, "code": v.code, "reason": v.reason[:300]} for v in report.verdicts]
+    return [
+        {"gate": v.gate, "status": v.status, "code": v.code, "reason": clip(v.reason, 2000)} for v in report.verdicts
+    ]
 
 
 def _time_pair(workload, current: Program, candidate: Program, settings, device, sandbox, memo: dict | None) -> dict:
@@ -170,15 +188,19 @@ def optimize(
     on_attempt: Callable[[Attempt], None] | None = None,
     explore: bool = False,
     memo: dict | None = None,
+    on_phase: Callable[[str], None] | None = None,
 ) -> Trajectory:
     """The forward walk. Never raises for a bad candidate: every problem is a verdict in the trajectory.
     `explore`: without a GPU, gate every candidate and keep the correct ones even without evidence of speed (to
     record outcomes for the memory baseline's knowledge base; such a program is not an optimization result).
     `memo`: measurements to share between runs from the same start in one process (bench passes one per instance,
-    so the methods do not time the same start, pair or result twice); every run still spends its own evaluations."""
+    so the methods do not time the same start, pair or result twice); every run still spends its own evaluations.
+    `on_phase`: told what the walk starts next (a gate of the start's check, a candidate's check, a timing), so a
+    caller can say it before it takes minutes."""
     started = time.perf_counter()
     own = sandbox is None
     walk = _Walk(workload, program, proposer, settings, device, budget, sandbox or Sandbox(warm=settings.warm), memo)
+    walk.say = on_phase or (lambda text: None)
     try:
         walk.check_start()
         while walk.stop is None:
@@ -207,16 +229,26 @@ class _Walk:
         # never launched by a forward workload); None when the gate could not tell
         self.ran: dict[str, set[str] | None] = {}
         self.follow: list[Candidate] = []  # a proposer's follow-up (a repair, a next step), gated before the list
+        self.say: Callable[[str], None] = lambda text: None  # what starts next (optimize's on_phase)
 
     def check_start(self) -> None:
         """The starting program's check (its first evaluation): it must be correct; its profile is the start's time
         on a GPU."""
         program, device = self.start, self.device
         began = time.perf_counter()
+        where = f"checking the start program {program.name} on {device} (evaluation 1 of {self.budget})"
+        self.say(where)
         base = _memoized(
             self.memo,
             ("check", program.hash, device),
-            lambda: check(self.workload, program, self.settings, device, sandbox=self.sandbox),
+            lambda: check(
+                self.workload,
+                program,
+                self.settings,
+                device,
+                sandbox=self.sandbox,
+                on_gate=lambda g: self.say(f"{where}: {g} gate"),
+            ),
         )
         self.phases["start_check_s"] = round(time.perf_counter() - began, 3)
         self.evaluations += 1
@@ -224,7 +256,7 @@ class _Walk:
             failed = next(v for v in base.verdicts if not v.passed and v.status != "skip")
             raise UserError(
                 f"the starting program {program.name} fails its {failed.gate} gate ({failed.code}: "
-                f"{failed.reason[:200]}); optimize starts from a correct program"
+                f"{failed.reason}); optimize starts from a correct program"
             )
         profile = base.verdict("profile")
         if profile is not None and profile.passed:
@@ -294,6 +326,7 @@ class _Walk:
         """The candidate checked (one evaluation), then on a GPU timed against the current program; no attempt where
         the proposer counts a candidate that cannot load as refused (Proposer.decides_conditions)."""
         began = time.perf_counter()
+        self.say(f"evaluation {self.evaluations + 1} of {self.budget}: checking {cand.label}")
         report = check(
             self.workload,
             cand.program,
@@ -325,6 +358,7 @@ class _Walk:
     def _timed(self, cand: Candidate) -> tuple[bool, str, dict]:
         """The current program and the candidate timed interleaved: kept when faster beyond both spreads."""
         args = (self.workload, self.current, cand.program, self.settings, self.device, self.sandbox, self.memo)
+        self.say(f"evaluation {self.evaluations} of {self.budget}: timing {cand.label} against the current program")
         effect = _time_pair(*args)
         noise = effect.get("current_spread", 0) + effect.get("candidate_spread", 0)
         faster = effect.get("measured") and effect["speedup"] > 1 + max(noise, 0.01)
@@ -338,6 +372,7 @@ class _Walk:
             return
         began = time.perf_counter()
         args = (self.workload, self.start, current, self.settings, self.device, self.sandbox, self.memo)
+        self.say("timing the start against the result, side by side")
         final = _time_pair(*args)
         if final.get("measured"):
             self.start_ms, self.best_ms = final["current_ms"], final["candidate_ms"]
@@ -406,6 +441,8 @@ __all__ = [
     "memory_path",
     "optimize",
     "over_shared_memory",
+    "no_library_yet",
+    "skill_library",
     "proposer_for",
     "remember",
     "remember_attempts",

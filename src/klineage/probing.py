@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from klineage.config import Settings, device_kind, write_whole
+from klineage.config import Settings, clip, device_kind, write_whole
 from klineage.gates import GateRequest, run_gate
 from klineage.mine import Lineage, LineageStore, Step
 from klineage.probe import ablated, make_probes, module_source
@@ -114,7 +114,7 @@ def _run_probe(predicate, probe, parent, child, workload, settings, device, sand
     for program in (parent, child):
         request = GateRequest(str(workload.path), program, device, settings, settings.target, probe=probe)
         v = run_gate("correctness", request, sandbox)
-        verdicts.append({"status": v.status, "code": v.code, "reason": v.reason[:300]})
+        verdicts.append({"status": v.status, "code": v.code, "reason": clip(v.reason, 300)})
     status, why = classify(*verdicts)
     return ProbeResult(predicate, status, probe, verdicts[0], verdicts[1], why)
 

@@ -22,6 +22,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from klineage.config import clip
 from klineage.program import Program
 
 SANITIZER_ERROR = "sanitizer_error"
@@ -106,7 +107,7 @@ def result_of(returncode: int, output: str) -> SanitizeResult:
     if returncode == 0 and errors == 0:
         return SanitizeResult("pass", "", "memcheck: 0 errors on the tiny case", tail)
     last = output.strip().splitlines()[-1] if output.strip() else "no output"
-    return SanitizeResult("error", "sanitizer_failed", f"exit {returncode}: {last[:200]}", tail)
+    return SanitizeResult("error", "sanitizer_failed", f"exit {returncode}: {clip(last, 2000)}", tail)
 
 
 def _run_candidate(workload_path: str, program_dir: str) -> None:

@@ -208,7 +208,7 @@ def report(trajectory: Trajectory) -> str:
         if a.outcome == "not_faster" and a.effect.get("measured"):
             why = f"not faster beyond the spread (x{a.effect['speedup']:.3f})"
         elif a.outcome == "not_timed":
-            why = a.effect.get("why", "timing failed")[:200]
+            why = a.effect.get("why", "timing failed")
         lines.append(f"- {a.candidate.label}: {why}")
     lines += ["- nothing"] if not rejected else []
     lines += ["", "## Refused (no budget spent)", ""]

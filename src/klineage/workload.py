@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from klineage.config import DEFAULT_TOLERANCES, Tolerance
+from klineage.shrink import ELEMENT_BUDGET, Shrunk, derive, rebind
 
 DISTRIBUTIONS = ("normal", "heavy_tailed", "uniform_signed", "scaled")
 DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -55,7 +56,9 @@ def source_hash(*sources: str) -> str:
 @dataclass(frozen=True)
 class Workload:
     """A loaded, validated workload file. `cases` maps a case name to its parameter dict; a plain KernelBench file
-    has the single case "default" made by `get_inputs()`."""
+    has the single case "default" made by `get_inputs()`, or, when that case is over the element budget of a CPU
+    check, a "tiny" case derived from it by rebinding its module-level sizes and the full-size "bench" case
+    (shrink.py)."""
 
     path: Path
     name: str
@@ -73,6 +76,16 @@ class Workload:
     # and per condition predicate the case overrides of probe cases that only the workload can make
     clobbered_inputs: tuple[int, ...] = ()
     probes: dict[str, list[dict]] = field(default_factory=dict, hash=False)
+    # a plain file whose only case is full size: the derived small case's sizes (shrink.Shrunk.as_dict), or why
+    # there is none where one was wanted (a line for the user)
+    shrunk: dict | None = field(default=None, hash=False)
+    shrink_note: str = ""
+
+    def shrunk_line(self) -> str:
+        """What the CPU check runs instead of the full-size case, in one line ("" where nothing was derived)."""
+        if self.shrunk:
+            return Shrunk.line_of(self.shrunk)
+        return f"{self.name}: {self.shrink_note}" if self.shrink_note else ""
 
     def tolerance(self, dtype: str) -> Tolerance:
         return self.tolerances.get(dtype, DEFAULT_TOLERANCES.get(dtype, DEFAULT_TOLERANCES["float32"]))
@@ -107,37 +120,50 @@ def import_file(path: Path, module_name: str) -> types.ModuleType:
     return module
 
 
-def load_workload(path: str | Path) -> Workload:
-    """Load and validate a workload file; raise `WorkloadError` with one line naming the problem."""
+def load_workload(path: str | Path, shown_as: str = "") -> Workload:
+    """Load and validate a workload file; raise `WorkloadError` with one line naming the problem, and the file as
+    `shown_as` says (a generated workload names the user's file it was made from: reference.py)."""
     path = Path(path)
+    label = shown_as or f"workload {path}"
     if not path.is_file():
-        raise WorkloadError(f"workload {path}: no such file")
+        raise WorkloadError(f"{label}: no such file")
     source = path.read_text()
     try:
         ast.parse(source)
     except SyntaxError as e:
-        raise WorkloadError(f"workload {path}: syntax error at line {e.lineno}: {e.msg}") from None
+        raise WorkloadError(f"{label}: syntax error at line {e.lineno}: {e.msg}") from None
     try:
         module = import_file(path, f"klineage_workload_{source_hash(source)}")
     except Exception as e:
-        raise WorkloadError(f"workload {path}: failed to import: {type(e).__name__}: {e}") from None
-    return workload_from_module(path, source, module)
+        raise WorkloadError(f"{label}: failed to import: {type(e).__name__}: {e}") from None
+    return workload_from_module(path, source, module, shown_as)
 
 
-def workload_from_module(path: Path, source: str, module: types.ModuleType) -> Workload:
+def workload_from_module(path: Path, source: str, module: types.ModuleType, shown_as: str = "") -> Workload:
     def fail(why: str) -> WorkloadError:
-        return WorkloadError(f"workload {path}: {why}")
+        return WorkloadError(f"{shown_as or f'workload {path}'}: {why}")
 
     model = getattr(module, "Model", None)
     if not isinstance(model, type):
         raise fail("defines no class Model (the PyTorch reference)")
-    for name in ("get_inputs", "get_init_inputs"):
-        if not callable(getattr(module, name, None)) and not (name == "get_inputs" and hasattr(module, "make_inputs")):
-            raise fail(f"defines no function {name}()")
+    if not callable(getattr(module, "get_inputs", None)) and not hasattr(module, "make_inputs"):
+        raise fail("defines no function get_inputs()")
+    init = getattr(module, "get_init_inputs", None)  # optional: no arguments to Model()
+    if init is not None and not callable(init):
+        raise fail("get_init_inputs must be a function returning Model()'s arguments")
     cases = getattr(module, "CASES", None)
     has_extensions = cases is not None
-    if cases is None:
+    shrunk, note = None, ""
+    if cases is None and callable(getattr(module, "make_inputs", None)):
         cases = {"default": {}}
+    elif cases is None:
+        # a self-reference workload's reference is a Triton program too, run in the interpreter beside the candidate
+        found = derive(module, ELEMENT_BUDGET // 4 if getattr(module, "NATIVE_REFERENCE", False) else ELEMENT_BUDGET)
+        shrunk, note = found.shrunk, found.note
+        if shrunk is None:
+            cases = {"default": {}}
+        else:  # a small case for the interpreter; the full one is the GPU's (workload.check_cases)
+            cases = {"tiny": shrunk.small(), "bench": {**shrunk.full(), "device": "cuda"}}
     if not isinstance(cases, dict) or not cases or not all(isinstance(v, dict) for v in cases.values()):
         raise fail("CASES must be a non-empty dict of case name -> dict of parameters")
     if has_extensions and not callable(getattr(module, "make_inputs", None)):
@@ -183,6 +209,8 @@ def workload_from_module(path: Path, source: str, module: types.ModuleType) -> W
         host_ops=host_ops,
         clobbered_inputs=clobbered,
         probes=probes,
+        shrunk=shrunk.as_dict() if shrunk else None,
+        shrink_note=note,
     )
 
 
@@ -233,6 +261,7 @@ def make_case_inputs(
     elif callable(getattr(module, "make_inputs", None)):
         inputs = list(module.make_inputs(case, seed))
     else:
+        rebind(module, case)  # a derived case's sizes (shrink.py)
         torch.manual_seed(seed)
         inputs = list(module.get_inputs())
     if distribution != "normal":
@@ -269,6 +298,10 @@ def _input_cache_path(
 def make_case_init_inputs(module: types.ModuleType, case: dict) -> list:
     if callable(getattr(module, "make_init_inputs", None)):
         return list(module.make_init_inputs(case))
+    if not callable(getattr(module, "make_inputs", None)):
+        rebind(module, case)  # a derived case's sizes (shrink.py)
+    if not callable(getattr(module, "get_init_inputs", None)):
+        return []  # optional in an inputs file: Model() takes no arguments
     return list(module.get_init_inputs())
 
 

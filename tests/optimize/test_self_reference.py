@@ -68,3 +68,46 @@ def test_optimizing_liger_rmsnorm_against_the_installed_original(tmp_path):
     (attempt,) = data["attempts"]
     assert attempt["kept"] and attempt["candidate"]["module"] == "liger_kernel.ops.rms_norm"
     assert "backward" not in attempt["candidate"]["function"]  # only kernels the forward workload runs
+
+
+RELU = """import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=mask)
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+        return y
+"""
+
+
+def test_the_documented_command_with_an_inputs_file_of_just_get_inputs(tmp_path, monkeypatch):
+    """`klineage optimize INPUTS PROGRAM --self-reference` as docs/cli.md shows it: an inputs file with only
+    get_inputs() over module-level sizes (no Model, no get_init_inputs), the default library of the data directory,
+    the derived small case said at once (issue 31)."""
+    monkeypatch.setenv("KLINEAGE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KLINEAGE_PROGRESS_LINES", "1")
+    with Library(tmp_path / "home" / "library") as lib:
+        lib.save(make_skill("cache_hints", {"eviction_policy": '"evict_first"'}, ("contiguous",)))
+    inputs, program = tmp_path / "inputs.py", tmp_path / "relu.py"
+    inputs.write_text(
+        "import torch\n\nrows = 256\ncols = 1000\n\n\ndef get_inputs():\n    return [torch.randn(rows, cols)]\n"
+    )
+    program.write_text(RELU)
+    args = ["optimize", str(inputs), str(program), "--self-reference", "--device", "cpu", "--budget", "2"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].endswith("optimizing relu on cpu (klineage, budget 2)")
+    assert "case tiny, derived from the full-size get_inputs(): rows=" in lines[1] and "(full 1000)" in lines[1]
+    assert any("checking the start program relu on cpu (evaluation 1 of 2): correctness gate" in x for x in lines)

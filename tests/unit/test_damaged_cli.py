@@ -5,6 +5,7 @@ a traceback."""
 
 import json
 import os
+import re
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -22,7 +23,8 @@ def _run(*args):
 
 
 def _lines(text: str) -> list[str]:
-    return [line for line in text.splitlines() if line.strip()]
+    """The warnings and errors said, without the progress lines (timestamped) that come between them."""
+    return [line for line in text.splitlines() if line.strip() and not re.match(r"\d\d:\d\d:\d\d ", line)]
 
 
 def test_skills_show_of_a_damaged_skill_is_one_error_line(tmp_path):

@@ -8,6 +8,7 @@ import klineage
 ORDER = [
     "config",
     "isolation",
+    "shrink",
     "workload",
     "program",
     "policy",

@@ -42,7 +42,8 @@ def test_extensions_are_read():
     "text, message",
     [
         ("import torch\ndef get_inputs(): return []\ndef get_init_inputs(): return []\n", "no class Model"),
-        (KB_CORE.replace("def get_init_inputs", "def other"), "no function get_init_inputs"),
+        (KB_CORE.replace("def get_inputs", "def other"), "no function get_inputs"),
+        (KB_CORE + "get_init_inputs = [1]\n", "get_init_inputs must be a function"),
         (KB_CORE + "CASES = {'tiny': {'n': 1}}\n", "no make_inputs"),
         (KB_CORE + "CASES = []\n", "CASES must be"),
         (KB_CORE + "CASES = {'t': {'dtype': 'float8'}}\ndef make_inputs(c, s): return []\n", "dtype 'float8'"),

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from klineage.conditions import size_in_domain
-from klineage.config import Settings
+from klineage.config import Settings, clip
 from klineage.gates import GateRequest, Verdict, run_gate
 from klineage.gates.answers import TIMING as TIMING_SHAPE
 from klineage.probe import make_probes
@@ -140,9 +140,9 @@ def escapes(
         start_v = None if final_v.status == "error" else _judged(workload, start, hidden, device, sandbox, probe)
         broken = final_v if start_v is None else start_v if start_v.status == "error" else None
         if broken is not None:
-            unchecked.append({"check": label, "code": broken.code, "reason": broken.reason[:300]})
+            unchecked.append({"check": label, "code": broken.code, "reason": clip(broken.reason, 2000)})
         elif start_v.passed:
-            found.append({"check": label, "code": final_v.code, "reason": final_v.reason[:300]})
+            found.append({"check": label, "code": final_v.code, "reason": clip(final_v.reason, 2000)})
     return Recheck(found, unchecked)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from klineage.bench.metrics import ROOFLINE_TARGET
 from klineage.bench.references import REFERENCE_SPREAD
-from klineage.config import write_whole
+from klineage.config import clip, write_whole
 from klineage.optimize import evidence_line
 
 
@@ -25,7 +25,7 @@ def untimed_attempts(result: dict) -> list[str]:
         for a in t.get("attempts", []):
             effect = a.get("effect") or {}
             if a["outcome"] == "not_timed" or (a["outcome"] == "not_faster" and not effect.get("measured")):
-                found.append(f"{key} evaluation {a['evaluation']}: {(effect.get('why') or 'no time taken')[:120]}")
+                found.append(f"{key} evaluation {a['evaluation']}: {clip(effect.get('why') or 'no time taken', 300)}")
     return found
 
 
@@ -122,7 +122,7 @@ def _escape_notes(result: dict) -> list[str]:
             "95%, no target for the others); the table below shows what was measured, with the escape.",
         ]
     if unchecked := [
-        f"{r['instance']}/{r['method']} {e['check']}: {e['reason'][:120]}"
+        f"{r['instance']}/{r['method']} {e['check']}: {e['reason']}"
         for r in result["rows"]
         for e in r.get("unchecked", [])
     ]:
@@ -207,13 +207,25 @@ def _skipped(result: dict) -> list[str]:
     if not result.get("skipped"):
         return []
     lines = ["", "Skipped (the start fails its gates on this device, so no method can start from it):", ""]
-    return lines + [f"- {name}: {why[:300]}" for name, why in result["skipped"].items()]
+    return lines + [f"- {name}: {why}" for name, why in result["skipped"].items()]
+
+
+PLOTS_EXTRA = 'pip install -e ".[plots]"'  # matplotlib: pyproject.toml
+
+
+def plots_missing(result: dict) -> str:
+    """Why a timed run drew no plots (matplotlib not installed), with what to install; "" where nothing is missing."""
+    import importlib.util
+
+    if not result["stamp"]["timed"] or importlib.util.find_spec("matplotlib") is not None:
+        return ""
+    return f"no plots drawn: matplotlib is not installed ({PLOTS_EXTRA}); bench.json holds the same data"
 
 
 def plots(result: dict, out: Path) -> list[Path]:
     """Best speedup against gate evaluations spent (per method), fraction of roofline and speedup over
-    torch.compile per instance. Needs matplotlib (the `plots` extra); without it, nothing is drawn and the JSON
-    holds the same data."""
+    torch.compile per instance, for a timed run. Needs matplotlib (the `plots` extra: `pip install -e
+    ".[plots]"`); without it, nothing is drawn (`plots_missing` says so) and the JSON holds the same data."""
     try:
         import matplotlib
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from klineage.bench.metrics import Row, summarize
 from klineage.bench.references import escapes
 from klineage.bench.suites import Instance
-from klineage.config import Settings, device_name, versions
+from klineage.config import Settings, clip, device_name, versions
 from klineage.gates import GateRequest
 from klineage.optimize import Trajectory, optimize, proposer_for
 from klineage.sandbox import GpuTurns, Job, Sandbox
@@ -221,7 +221,7 @@ def _time_references(inst: Instance, workload: Workload, finals: dict[str, Traje
     )
     result = plan.sandbox.run(job)
     if not result.ok:
-        return {"error": result.error[:300]}
+        return {"error": clip(result.error, 2000)}
     timed = {p.hash: result.value[f"program{i}"] for i, p in enumerate(distinct)}
     ref = {k: result.value[k] for k in ("eager", "torch_compile")}
     ref.update({name: timed[p.hash] for name, p in named})

@@ -26,7 +26,7 @@ def mcp_command(library_dir) -> None:
     suggest_skills, apply_skill, check_program; resources: skill://<id>). See docs/AGENTS.md."""
     from klineage.mcp_server import serve
 
-    serve(library_dir or Settings.from_env().data_dir / "library")
+    serve(library_dir or Settings.from_env().library_dir)
 
 
 @click.command("llm-compare")
@@ -73,7 +73,7 @@ def llm_compare(
             prog,
             settings,
             dev,
-            library_dir or settings.data_dir / "library",
+            library_dir,  # None: the data directory's library (optimize.proposer_for)
             memory_path,
             budget,
             lambda: llm_client(max_calls, max_tokens),

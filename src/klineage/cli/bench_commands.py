@@ -49,6 +49,7 @@ def bench(
     `klineage bench-merge` joins their reports."""
     from klineage.bench import Queue, markdown, run_bench, suite, write_report
     from klineage.bench import shard as take_shard
+    from klineage.bench.report import plots_missing
     from klineage.check import resolve_device
     from klineage.optimize import METHODS
 
@@ -88,7 +89,7 @@ def bench(
             budget,
             settings,
             dev,
-            library_dir or settings.data_dir / "library",
+            library_dir,  # None: the data directory's library (optimize.proposer_for)
             memory_path,
             on_progress=lambda text: progress.update(task, description=text),
             on_instance=lambda partial: write_report(partial, folder, plot=False),
@@ -101,6 +102,8 @@ def bench(
         return
     console.print(markdown(result))
     console.print(f"written: {', '.join(str(p) for p in paths.values())}", style="dim")
+    if missing := plots_missing(result):
+        console.print(missing, style="yellow", markup=False)
 
 
 @click.command("bench-merge")

@@ -4,6 +4,8 @@ and the settings and the model client they build."""
 from __future__ import annotations
 
 import sys
+import threading
+import time
 from pathlib import Path
 
 import click
@@ -11,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from klineage.config import Settings
+from klineage.config import Settings, clip
 from klineage.workload import UserError
 
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -42,22 +44,66 @@ class _LoggedProgress(Progress):
     line on stderr per new description instead (KLINEAGE_PROGRESS_LINES: see progress_bar). A memory-base build on
     the H200 wrote nothing to its logs in 3 minutes, and which of its five runs was slow could not be told
     (RESULTS.md#run-17); a single `klineage optimize` there wrote nothing in the 175 s it had before it was cut
-    (RESULTS.md#run-19)."""
+    (RESULTS.md#run-19). A task says its description when it is added, so the first line comes at once; a step that
+    runs on says so again every HEARTBEAT_S seconds, with the time it has taken: a 256x1000 elementwise kernel's
+    self-reference run printed nothing for 4.5 minutes on 2 cores (issue 31)."""
 
-    def __init__(self, *columns, lines: bool = False, **kwargs):
+    HEARTBEAT_S = 30.0
+
+    def __init__(self, *columns, lines: bool = False, quiet: bool = False, **kwargs):
         super().__init__(*columns, **kwargs)
-        self._lines, self._said = lines, ""
+        self._lines, self._said, self._quiet = lines, "", quiet
+        self._since = self._heard = 0.0
+        self._beat: threading.Thread | None = None
+        self._done = threading.Event()
+
+    def add_task(self, description: str, *args, **kwargs):
+        task = super().add_task(description, *args, **kwargs)
+        self._log(description)
+        return task
 
     def update(self, task_id, *, description: str | None = None, **kwargs) -> None:
-        if self._lines and description and description != self._said:
-            import time
-
-            self._said = description
-            print(f"{time.strftime('%H:%M:%S')} {description}", file=sys.stderr, flush=True)
+        if description:
+            self._log(description)
         super().update(task_id, description=description, **kwargs)
 
+    def say(self, text: str) -> None:
+        """A line that stays (above the bar on a terminal; a line in a log), unless the run is quiet (--json)."""
+        if self._lines:
+            self._print(text)
+        elif not self._quiet:
+            self.console.print(text, markup=False, highlight=False, soft_wrap=True)
 
-def progress_bar(quiet: bool) -> Progress:
+    def _log(self, description: str) -> None:
+        if not self._lines or description == self._said:
+            return
+        self._said, self._since = description, time.monotonic()
+        self._print(description)
+        if self._beat is None:
+            self._beat = threading.Thread(target=self._heartbeat, daemon=True)
+            self._beat.start()
+
+    def _print(self, text: str) -> None:
+        self._heard = time.monotonic()
+        print(f"{time.strftime('%H:%M:%S')} {text}", file=sys.stderr, flush=True)
+
+    def _heartbeat(self) -> None:
+        while not self._done.wait(1.0):
+            now = time.monotonic()
+            if self._said and now - self._heard >= self.HEARTBEAT_S:
+                self._print(f"{self._said} (still running, {_elapsed(now - self._since)})")
+
+    def stop(self) -> None:
+        self._done.set()
+        super().stop()
+
+
+def _elapsed(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def progress_bar(quiet: bool) -> _LoggedProgress:
     import os
 
     # unset: lines unless --json (a script reading both streams as one); 1: lines even with --json (a bench shard's
@@ -74,7 +120,30 @@ def progress_bar(quiet: bool) -> Progress:
         transient=True,
         disable=quiet or not err_console.is_terminal,
         lines=lines,
+        quiet=quiet or wanted == "0",
     )
+
+
+def announce_workload(progress: _LoggedProgress, workload, device: str) -> None:
+    """Say at once what a CPU check will run instead of a full-size case (or why it cannot), before it starts."""
+    if workload.shrunk or (workload.shrink_note and device == "cpu"):
+        progress.say(workload.shrunk_line())
+
+
+def gate_step(gate: str, workload, device: str, settings: Settings) -> str:
+    """What a gate is about to run, for a progress line: `correctness gate: case tiny (batch_size=64, dim=768) + 5
+    seeds`."""
+    if gate not in ("compile", "correctness"):
+        return f"{gate} gate"
+    names = workload.check_cases(device) if gate == "correctness" else list(workload.cases)
+    if gate == "compile" and workload.shrunk and device == "cpu":
+        names = workload.check_cases(device)
+    shown = []
+    for name in names:
+        sizes = {k: v for k, v in workload.cases[name].items() if k in (workload.shrunk or {}).get("sizes", {})}
+        shown.append(f"{name} ({', '.join(f'{k}={v}' for k, v in sizes.items())})" if sizes else name)
+    seeds = f" + {settings.seeds} seeds" if gate == "correctness" and settings.seeds else ""
+    return f"{gate} gate: case{'s' if len(shown) > 1 else ''} {', '.join(shown)}{seeds}"
 
 
 # --- tables -----------------------------------------------------------------------------------------------------------
@@ -124,7 +193,7 @@ def lineage_table(lineage) -> Table:
             step.transform,
             step.site["function"],
             "[green]accepted[/]" if step.accepted else "[red]rejected[/]",
-            f"{failed['code']}: {failed['reason'][:80]}" if failed else "",
+            f"{failed['code']}: {clip(failed['reason'], 300)}" if failed else "",
             shown,
         )
     return table

@@ -9,7 +9,16 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from klineage.cli.common import EXAMPLES_DIR, console, fmt_metric, progress_bar, settings_for, verdict_table
+from klineage.cli.common import (
+    EXAMPLES_DIR,
+    announce_workload,
+    console,
+    fmt_metric,
+    gate_step,
+    progress_bar,
+    settings_for,
+    verdict_table,
+)
 from klineage.config import DEFAULT_TARGET, TARGETS, Settings
 from klineage.workload import UserError
 
@@ -53,15 +62,18 @@ def check(workload, program, device, target, gates, seeds, no_cache, cold, as_js
     unknown = [g for g in wanted if g not in GATES]
     if unknown:
         raise UserError(f"--gates: unknown gate {unknown[0]!r}; known: {', '.join(GATES)}")
+    settings = settings_for(seeds, no_cache, cold, target)
+    # a user mistake is one line: everything that can be one is found before the progress says anything
     wl = load_workload(workload)
     prog = load_program(program) if trusted else load_program(program).written_by("unchecked")
     dev = resolve_device(device)
-    settings = settings_for(seeds, no_cache, cold, target)
     with progress_bar(as_json) as progress:
-        task = progress.add_task("gates", total=len(wanted))
+        task = progress.add_task(f"checking {prog.name} on {dev} against {wl.name}", total=len(wanted))
+        announce_workload(progress, wl, dev)
 
         def on_gate(gate: str) -> None:
-            progress.update(task, description=f"{gate} gate", advance=0 if gate == wanted[0] else 1)
+            text = f"checking {prog.name} on {dev}: {gate_step(gate, wl, dev, settings)}"
+            progress.update(task, description=text, advance=0 if gate == wanted[0] else 1)
 
         report = run_check(wl, prog, settings, dev, wanted, on_gate=on_gate, inform=trusted)
         progress.update(task, completed=len(wanted))
@@ -80,6 +92,8 @@ def check(workload, program, device, target, gates, seeds, no_cache, cold, as_js
         _print_policy(report.policy)
         for line in sorted({v.evidence.get("isolation") for v in report.verdicts} - {None}):
             console.print(line, style="dim", markup=False)  # how the candidate process was confined
+        if wl.shrunk_line():
+            console.print(wl.shrunk_line(), style="dim", markup=False)
         if dev == "cpu":
             console.print("No GPU: correctness ran in the Triton interpreter; no time was taken.", style="dim")
         if sanitized:

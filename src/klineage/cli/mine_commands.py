@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from klineage.cli.common import console, lineage_table, llm_client, progress_bar
+from klineage.cli.common import announce_workload, console, lineage_table, llm_client, progress_bar
 from klineage.config import Settings
 from klineage.workload import UserError
 
@@ -86,8 +86,11 @@ def mine(
     settings = Settings.from_env()
     walk = _walk_device(dev, walk_device, retime)
     client = llm_client(max_calls, max_tokens) if use_llm else None  # a missing model setting fails before mining
-    with progress_bar(as_json) as progress, Library(library_dir or settings.data_dir / "library") as library:
-        task = progress.add_task("mining", total=None)
+    with progress_bar(as_json) as progress, Library(library_dir or settings.library_dir) as library:
+        task = progress.add_task(
+            f"mining {prog.name} on {wl.name}: walking back on {walk}, a check per step", total=None
+        )
+        announce_workload(progress, wl, walk)
 
         def on_step(step) -> None:
             verdict = "accepted" if step.accepted else "rejected"
@@ -175,9 +178,13 @@ def skills() -> None:
 
 def _library(library_dir):
     from klineage.library import Library
+    from klineage.optimize import no_library_yet
 
-    root = Path(library_dir or Settings.from_env().data_dir / "library")
+    settings = Settings.from_env()
+    root = Path(library_dir or settings.library_dir)
     # a folder without skills/ is no library: opening it would make one there and list it as empty
+    if library_dir is None and not (root / "skills").is_dir():
+        raise UserError(no_library_yet(settings))
     if not (root / "skills").is_dir():
         raise UserError(f"no skill library at {root} (run `klineage mine` first or pass --library)")
     return Library(root)

@@ -11,6 +11,7 @@ import click
 
 from klineage.cli.common import (
     EXAMPLES_DIR,
+    announce_workload,
     console,
     lineage_table,
     llm_budget_options,
@@ -46,9 +47,9 @@ def demo(device, budget, as_json) -> None:
     expert = load_program(EXAMPLES_DIR / DEMO_EXPERT[0] / DEMO_EXPERT[1])
     target_wl = load_workload(EXAMPLES_DIR / DEMO_TARGET[0] / "workload.py")
     target = load_program(EXAMPLES_DIR / DEMO_TARGET[0] / DEMO_TARGET[1])
-    library_dir = settings.data_dir / "demo" / "library"
+    library_dir = settings.library_dir  # the data directory's one library, which every command reads
     with progress_bar(as_json) as progress, Sandbox(warm=settings.warm) as sandbox:
-        task = progress.add_task("mining", total=None)
+        task = progress.add_task(f"mining {DEMO_EXPERT[0]}/{DEMO_EXPERT[1]} into {library_dir} on {dev}", total=None)
         with Library(library_dir) as library:
             lineage, _, skills = mine_into(
                 library,
@@ -73,6 +74,7 @@ def demo(device, budget, as_json) -> None:
             on_attempt=lambda a: progress.update(
                 task, completed=a.evaluation, description=f"optimizing: {a.candidate.label[:50]}: {a.outcome}"
             ),
+            on_phase=lambda text: progress.update(task, description=f"optimizing {DEMO_TARGET[0]}: {text}"),
         )
     paths = write_outputs(trajectory, settings.data_dir / "demo" / "optimized")
     if as_json:
@@ -174,38 +176,54 @@ def optimize(
     With --self-reference, WORKLOAD only says how to make inputs and the original PROGRAM is the reference."""
     from klineage.check import resolve_device
     from klineage.optimize import optimize as run_optimize
-    from klineage.optimize import proposer_for, report, write_outputs
+    from klineage.optimize import proposer_for, report, skill_library, write_outputs
     from klineage.program import load_program, with_installed_modules
     from klineage.workload import load_workload
 
     if budget < 2:
         raise UserError("--budget: at least 2 (the starting program's check is the first evaluation)")
-    prog, dev = load_program(program), resolve_device(device)
     settings = Settings.from_env()
+    if method == "klineage":
+        skill_library(settings, library_dir)  # no library: said before anything starts
+    # a user mistake is one line: everything that can be one is found before the progress says anything
+    prog, dev = load_program(program), resolve_device(device)
     if self_reference:
-        from klineage.reference import self_reference_workload
+        from klineage.reference import load_self_reference
 
-        workload = self_reference_workload(workload, prog, settings.data_dir)
-    wl = load_workload(workload)
+        wl = load_self_reference(workload, prog, settings.data_dir)
+    else:
+        wl = load_workload(workload)
     prog = with_installed_modules(prog, list(modules))
-    proposer = proposer_for(method, wl, settings, dev, library_dir or settings.data_dir / "library", memory_path)
+    proposer = proposer_for(method, wl, settings, dev, library_dir, memory_path)
     if materializer == "llm":
         proposer = with_llm(proposer, **llm)
     with progress_bar(as_json) as progress:
-        task = progress.add_task(f"optimizing ({method})", total=budget)
+        task = progress.add_task(f"optimizing {prog.name} on {dev} ({method}, budget {budget})", total=budget)
+        announce_workload(progress, wl, dev)
 
         def on_attempt(attempt) -> None:
             progress.update(
                 task, completed=attempt.evaluation, description=f"{attempt.candidate.label[:50]}: {attempt.outcome}"
             )
 
-        trajectory = run_optimize(wl, prog, proposer, settings, dev, budget, on_attempt=on_attempt)
+        trajectory = run_optimize(
+            wl,
+            prog,
+            proposer,
+            settings,
+            dev,
+            budget,
+            on_attempt=on_attempt,
+            on_phase=lambda text: progress.update(task, description=text),
+        )
     paths = write_outputs(trajectory, out) if out else {}
     if as_json:
-        click.echo(
-            json.dumps(trajectory.as_dict() | {"outputs": {k: str(v) for k, v in paths.items()}}, indent=2, default=str)
-        )
+        derived = {"derived_case": wl.shrunk} if wl.shrunk else {}
+        outputs = {"outputs": {k: str(v) for k, v in paths.items()}}
+        click.echo(json.dumps(trajectory.as_dict() | derived | outputs, indent=2, default=str))
         return
     console.print(report(trajectory))
+    if dev == "cpu" and wl.shrunk_line():  # what the CPU checks ran instead of the full size
+        console.print(wl.shrunk_line(), style="dim", markup=False)
     if paths:
         console.print(f"written: {', '.join(str(p) for p in paths.values())}", style="dim")

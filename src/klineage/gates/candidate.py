@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from klineage.compare import Finding, flatten_outputs
+from klineage.config import clip
 from klineage.gates.common import Verdict
 from klineage.guards import check_guards, launch_findings
 from klineage.program import Program
@@ -612,7 +613,7 @@ class _Served:
                 found = Finding("oom", f"out of memory: {type(e).__name__}: {str(e)[:300]}")
             if found is not None:
                 return None, found
-            return None, Finding("forward_error", f"forward raised {type(e).__name__}: {str(e)[:500]}")
+            return None, Finding("forward_error", f"forward raised {type(e).__name__}: {clip(str(e), 1900)}")
         return (record, outputs), None
 
     def _replay_finding(self, record, outputs) -> Finding | None:

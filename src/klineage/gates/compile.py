@@ -15,6 +15,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from klineage.config import clip
 from klineage.gates.answers import SPECIALIZATION, AnswerError, ListOf, Record, checked, text
 from klineage.gates.candidate import judged, spec_for, task
 from klineage.gates.common import GateRequest, Verdict, build
@@ -191,7 +192,7 @@ class _TargetCompiler:
                 ASTSource(fn, signature, constexprs, attrs), target=self.target, options=options.__dict__
             )
         except Exception as e:
-            self.errors.append(f"{fn.__name__} {label}: {type(e).__name__}: {str(e)[-600:]}")
+            self.errors.append(f"{fn.__name__} {label}: {type(e).__name__}: {clip(str(e), 4000, tail=True)}")
             return {"name": fn.__name__, "error": True}
         metrics = kernel_metrics(kernel, self.target_name)
         metrics["specialization"] = label
@@ -215,6 +216,8 @@ def _drive_cases(
 
     forward_errors = []
     for name, case in workload.cases.items():
+        if workload.shrunk and case.get("device") == "cuda":
+            continue  # the full size a derived case stands in for on the CPU (shrink.py): gigabytes of inputs
         init = make_case_init_inputs(wl_module, case)
         model = build(program_module.ModelNew, init)
         inputs = make_case_inputs(wl_module, case, 0, cache_dir=cache_dir, write_cache=False)
@@ -224,11 +227,11 @@ def _drive_cases(
                 model(*inputs)
         except OutOfResources as e:  # a launch the target's loader would refuse, no autotuner config left to run
             compiler.errors.append(
-                f"case {name}: {type(e).__name__}: {str(e)[-600:]} (the {compiler.target_name} limit)"
+                f"case {name}: {type(e).__name__}: {clip(str(e), 4000, tail=True)} (the {compiler.target_name} limit)"
             )
         except Exception as e:  # outputs are garbage without launches; only a failure before any launch counts
             if len(compiler.compiled) == before:
-                forward_errors.append(f"case {name}: {type(e).__name__}: {str(e)[:300]}")
+                forward_errors.append(f"case {name}: {type(e).__name__}: {clip(str(e), 4000)}")
     return forward_errors
 
 
@@ -299,7 +302,8 @@ def gpu_task(served, frame) -> tuple[dict, dict]:
                 model(*inputs)
             torch.cuda.synchronize()
         except Exception as e:
-            return {}, {"failure": f"case {name}: {type(e).__name__}: {str(e)[-600:]}"}
+            why = f"case {name}: {type(e).__name__}: {clip(str(e), 3000, tail=True)}"
+            return {}, {"failure": why}
     kernels = []
     with off_gpu():  # ptxas and nvdisasm on the host: no reason for a timer to wait for them
         for fn in seen.values():
