@@ -270,8 +270,11 @@ class _Served:
         return tensors, {"runs": described, "inputs": back, "launches": launches, **self._evidence()}
 
     def _evidence(self) -> dict:
+        from klineage.cuda_on_cpu import used
+
         picks = self.picks
         return {
+            "cuda_mapped": used(),
             "kernels": sorted(self.kernels),
             "functions": sorted(self.functions),
             "autotune": {"offered": picks.offered, "chosen": dict(picks.chosen), "unrunnable": picks.unrunnable},

@@ -5,7 +5,7 @@ with none, each launch is replaced by a compile for an explicit target. Runs ins
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from klineage.gates.common import GateRequest, Verdict, build, prepare
@@ -50,12 +50,16 @@ def _compile_for_target(request: GateRequest) -> Verdict:
     import triton.runtime.autotuner as autotuner
     from triton.runtime.jit import JITFunction
 
+    from klineage.cuda_on_cpu import install, used
+
+    install()  # no GPU here: CUDA in the program's host code maps to the CPU
     workload, wl_module, program_module = prepare(request, interpret=False)
     compiler = _TargetCompiler(request.target)
     JITFunction.run = lambda fn, *args, **kwargs: compiler.launch(fn, *args, **kwargs)  # fn: the JITFunction
     autotuner.Autotuner.do_bench = property(lambda self: compiler.one_call_bench)
     forward_errors = _drive_cases(workload, wl_module, program_module, compiler, request.settings.input_cache)
-    return _target_verdict(compiler, forward_errors)
+    verdict = _target_verdict(compiler, forward_errors)
+    return replace(verdict, evidence={**verdict.evidence, "cuda_mapped": used()}) if used() else verdict
 
 
 class _TargetCompiler:

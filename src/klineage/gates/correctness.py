@@ -238,7 +238,8 @@ def _fresh(key: str, allowed, base: dict, named: list[dict]) -> list[int]:
 
 
 def _drawn(state) -> dict:
-    return {"domain_case": state.domain_case} if state.domain_case is not None else {}
+    mapped = {"cuda_mapped": list(state.cuda_mapped)} if state.cuda_mapped else {}
+    return {**mapped, "domain_case": state.domain_case} if state.domain_case is not None else mapped
 
 
 def _probe_plan(workload, probe: dict, state):
@@ -278,6 +279,7 @@ class _TrialState:
     first_runs: int = 2  # runs of each case's first trial
     input_cache: object = None  # Settings.input_cache
     domain_case: dict | None = None  # the extra case drawn from DOMAIN (domain_case)
+    cuda_mapped: dict = field(default_factory=dict)  # CUDA the program used, mapped to the CPU (cuda_on_cpu)
 
 
 def _run_trial(workload, wl_module, trial: Trial, runs: int, state: _TrialState) -> Finding | None:
@@ -331,6 +333,7 @@ def _run_trial(workload, wl_module, trial: Trial, runs: int, state: _TrialState)
 def _take_evidence(reply: dict, state: _TrialState) -> None:
     state.kernels.update(str(k) for k in reply.get("kernels") or [])
     state.functions.update(str(f) for f in reply.get("functions") or [])
+    state.cuda_mapped.update({str(u): None for u in reply.get("cuda_mapped") or []})
     if isinstance(reply.get("autotune"), dict):
         state.autotune = reply["autotune"]
 
