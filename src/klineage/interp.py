@@ -347,8 +347,10 @@ def _patch_bool_ops(interpreter) -> None:
         def visit_For(self, node):
             self.generic_visit(node)
             call = node.iter
-            if isinstance(call, ast.Call) and _is_range(call.func) and not any(
-                isinstance(a, ast.Starred) for a in call.args
+            if (
+                isinstance(call, ast.Call)
+                and _is_range(call.func)
+                and not any(isinstance(a, ast.Starred) for a in call.args)
             ):
                 loop_call = ast.Call(
                     func=ast.Name(id="_klineage_loop", ctx=ast.Load()),
