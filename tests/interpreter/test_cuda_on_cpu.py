@@ -50,3 +50,10 @@ def test_a_tensor_and_mask_reads_as_the_compiler_reads_it(settings, sandbox):
     verdict = _check("program_and_mask.py", settings, sandbox, "workload_rowsum.py")
     assert verdict.passed, (verdict.code, verdict.reason)
     assert "cuda_mapped" not in verdict.evidence
+
+
+def test_the_compile_gate_compiles_a_cuda_only_program_for_the_target(settings, sandbox):
+    workload, program = load_workload(HERE / "workload.py"), load_program(HERE / "program_cuda.py")
+    verdict = check(workload, program, settings, "cpu", ("compile",), sandbox).verdict("compile")
+    assert verdict.passed, verdict.reason
+    assert "driver.active.utils.get_device_properties" in verdict.evidence["cuda_mapped"]
