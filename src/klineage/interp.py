@@ -25,6 +25,7 @@
    (_patch_bool_ops).
 8. Bool arguments became int1 tensors holding int32 data; `tl.dtype.value` (FlagGems's utils/limits.py) did not
    exist (_patch_small_gaps).
+   `triton.language.extra.cuda.libdevice` (imported directly by kernels) has stubs of its own: bound as in 4.
 
 9. `range` / `tl.range` loop variables were Python ints; the compiler makes them int32 (int64 with an int64
    bound) scalar tensors, and FLA's chunk_h.py calls `i_t.to(tl.int64)` on one. The same rewrite wraps each such
@@ -197,15 +198,20 @@ def _patch_libdevice() -> None:
     numpy_fns = {k: getattr(np, v) for k, v in _NUMPY_LIBDEVICE.items() if v}
     numpy_fns["exp10"] = lambda x: np.power(10.0, x)
     numpy_fns["erf"] = np.vectorize(math.erf, otypes=[np.float64])
-    for name in dir(libdevice):
-        stub = getattr(libdevice, name)
-        if name.startswith("_") or not callable(stub) or getattr(stub, "__module__", "") != libdevice.__name__:
-            continue
-        base = name.removesuffix("_rn")
-        if hasattr(tl.math, base) and callable(getattr(tl.math, base)):
-            setattr(libdevice, name, via_math(base))
-        elif base in numpy_fns:
-            setattr(libdevice, name, via_numpy(numpy_fns[base]))
+    # the generic module, and the CUDA one kernels also import directly (FlagGems's tl_extra_shim, Liger's ops on
+    # older Triton): its functions are stubs of their own, which raised "_semantic argument must be provided"
+    import triton.language.extra.cuda.libdevice as cuda_libdevice
+
+    for module in (libdevice, cuda_libdevice):
+        for name in dir(module):
+            stub = getattr(module, name)
+            if name.startswith("_") or not callable(stub) or getattr(stub, "__module__", "") != module.__name__:
+                continue
+            base = name.removesuffix("_rn")
+            if hasattr(tl.math, base) and callable(getattr(tl.math, base)):
+                setattr(module, name, via_math(base))
+            elif base in numpy_fns:
+                setattr(module, name, via_numpy(numpy_fns[base]))
 
 
 def _patch_jit_introspection(interpreter) -> None:
