@@ -238,6 +238,39 @@ def kernels() -> dict[str, tuple[str, dict]]:
         "[torch.randn(2, 32, 2, 16)]",
         imports="from fla.ops.utils.pooling import mean_pooling_fwd",
     )
+    add(
+        "fla_token_shift",
+        A,
+        "return F.pad(x, (0, 0, 1, -1)) - x",
+        "return token_shift(x)",
+        "[torch.randn(2, 12, 24)]",
+        imports="from fla.modules.token_shift import token_shift",
+    )
+    add(
+        "gems_index_select",
+        G,
+        "return torch.index_select(x, 0, i)",
+        "with torch.cuda.device(x.device):\n    y = gems.index_select(x, 0, i.cuda())\nreturn y",
+        "[torch.randn(12, 20), torch.randint(0, 12, (7,))]",
+        "x, i",
+        gems,
+    )
+    add(
+        "gems_topk",
+        G,
+        "return torch.topk(x, 4, -1).values",
+        "with torch.cuda.device(x.device):\n    y = gems.topk(x, 4, -1)[0]\nreturn y",
+        "[torch.randn(6, 40)]",
+        imports=gems,
+    )
+    add(
+        "gems_vector_norm",
+        G,
+        "return torch.linalg.vector_norm(x, 2, [1])",
+        "with torch.cuda.device(x.device):\n    y = gems.vector_norm(x, 2, [1])\nreturn y",
+        "[torch.randn(6, 40)]",
+        imports=gems,
+    )
     return k
 
 
