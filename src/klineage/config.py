@@ -149,6 +149,7 @@ GATE_MODULES = (
     "compare",
     "wire",
     "interp",
+    "cuda_on_cpu",
     "guards",
     "sass",
     "outcome",
