@@ -188,6 +188,7 @@ GATE_MODULES = (
     "compare",
     "wire",
     "interp",
+    "cuda_on_cpu",
     "guards",
     "sass",
     "outcome",

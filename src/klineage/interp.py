@@ -15,6 +15,23 @@
 5. numpy >= 2.3 refuses `int()` of a one-element array, which the interpreter's `tl.tensor.__index__` does: every
    `range(0, n_cols, BLOCK)` over a run-time bound failed (Liger's cross-entropy and the attention expert, on the
    H200 image's numpy 2.5.2, RESULTS.md#run-15; numpy 2.4.6 here). Index through `.item()`, which every numpy accepts.
+6. Host code that introspects `@triton.jit` objects wants a JITFunction: FlagGems's LibEntry (in front of every
+   FlagGems kernel) walks `.fn` to one, reads `.params`, `.signature`, `.cache_key`, and relaunches the kernel that
+   `run()` returned; the import of flag_gems failed. `triton.jit` makes an InterpretedFunction that is a JITFunction
+   to such code, and whose `run()` returns a relaunchable handle (_patch_jit_introspection).
+7. `a and b`, `a or b`, `not a` on tensors: Python asks `bool(a)`, which the interpreter answers from one element, so
+   `mask = (offs < N) and (offs >= 0)` was `offs >= 0` alone and a correct kernel stored out of bounds. The compiler
+   makes them elementwise logical ops (code_generator.visit_BoolOp); an AST rewrite of each kernel does the same
+   (_patch_bool_ops).
+8. Bool arguments became int1 tensors holding int32 data; `tl.dtype.value` (FlagGems's utils/limits.py) did not
+   exist (_patch_small_gaps).
+   `triton.language.extra.cuda.libdevice` (imported directly by kernels) has stubs of its own: bound as in 4.
+
+9. `range` / `tl.range` loop variables were Python ints; the compiler makes them int32 (int64 with an int64
+   bound) scalar tensors, and FLA's chunk_h.py calls `i_t.to(tl.int64)` on one. The same rewrite wraps each such
+   loop's values (`tl.static_range` keeps its ints, as in the compiler).
+
+CUDA in host code (`device="cuda"`, `torch.cuda.*`, Triton's driver) is not the interpreter's: klineage.cuda_on_cpu.
 
 Apply in the sandbox process, after setting TRITON_INTERPRET=1 and before any kernel is defined."""
 
@@ -77,6 +94,9 @@ def patch_interpreter() -> None:
     interpreter._patch_lang_tensor = patch_lang_tensor
     _patch_bf16_arithmetic(interpreter, widen)
     _patch_libdevice()
+    _patch_jit_introspection(interpreter)
+    _patch_bool_ops(interpreter)
+    _patch_small_gaps(interpreter)
     _patched = True
 
 
@@ -178,12 +198,209 @@ def _patch_libdevice() -> None:
     numpy_fns = {k: getattr(np, v) for k, v in _NUMPY_LIBDEVICE.items() if v}
     numpy_fns["exp10"] = lambda x: np.power(10.0, x)
     numpy_fns["erf"] = np.vectorize(math.erf, otypes=[np.float64])
-    for name in dir(libdevice):
-        stub = getattr(libdevice, name)
-        if name.startswith("_") or not callable(stub) or getattr(stub, "__module__", "") != libdevice.__name__:
-            continue
-        base = name.removesuffix("_rn")
-        if hasattr(tl.math, base) and callable(getattr(tl.math, base)):
-            setattr(libdevice, name, via_math(base))
-        elif base in numpy_fns:
-            setattr(libdevice, name, via_numpy(numpy_fns[base]))
+    # the generic module, and the CUDA one kernels also import directly (FlagGems's tl_extra_shim, Liger's ops on
+    # older Triton): its functions are stubs of their own, which raised "_semantic argument must be provided"
+    import triton.language.extra.cuda.libdevice as cuda_libdevice
+
+    for module in (libdevice, cuda_libdevice):
+        for name in dir(module):
+            stub = getattr(module, name)
+            if name.startswith("_") or not callable(stub) or getattr(stub, "__module__", "") != module.__name__:
+                continue
+            base = name.removesuffix("_rn")
+            if hasattr(tl.math, base) and callable(getattr(tl.math, base)):
+                setattr(module, name, via_math(base))
+            elif base in numpy_fns:
+                setattr(module, name, via_numpy(numpy_fns[base]))
+
+
+def _patch_jit_introspection(interpreter) -> None:
+    """Host code that introspects `@triton.jit` objects expects a JITFunction: FlagGems's LibEntry (every FlagGems
+    kernel) walks `.fn` until `isinstance(fn, triton.runtime.JITFunction)`, reads `.params` and `.signature`, and
+    launches again through the kernel that `run()` returned (`kernel[grid](*args)`). Under the interpreter `@jit`
+    makes an InterpretedFunction, so the import failed ("'function' object has no attribute 'fn'"). Make it a
+    JITFunction to such code, with the parameters JITFunction would have, and let `run()` return a handle whose
+    launch interprets the kernel again."""
+    import inspect
+    import re
+    import textwrap
+
+    from triton.runtime.jit import JITFunction, KernelParam, get_full_name
+
+    base = interpreter.InterpretedFunction
+    if issubclass(base, JITFunction):
+        return
+
+    class InterpretedJIT(base, JITFunction):
+        """An InterpretedFunction that host code sees as a JITFunction (`triton.jit` makes these from now on)."""
+
+        __hash__ = object.__hash__  # JITCallable hashes its source, which an interpreted function never parsed
+
+        @property
+        def cache_key(self) -> str:
+            """The function's own source and name (FlagGems keys its tuning cache by it): JITCallable's walks every
+            function called, and refuses the interpreted ones Triton made before this patch."""
+            import hashlib
+
+            return hashlib.sha256(f"{self._fn_name}\n{self._src}".encode()).hexdigest()
+
+        def __init__(self, fn, **kwargs) -> None:
+            base.__init__(self, fn, **kwargs)
+            self.signature = inspect.signature(fn)
+            dns = kwargs.get("do_not_specialize") or ()
+            dns_oa = kwargs.get("do_not_specialize_on_alignment") or ()
+            self.params = [
+                KernelParam(i, p, i in dns or p.name in dns, i in dns_oa or p.name in dns_oa)
+                for i, p in enumerate(self.signature.parameters.values())
+            ]
+            self.constexprs = [p.num for p in self.params if p.is_constexpr]
+            self.module = fn.__module__
+            # what JITCallable's readers expect; JITCallable.__init__ itself would set __name__, a read-only property
+            self.hash, self.used_global_vals = None, {}
+            self._fn_name = get_full_name(fn)
+            try:
+                self.raw_src, self.starting_line_number = inspect.getsourcelines(fn)
+                src = textwrap.dedent("".join(self.raw_src))
+                self._src = src[re.search(r"^def\s+\w+\s*\(", src, re.MULTILINE).start() :]
+            except (OSError, TypeError, AttributeError):
+                self.raw_src, self.starting_line_number, self._src = [], 0, ""
+            self.__globals__ = fn.__globals__
+            self.__qualname__ = fn.__qualname__
+
+        def run(self, *args, grid, warmup, **kwargs):
+            base.run(self, *args, grid=grid, warmup=warmup, **kwargs)
+            return Launched(self)
+
+    class Launched:
+        """What `run()` returns: launching it (`kernel[grid](*args)`) runs the interpreted kernel again."""
+
+        def __init__(self, fn) -> None:
+            self.fn = fn
+
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: self.fn.run(*args, grid=grid, warmup=False, **kwargs)
+
+    interpreter.InterpretedFunction = InterpretedJIT  # what triton.jit looks up when it decorates
+
+
+def _patch_bool_ops(interpreter) -> None:
+    """`a and b`, `a or b` and `not a` on tensors: Python's operators ask `bool(a)`, which the interpreter answers
+    from the first element, so `mask = (offs < N) and (offs >= 0)` came out as `offs >= 0` alone (a masked tail
+    then stores out of bounds; FlagGems's `celoss_indices_kernel` returned 6.5e33 for a loss of 5.36). Triton's
+    compiler (code_generator.visit_BoolOp, visit_UnaryOp) makes them elementwise `logical_and` / `logical_or` /
+    `__not__` of every tensor operand; non-tensor operands short-circuit as in Python (a falsy one ends an `and`, a
+    truthy one an `or`) and otherwise drop out. Rewrite every BoolOp and `not` of a kernel's source into calls that
+    do the same. The interpreter's own rewriter never visits an assignment's value, so this one does first."""
+    import ast
+
+    import triton.language as tl
+
+    def bool_op(is_and: bool, *operands):
+        nontrivial, value = [], None
+        for operand in operands:  # thunks: evaluated in order, and only until a constant decides
+            value = operand()
+            if isinstance(value, tl.tensor):
+                nontrivial.append(value)
+            elif bool(value) is not is_and:
+                return value
+        if not nontrivial:
+            return value
+        while len(nontrivial) >= 2:
+            rhs, lhs = nontrivial.pop(), nontrivial.pop()
+            nontrivial.append(lhs.logical_and(rhs) if is_and else lhs.logical_or(rhs))
+        return nontrivial[0]
+
+    def not_op(value):
+        return value.__not__() if isinstance(value, tl.tensor) else not value
+
+    def loop(make_range, *bounds, **options):
+        """`for i in range(...)` / `tl.range(...)`: the values of the Python range, each as the scalar tensor the
+        compiler's induction variable is (code_generator.visit_For: the bounds' promoted integer type)."""
+        import numpy as np
+
+        wide = any(
+            (isinstance(b, tl.tensor) and b.dtype.primitive_bitwidth == 64)
+            or (isinstance(b, int) and not -(2**31) <= b < 2**31)
+            for b in bounds
+        )
+        ty, np_type = (tl.int64, np.int64) if wide else (tl.int32, np.int32)
+        for value in make_range(*bounds, **options):
+            yield tl.tensor(interpreter.TensorHandle(np.array([value], dtype=np_type), ty), ty)
+
+    # the rewritten kernel's globals get the interpreter module's names (FunctionRewriter._compile_and_exec)
+    interpreter._klineage_bool_op = bool_op
+    interpreter._klineage_not = not_op
+    interpreter._klineage_loop = loop
+    base = type(interpreter.FunctionRewriter.ast_transformer)
+
+    class BoolOpRewriter(base):
+        def visit_Assign(self, node):
+            node.value = self.visit(node.value)
+            return super().visit_Assign(node)
+
+        def visit_BoolOp(self, node):
+            self.generic_visit(node)
+            thunks = [ast.Lambda(args=_no_args(), body=value) for value in node.values]
+            return ast.copy_location(
+                ast.Call(
+                    func=ast.Name(id="_klineage_bool_op", ctx=ast.Load()),
+                    args=[ast.Constant(value=isinstance(node.op, ast.And)), *thunks],
+                    keywords=[],
+                ),
+                node,
+            )
+
+        def visit_For(self, node):
+            self.generic_visit(node)
+            call = node.iter
+            if (
+                isinstance(call, ast.Call)
+                and _is_range(call.func)
+                and not any(isinstance(a, ast.Starred) for a in call.args)
+            ):
+                loop_call = ast.Call(
+                    func=ast.Name(id="_klineage_loop", ctx=ast.Load()),
+                    args=[call.func, *call.args],
+                    keywords=call.keywords,
+                )
+                node.iter = ast.copy_location(loop_call, call)
+            return node
+
+        def visit_UnaryOp(self, node):
+            self.generic_visit(node)
+            if not isinstance(node.op, ast.Not):
+                return node
+            call = ast.Call(func=ast.Name(id="_klineage_not", ctx=ast.Load()), args=[node.operand], keywords=[])
+            return ast.copy_location(call, node)
+
+    def _is_range(func) -> bool:  # `range(...)` or `tl.range(...)`; never `tl.static_range`, whose values are ints
+        return (isinstance(func, ast.Name) and func.id == "range") or (
+            isinstance(func, ast.Attribute) and func.attr == "range"
+        )
+
+    def _no_args():
+        return ast.arguments(
+            posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]
+        )
+
+    interpreter.FunctionRewriter.ast_transformer = BoolOpRewriter()
+
+
+def _patch_small_gaps(interpreter) -> None:
+    """Bool arguments become `int1` tensors holding int32 data (mangle_type says i1, the array is int32), on which
+    numpy's logical ops raise; make them real bool arrays. `tl.dtype.value` (FlagGems's utils/limits.py reads
+    `dtype.value` as the compiler's constexpr unwrapping allows) does not exist on a plain dtype: the dtype
+    itself."""
+    import numpy as np
+    import triton.language as tl
+
+    cvt = interpreter._implicit_cvt
+
+    def implicit_cvt(arg):
+        if isinstance(arg, bool):
+            return tl.tensor(interpreter.TensorHandle(np.array([arg], dtype=np.bool_), tl.int1), tl.int1)
+        return cvt(arg)
+
+    interpreter._implicit_cvt = implicit_cvt
+    if not hasattr(tl.dtype, "value"):
+        tl.dtype.value = property(lambda self: self)

@@ -30,3 +30,6 @@ def test_bf16_arithmetic_scalars_libdevice_and_autotune(sandbox):
     assert errors["float_scalar"] == 0.0
     assert errors["libdevice_rsqrt"] < 1e-6
     assert errors["autotune_accumulates_without_reset"] > 0  # the H200 trap, reproduced on the CPU
+    # range variables as tensors, tensor or/not, a bool argument, extra.cuda.libdevice: each failed or misread
+    assert errors["compiler_reads"] < 1e-5
+    assert errors["dtype_value"] == 0.0

@@ -16,6 +16,7 @@ ORDER = [
     "compare",
     "wire",
     "interp",
+    "cuda_on_cpu",
     "guards",
     "sass",
     "outcome",

@@ -40,7 +40,7 @@ class AutotunePicks:
     def choose(self, config: int) -> None:
         if config != self._config:
             for tuner in self._tuners:
-                tuner.cache.clear()
+                _forget(tuner)
         self._config = config
 
     def __enter__(self) -> AutotunePicks:
@@ -77,7 +77,7 @@ class AutotunePicks:
                     if picks.chosen.get(name) in skip or len(skip) + 1 >= len(tuner.configs):
                         raise  # every config refused: the launch fails on the GPU too
                     skip[picks.chosen[name]] = f"{type(e).__name__}: {str(e)[:200]}"
-                    tuner.cache.clear()
+                    _forget(tuner)
 
         self._saved = {
             name: Autotuner.__dict__[name] for name in ("prune_configs", "do_bench", "check_disk_cache", "run")
@@ -94,7 +94,16 @@ class AutotunePicks:
         for name, value in self._saved.items():
             setattr(Autotuner, name, value)
         for tuner in self._tuners:  # what a later job in this process times is picked by time again
-            tuner.cache.clear()
+            _forget(tuner)
+
+
+def _forget(tuner) -> None:
+    """Drop what `tuner` chose. A library's tuner may keep its choices in a database with no clear() (FlagGems's
+    LibTuner: its cache is a ConfigCache over SQLite): it gets a plain dict, which its run() reads the same way."""
+    if isinstance(tuner.cache, dict):
+        tuner.cache.clear()
+    else:
+        tuner.cache = {}
 
 
 def _device_refusals() -> tuple[type[BaseException], ...]:

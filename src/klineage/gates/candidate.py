@@ -457,6 +457,10 @@ class _Served:
 
         interpret = self.spec.device == "cpu" if self.spec.interpret is None else self.spec.interpret
         self.interpret = interpret
+        if self.spec.device == "cpu":  # no GPU: CUDA in the program's host code maps to the CPU, compiled or not
+            from klineage.cuda_on_cpu import install
+
+            install()
         try:
             self.module, self.program_dir = prepare_program(self.spec.program, interpret)
         except Exception as e:
@@ -549,8 +553,11 @@ class _Served:
         return tensors, {"runs": described, "inputs": back, "launches": launches, **self._evidence()}
 
     def _evidence(self) -> dict:
+        from klineage.cuda_on_cpu import used
+
         picks = self.picks
         return {
+            "cuda_mapped": used(),
             "kernels": sorted(self.kernels),
             "functions": sorted(self.functions),
             "autotune": {"offered": picks.offered, "chosen": dict(picks.chosen), "unrunnable": picks.unrunnable},

@@ -119,6 +119,10 @@ def prepare_program(program: Program, interpret: bool, workdir: Path | None = No
     import tempfile
 
     _interpreter(interpret)
+    if interpret:  # the program runs on the CPU: CUDA in its host code maps to the CPU (cuda_on_cpu)
+        from klineage.cuda_on_cpu import install as map_cuda_to_cpu
+
+        map_cuda_to_cpu()
     from klineage.guards import install_tracer
     from klineage.program import install
 

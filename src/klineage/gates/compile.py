@@ -38,7 +38,8 @@ TARGET_ANSWER = Record(
         "compiled": ListOf(SPECIALIZATION, 4096),
         "errors": ListOf(text(4000), 4096),
         "forward_errors": ListOf(text(4000), 4096),
-    }
+    },
+    optional={"cuda_mapped": ListOf(text(200), 256)},  # CUDA in the host code, mapped to the CPU (cuda_on_cpu)
 )
 GPU_ANSWER = Record(optional={"kernels": ListOf(SPECIALIZATION, 4096), "target": text(16), "failure": text(4000)})
 # the metrics the verdict adds up or compares: numbers, whatever else a specialization carries
@@ -68,7 +69,9 @@ def _judge_for_target(request: GateRequest, candidate) -> Verdict:
     frame = task(candidate, "compile_target", workload=request.workload_path, target=request.target, **_cache(request))
     answer = checked(frame.meta, TARGET_ANSWER)
     compiled = _numbers(answer["compiled"])
-    return _target_verdict(compiled, answer["errors"], answer["forward_errors"], request.target)
+    verdict = _target_verdict(compiled, answer["errors"], answer["forward_errors"], request.target)
+    mapped = answer.get("cuda_mapped")
+    return replace(verdict, evidence={**verdict.evidence, "cuda_mapped": mapped}) if mapped else verdict
 
 
 def _judge_on_gpu(request: GateRequest, candidate) -> Verdict:
@@ -129,13 +132,15 @@ def target_task(served, frame) -> tuple[dict, dict]:
     import triton.runtime.autotuner as autotuner
     from triton.runtime.jit import JITFunction
 
+    from klineage.cuda_on_cpu import used  # installed where the candidate imported the program (no GPU here)
+
     workload, wl_module = served.workload(frame.meta["workload"])
     compiler = _TargetCompiler(str(frame.meta["target"]))
     JITFunction.run = lambda fn, *args, **kwargs: compiler.launch(fn, *args, **kwargs)  # fn: the JITFunction
     autotuner.Autotuner.do_bench = property(lambda self: compiler.one_call_bench)
     forward_errors = _drive_cases(workload, wl_module, served.module, compiler, _task_cache(frame.meta))
     answer = {"compiled": list(compiler.compiled.values()), "errors": compiler.errors, "forward_errors": forward_errors}
-    return {}, answer
+    return {}, {**answer, "cuda_mapped": used()}
 
 
 class _TargetCompiler:
@@ -192,7 +197,7 @@ class _TargetCompiler:
                 ASTSource(fn, signature, constexprs, attrs), target=self.target, options=options.__dict__
             )
         except Exception as e:
-            self.errors.append(f"{fn.__name__} {label}: {type(e).__name__}: {clip(str(e), 4000, tail=True)}")
+            self.errors.append(f"{fn.__name__} {label}: {type(e).__name__}: {clip(str(e), 3000, tail=True)}")
             return {"name": fn.__name__, "error": True}
         metrics = kernel_metrics(kernel, self.target_name)
         metrics["specialization"] = label
@@ -227,11 +232,11 @@ def _drive_cases(
                 model(*inputs)
         except OutOfResources as e:  # a launch the target's loader would refuse, no autotuner config left to run
             compiler.errors.append(
-                f"case {name}: {type(e).__name__}: {clip(str(e), 4000, tail=True)} (the {compiler.target_name} limit)"
+                f"case {name}: {type(e).__name__}: {clip(str(e), 3000, tail=True)} (the {compiler.target_name} limit)"
             )
         except Exception as e:  # outputs are garbage without launches; only a failure before any launch counts
             if len(compiler.compiled) == before:
-                forward_errors.append(f"case {name}: {type(e).__name__}: {clip(str(e), 4000)}")
+                forward_errors.append(f"case {name}: {type(e).__name__}: {clip(str(e), 3000)}")
     return forward_errors
 
 

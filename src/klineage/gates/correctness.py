@@ -230,7 +230,9 @@ def _fresh(key: str, allowed, base: dict, named: list[dict]) -> list[int]:
 
 
 def _drawn(state) -> dict:
-    return {"domain_case": state.domain_case, "draw": state.draw} if state.domain_case is not None else {}
+    mapped = {"cuda_mapped": list(state.cuda_mapped)} if state.cuda_mapped else {}
+    drawn = {"domain_case": state.domain_case, "draw": state.draw} if state.domain_case is not None else {}
+    return {**mapped, **drawn}
 
 
 def _probe_plan(workload, probe: dict, state):
@@ -275,6 +277,7 @@ class _TrialState:
     draw: int = field(default_factory=lambda: secrets.randbits(63))
     rng: random.Random = field(init=False)
     user_like_runs: int = 0  # runs made like a user's call (USER_LIKE_SHARE)
+    cuda_mapped: dict = field(default_factory=dict)  # CUDA the program used, mapped to the CPU (cuda_on_cpu)
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.draw)
@@ -335,6 +338,7 @@ def _run_trial(workload, wl_module, trial: Trial, runs: int, state: _TrialState,
 def _take_evidence(reply: dict, state: _TrialState) -> None:
     state.kernels.update(str(k) for k in reply.get("kernels") or [])
     state.functions.update(str(f) for f in reply.get("functions") or [])
+    state.cuda_mapped.update({str(u): None for u in reply.get("cuda_mapped") or []})
     if isinstance(reply.get("autotune"), dict):
         state.autotune = reply["autotune"]
 
