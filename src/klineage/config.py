@@ -57,6 +57,10 @@ class Settings:
     profile_rep_ms: float = 200.0
     profile_min_reps: int = 30
     rotate_sets: int = 4  # distinct input sets cycled while timing, so the cache is not what is measured
+    # on a GPU, a candidate timed faster than the current program is timed again against it in a fresh candidate
+    # process (the other order) and kept only when both rounds say faster beyond their spread (optimize._confirmed;
+    # KLINEAGE_CONFIRM=0 turns it off)
+    confirm_gains: bool = True
     # a lineage's steps are probed side by side, each worker with its own sandbox: a quarter of the cores, 1 to 4
     probe_workers: int = field(default_factory=lambda: max(1, min(4, (os.cpu_count() or 1) // 4)))
     # jobs sharing one GPU take turns through this lock file, one per GPU ("": no turns taken); see sandbox.gpu_turn
@@ -104,6 +108,8 @@ class Settings:
             base = base.replace(timeout_s=float(env["KLINEAGE_TIMEOUT"]))
         if "KLINEAGE_PROBE_WORKERS" in env:
             base = base.replace(probe_workers=max(1, int(env["KLINEAGE_PROBE_WORKERS"])))
+        if env.get("KLINEAGE_CONFIRM") == "0":
+            base = base.replace(confirm_gains=False)
         if env.get("KLINEAGE_COLD") == "1":
             base = base.replace(warm=False)
         if env.get("KLINEAGE_GPU_LOCK"):

@@ -19,7 +19,9 @@ class Attempt:
     evaluation: int  # 1-based gate evaluation that judged it
     candidate: Candidate
     kept: bool
-    outcome: str  # kept | failed_gate | not_faster | not_timed (the GPU's timing job failed) | unmeasured (no GPU)
+    # kept | failed_gate | not_faster | not_confirmed (faster once, not on the re-time) | not_timed (the GPU's timing
+    # job failed) | unmeasured (no GPU)
+    outcome: str
     verdicts: list[dict]
     effect: dict  # {"measured", "current_ms", "candidate_ms", "speedup", spreads} or {"measured": False, "why"}
     seconds: float = 0.0  # wall time of its gates and its timing, waits for a shared GPU included
@@ -199,6 +201,7 @@ def report(trajectory: Trajectory) -> str:
         + (f"; {', '.join(a.candidate.decided_by)}" if a.candidate.decided_by else "")
         + ")"
         + (f": x{a.effect['speedup']:.3f}" if a.effect.get("measured") else "")
+        + (f" (confirmed: {a.effect['confirmation']['why']})" if "why" in a.effect.get("confirmation", {}) else "")
         for i, a in enumerate(kept, 1)
     ] or ["- nothing"]
     rejected = [a for a in t.attempts if not a.kept]
@@ -207,6 +210,8 @@ def report(trajectory: Trajectory) -> str:
         why = next((f"{v['gate']} {v['code']}" for v in a.verdicts if v["status"] == "fail"), a.outcome)
         if a.outcome == "not_faster" and a.effect.get("measured"):
             why = f"not faster beyond the spread (x{a.effect['speedup']:.3f})"
+        elif a.outcome == "not_confirmed":
+            why = f"not confirmed: {a.effect.get('confirmation', {}).get('why', 'no confirmation')}"
         elif a.outcome == "not_timed":
             why = a.effect.get("why", "timing failed")
         lines.append(f"- {a.candidate.label}: {why}")

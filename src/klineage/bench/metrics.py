@@ -32,6 +32,8 @@ class Row:
     commit: str = ""  # the code that made this row (a report resumed or merged across commits says which)
     unchecked: list[dict] = field(default_factory=list)  # escape re-checks that could not run (`Recheck`)
     bound: str | None = None  # "memory" or "compute": what sets the bench case's roofline (the profile gate's)
+    # every gain timed again before it was kept (optimize._confirmed): candidate, first and confirmed speedup, kept
+    confirmations: list[dict] = field(default_factory=list)
 
 
 def geomean(values: list[float]) -> float | None:

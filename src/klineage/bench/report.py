@@ -184,6 +184,23 @@ def _timing_notes(result: dict) -> list[str]:
     return lines
 
 
+def _kept(row: dict) -> str:
+    """Kept steps, and the gains a confirmation re-time refused (optimize._confirmed) beside them."""
+    refused = [c for c in row.get("confirmations", []) if not c["kept"]]
+    if not refused:
+        return str(row["kept"])
+    return (
+        f"{row['kept']} ({len(refused)} not confirmed: "
+        + ", ".join(
+            f"x{c['first_speedup']:.2f} then x{c['confirmed_speedup']:.2f}"
+            if c.get("confirmed_speedup")
+            else "re-time failed"
+            for c in refused
+        )
+        + ")"
+    )
+
+
 def _rows_table(rows: list[dict]) -> list[str]:
     lines = [
         "",
@@ -198,7 +215,7 @@ def _rows_table(rows: list[dict]) -> list[str]:
         lines.append(
             f"| {r['instance']} | {r['method']} | {_f(r['speedup'])} | {_f(r['expert_fraction'])} | "
             f"{_f(r['roofline_fraction'], '.2f')} | {_f(r['vs_torch_compile'])} | {r['evaluations']} | "
-            f"{r['evaluations_to_95'] or 'n/a'} | {r['kept']} | {r['refusals']} | {esc} | {r['stop']} |"
+            f"{r['evaluations_to_95'] or 'n/a'} | {_kept(r)} | {r['refusals']} | {esc} | {r['stop']} |"
         )
     return lines
 

@@ -257,7 +257,24 @@ def _row(inst: Instance, workload: Workload, method: str, t: Trajectory, ref: di
         commit=plan.commit,
         unchecked=recheck.unchecked,
         bound=t.bound,
+        confirmations=confirmations(t),
     )
+
+
+def confirmations(t) -> list[dict]:
+    """The run's confirmation re-times (optimize._confirmed), one per gain the first timed pair saw."""
+    return [
+        {
+            "evaluation": a.evaluation,
+            "candidate": a.candidate.label,
+            "first_speedup": c.get("first_speedup"),
+            "confirmed_speedup": c.get("confirmed_speedup"),
+            "kept": a.kept,
+            "why": c["why"],
+        }
+        for a in t.attempts
+        if "why" in (c := a.effect.get("confirmation", {}))
+    ]
 
 
 def _finished(earlier: dict, instances: list[Instance], methods: list[str], budget: int, device: str) -> set[str]:

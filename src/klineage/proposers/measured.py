@@ -39,10 +39,10 @@ class Spent:
 
     def record(self, attempt) -> None:
         cand, effect = attempt.candidate, attempt.effect
-        if cand.transform != LAUNCH_CONFIG and attempt.outcome in ("not_faster", "failed_gate"):
+        if cand.transform != LAUNCH_CONFIG and attempt.outcome in ("not_faster", "not_confirmed", "failed_gate"):
             ran = (
                 f"ran at x{effect['speedup']:.3f}"
-                if attempt.outcome == "not_faster" and effect.get("speedup")
+                if attempt.outcome in ("not_faster", "not_confirmed") and effect.get("speedup")
                 else attempt.outcome.replace("_", " ")
             )
             self.why[spent_key(cand)] = f"the same rewrite here {ran} at evaluation {attempt.evaluation}"
