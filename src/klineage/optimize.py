@@ -165,6 +165,13 @@ def _timed_effect(workload, current: Program, candidate: Program, settings, devi
         "job_s": round(time.perf_counter() - began, 3),
         **{k: round(v[k], 3) for k in ("setup_s", "first_calls_s", "gpu_wait_s", "gpu_held_s") if k in v},
         **({"retried_alone": v["retried_alone"]} if "retried_alone" in v else {}),
+        # what each side's autotuners ran (gates.autotune.SettledTuners)
+        **{
+            k.replace("parent", "current").replace("child", "candidate"): v[k]
+            for k in ("parent_autotuned", "child_autotuned")
+            if k in v
+        },
+        **({"pinned": v["pinned"]} if "pinned" in v else {}),
     }
 
 

@@ -10,7 +10,8 @@ from klineage.optimize import optimize
 from klineage.program import load_program
 from klineage.proposers import AutotuneProposer
 from klineage.workload import load_workload
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, FIXTURES
+from tests.optimize.skillmaker import FixedProposer
 
 pytestmark = pytest.mark.gpu
 
@@ -193,3 +194,22 @@ def test_the_merged_argmax_twin_and_a_larger_chunk_pass_the_gate_on_every_case(n
     (correct,) = check(wl, Program(name, source), settings, "cuda", ("correctness",), sandbox).verdicts
     assert correct.passed, correct.reason
     assert "bench" in wl.check_cases("cuda")
+
+
+def test_a_neutral_rewrite_of_an_autotuned_max_reduction_is_not_kept(settings, sandbox):
+    """Issue 31: a blind run kept an alignment hint on an autotuned max-reduction at x5.37 whose independent re-time
+    read x1.00 (the autotuner picked differently per process). A rewrite that changes nothing the kernel runs (a
+    constant nothing reads) goes through the whole walk: the pair pins the child's autotuner to the parent's
+    choice, and a gain the first pair saw must survive the confirmation re-time. Not kept, twice over."""
+    wl = load_workload(FIXTURES / "optimize" / "rowmax_workload.py")
+    start = load_program(FIXTURES / "optimize" / "rowmax_autotuned.py")
+    neutral = start.__class__("neutral", start.source + "\nALIGNED = 16  # read by nothing\n")
+    proposer = FixedProposer("blind", [neutral, neutral.__class__("neutral2", neutral.source + "ALIGN = 1\n")])
+    t = optimize(wl, start, proposer, settings, "cuda", budget=3, sandbox=sandbox)
+    assert [a.kept for a in t.attempts] == [False, False] and t.best.hash == start.hash
+    for a in t.attempts:
+        e = a.effect
+        assert a.outcome in ("not_faster", "not_confirmed") and e["measured"]
+        assert e["pinned"] == ["rowmax_kernel"]  # the same config on both sides
+        assert e["current_autotuned"] == e["candidate_autotuned"]
+        assert abs(e["speedup"] - 1) < 0.1

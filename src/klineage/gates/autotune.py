@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
+from klineage.gates.answers import MapOf, text
+
 
 class AutotunePicks:
     """Inside a correctness check, every `@triton.autotune` takes one chosen config of its pruned list (the
@@ -113,3 +118,73 @@ def _device_refusals() -> tuple[type[BaseException], ...]:
     from triton.runtime.errors import OutOfResources, PTXASError
 
     return OutOfResources, CompileTimeAssertionFailure, PTXASError
+
+
+# what a timed program's autotuners chose, as a candidate answers it: per kernel, per tuning key, the config
+AUTOTUNED = MapOf(MapOf(text(500), 64), 64)
+
+
+def _identity(tuner) -> tuple:
+    """What makes two autotuners' choices interchangeable: the same kernel name, tuning keys and config list."""
+    return tuner.base_fn.__name__, tuple(tuner.keys), tuple(str(c) for c in tuner.configs)
+
+
+class SettledTuners:
+    """The autotuners of a timed pair, settled alike on both sides (`gates.profile.pair_task`).
+
+    Each side's autotuner picks a config by timing them all in its own first call, and that pick is noisy: on an
+    autotuned max-reduction the unchanged program ran at 0.155 ms in one process and 0.063 ms in another, and a
+    blind run credited the difference to an alignment hint (x5.37 reported, x1.00 re-timed; issue 31). The rule:
+    the parent tunes as a user's run would; an autotuner of the child with the same kernel name, tuning keys and
+    config list (a rewrite of the kernel's body, a hint, a launch's host code) takes the parent's choice for every
+    key the parent tuned, so the pair compares the two programs at one config, and the difference is the rewrite's.
+    Where the config spaces differ (the rewrite is a config list: the autotune method, a carried list) there is no
+    common config to pin: each side tunes, the config each ran is reported, and the confirmation re-time in a fresh
+    process (optimize._confirmed), where both tune again, keeps the gain only if it reproduces.
+    Only dict caches are pinned (a library's tuner with its own database tunes as it would)."""
+
+    def __init__(self) -> None:
+        self.sides: dict[str, list] = {}
+        self.pinned: list[str] = []
+
+    @contextlib.contextmanager
+    def side(self, name: str, pin_to: str | None = None) -> Iterator[None]:
+        """Within this block, every autotuner that runs belongs to side `name`; with `pin_to`, one interchangeable
+        with an autotuner of that side takes its choices before it runs."""
+        from triton.runtime.autotuner import Autotuner
+
+        original, seen = Autotuner.run, self.sides.setdefault(name, [])
+        settled = self
+
+        def run(tuner, *args, **kwargs):
+            if tuner not in seen:
+                seen.append(tuner)
+                if pin_to is not None:
+                    settled._pin(tuner, self.sides.get(pin_to, []))
+            return original(tuner, *args, **kwargs)
+
+        Autotuner.run = run
+        try:
+            yield
+        finally:
+            Autotuner.run = original
+
+    def _pin(self, tuner, others: list) -> None:
+        match = next((o for o in others if o is not tuner and _identity(o) == _identity(tuner)), None)
+        if match is None or not isinstance(tuner.cache, dict) or not isinstance(match.cache, dict):
+            return
+        mine = {str(c): c for c in tuner.configs}
+        for key, config in match.cache.items():
+            if key not in tuner.cache and str(config) in mine:
+                tuner.cache[key] = mine[str(config)]
+        if match.cache:
+            self.pinned.append(tuner.base_fn.__name__)
+
+    def chosen(self, name: str) -> dict[str, dict[str, str]]:
+        """Per autotuned kernel of side `name`, the config it ran per tuning key."""
+        out: dict[str, dict[str, str]] = {}
+        for tuner in self.sides.get(name, [])[:64]:
+            cache = tuner.cache if isinstance(tuner.cache, dict) else {}
+            picks = {str(key)[:200]: str(config)[:500] for key, config in list(cache.items())[:64]}
+            out.setdefault(tuner.base_fn.__name__[:200], {}).update(picks)
+        return out

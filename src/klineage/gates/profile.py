@@ -17,7 +17,19 @@ from typing import Any
 
 from klineage.compare import Finding
 from klineage.config import device_name, versions
-from klineage.gates.answers import COUNT, NUMBER, TIMING, VALUE, AnswerError, ListOf, Record, checked, timing
+from klineage.gates.answers import (
+    COUNT,
+    NUMBER,
+    TIMING,
+    VALUE,
+    AnswerError,
+    ListOf,
+    Record,
+    checked,
+    text,
+    timing,
+)
+from klineage.gates.autotune import AUTOTUNED, SettledTuners
 from klineage.gates.candidate import judged, running, spec_for, task
 from klineage.gates.common import GateRequest, Verdict, build, input_set, input_sets, prepare_workload, rotating
 from klineage.program import Program
@@ -32,9 +44,15 @@ def ceilings_job(_: Any = None) -> dict:
 # what the candidate answers to `profile`: its timings, and (unless the op changes its inputs) the input set and the
 # outputs of the program's last timed call
 PROFILE_ANSWER = Record(
-    required={"program": TIMING, "eager": TIMING}, optional={"last": COUNT, "outputs": ListOf(VALUE, 256)}
+    required={"program": TIMING, "eager": TIMING},
+    optional={"last": COUNT, "outputs": ListOf(VALUE, 256), "autotuned": AUTOTUNED},
 )
-PAIR_ANSWER = Record(required={"parent": TIMING, "child": TIMING, "setup_s": NUMBER})
+# `autotuned`: the config each side's autotuners ran (gates.autotune.SettledTuners); `pinned`: the child's kernels
+# that took the parent's choice
+PAIR_ANSWER = Record(
+    required={"parent": TIMING, "child": TIMING, "setup_s": NUMBER},
+    optional={"parent_autotuned": AUTOTUNED, "child_autotuned": AUTOTUNED, "pinned": ListOf(text(200), 64)},
+)
 # a timed call's outputs may be as large as the bench case's inputs; the frame's body is capped at this
 TIMED_OUTPUT_BYTES = 2**34
 
@@ -112,6 +130,8 @@ def _profile(request: GateRequest, candidate) -> Verdict:
         "speedup_vs_eager": eager_t.median_ms / program_t.median_ms,
         "judge_per_call_ms": clock["per_call_ms"],
     }
+    if answer.get("autotuned"):
+        metrics["autotuned"] = answer["autotuned"]  # the config its autotuners picked in this process
     dtype = case.get("dtype", "float32")
     work = case_roofline(wl_module, case)
     ceilings = request.ceilings or {}
@@ -218,14 +238,18 @@ def profile_task(served, frame) -> tuple[dict, dict]:
     reference = build(wl_module.Model, init).cuda()
     sets = input_sets(wl_module, case, int(meta["sets"]), cache_dir=_task_cache(meta), write_cache=False)
     last: list = []  # (input set, outputs) of the program's last timed call
-    program_t, eager_t = time_calls(
-        [keeping_last(model, sets, last), rotating(reference, sets)],
-        float(meta["warmup_ms"]),
-        float(meta["rep_ms"]),
-        int(meta["min_reps"]),
-    )
+    tuners = SettledTuners()
+    with tuners.side("program"):
+        program_t, eager_t = time_calls(
+            [keeping_last(model, sets, last), rotating(reference, sets)],
+            float(meta["warmup_ms"]),
+            float(meta["rep_ms"]),
+            int(meta["min_reps"]),
+        )
     served.timed = {"model": model, "sets": sets}
     answer: dict = {"program": program_t.as_dict(), "eager": eager_t.as_dict()}
+    if autotuned := tuners.chosen("program"):
+        answer["autotuned"] = autotuned
     tensors: dict = {}
     if meta.get("keep_last") and last:
         from klineage.compare import flatten_outputs
@@ -342,6 +366,8 @@ def profile_pair_job(payload: tuple[GateRequest, Program]) -> dict:
         "gpu_held_s": parent_t.turn_held_s,
         "first_calls_s": parent_t.first_calls_s,
         "setup_s": answer["setup_s"],
+        # the config each side's autotuners ran, and the child's kernels pinned to the parent's choice
+        **{k: answer[k] for k in ("parent_autotuned", "child_autotuned", "pinned") if answer.get(k)},
         "job_s": time.perf_counter() - started,
         # what timed it: a walk made on the CPU and timed here keys its skills' effects by this GPU
         "device": device_name("cuda"),
@@ -353,7 +379,7 @@ def pair_task(served, frame) -> tuple[dict, dict]:
     """In the candidate: the parent (the candidate's program) and the child (its first other program) timed
     interleaved on the bench case, the same input sets for both."""
     from klineage.program import install
-    from klineage.timing import time_calls
+    from klineage.timing import autotuners_alone, time_calls
     from klineage.workload import make_case_init_inputs
 
     started = time.perf_counter()
@@ -367,5 +393,20 @@ def pair_task(served, frame) -> tuple[dict, dict]:
     sets = input_sets(wl_module, case, int(meta["sets"]), cache_dir=_task_cache(meta), write_cache=False)
     calls = [rotating(parent_model, sets), rotating(child_model, sets)]
     setup_s = time.perf_counter() - started  # the child installed, models built, inputs made
+    # the autotuners settled alike on both sides before anything is timed (SettledTuners says the rule and why):
+    # the parent tunes, the child's interchangeable autotuners take its choices; time_calls' own first calls then
+    # find every choice made
+    tuners = SettledTuners()
+    with autotuners_alone():
+        with tuners.side("parent"):
+            calls[0]()
+        with tuners.side("child", pin_to="parent"):
+            calls[1]()
     parent_t, child_t = time_calls(calls, float(meta["warmup_ms"]), float(meta["rep_ms"]), int(meta["min_reps"]))
-    return {}, {"parent": parent_t.as_dict(), "child": child_t.as_dict(), "setup_s": setup_s}
+    answer = {"parent": parent_t.as_dict(), "child": child_t.as_dict(), "setup_s": setup_s}
+    for side in ("parent", "child"):
+        if autotuned := tuners.chosen(side):
+            answer[f"{side}_autotuned"] = autotuned
+    if tuners.pinned:
+        answer["pinned"] = tuners.pinned[:64]
+    return {}, answer
