@@ -25,6 +25,10 @@ import sys
 
 from klineage.workload import import_file
 
+# the files this workload reads beside itself: a candidate that imports it (the compile and profile gates' tasks)
+# may read them, read-only, though they sit in a home or /tmp it otherwise cannot see (gates.candidate.spec_for)
+READS = [{program_path!r}, {inputs_path!r}]
+
 _inputs = import_file({inputs_path!r}, "klineage_reference_inputs_{program_hash}")
 globals().update({{k: v for k, v in vars(_inputs).items() if not k.startswith("__") and k != "Model"}})
 

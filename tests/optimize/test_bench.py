@@ -58,7 +58,10 @@ def test_escape_recheck_catches_a_program_wrong_only_off_the_checked_sizes(setti
     assert wrong.source != start.source
     found = escapes(wl, start, wrong, settings, "cpu", sandbox)
     assert found.escapes and found.unchecked == []
-    assert found.escapes[0]["check"].startswith("divisible_by_block") and found.escapes[0]["code"] == "mismatch"
+    # the divisibility probe finds it every time; the hidden seeds' check too when its DOMAIN draw (a random shape
+    # per check, issue 30) lands on an N that is not a multiple of 8
+    assert any(e["check"].startswith("divisible_by_block") for e in found.escapes), found.escapes
+    assert {e["code"] for e in found.escapes} == {"mismatch"}, found.escapes
     assert escapes(wl, start, start, settings, "cpu", sandbox) == Recheck([], [])
 
 

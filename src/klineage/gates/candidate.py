@@ -210,7 +210,7 @@ def spec_for(request, **changes) -> Spec:
 
     workload = Path(request.workload_path).resolve()
     cache = request.settings.input_cache
-    readable = [str(p) for p in (workload, cache) if p is not None and Path(p).exists()]  # read-only to it
+    readable = [str(p) for p in (workload, cache, *declared_reads(workload)) if p is not None and Path(p).exists()]
     spec = Spec(
         request.program,
         request.device,
@@ -232,6 +232,26 @@ def _kernel_cache_or_none(request) -> str | None:
         return kernel_cache(request.settings, request.program)
     except OSError:
         return None
+
+
+def declared_reads(workload: Path) -> list[str]:
+    """The files a workload says it reads beside itself (a module-level `READS` list of path strings, as the
+    self-reference workload writes: the original program and the inputs file), read from its text: the judge does
+    not import the workload before it forks the candidate."""
+    import ast
+
+    try:
+        tree = ast.parse(workload.read_text())
+    except (OSError, SyntaxError, ValueError):
+        return []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "READS" for t in node.targets):
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                return []
+            return [str(Path(v).resolve()) for v in value if isinstance(v, str)] if isinstance(value, list) else []
+    return []
 
 
 def hidden_paths(settings) -> tuple[str, ...]:
