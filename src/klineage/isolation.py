@@ -13,6 +13,7 @@ Why each mechanism and what was measured: docs/security.md and /work/shared/refe
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -362,14 +363,21 @@ def _hide(c: Confinement, needed: list[str], root: bool) -> list[str]:
         if not os.path.isdir(path) or any(_inside(path, k) for k in [*needed, private]):
             continue  # a file, or inside what the candidate needs: mode bits and the uid must do
         inner = [k for k in needed if _inside(k, path)]
-        handles = [os.open(k, os.O_PATH) for k in inner]  # reachable after the tmpfs covers their path
-        try:
+        with _opened(inner) as handles:
             if not _mask(path, inner, handles):
                 masked.append(path)
-        finally:
-            for fd in handles:
-                os.close(fd)
     return masked
+
+
+@contextlib.contextmanager
+def _opened(paths: list[str]):
+    """`paths` open as O_PATH handles for the block: reachable after a tmpfs covers where they are."""
+    handles = [os.open(k, os.O_PATH) for k in paths]
+    try:
+        yield handles
+    finally:
+        for fd in handles:
+            os.close(fd)
 
 
 def _mask(path: str, inner: list[str], handles: list[int], writable: str = "") -> str | None:
@@ -377,9 +385,12 @@ def _mask(path: str, inner: list[str], handles: list[int], writable: str = "") -
     `writable` (the private dir, already its own read-write mount), bound back as it is."""
     ro = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
     problem = _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64k,mode=0755")
+    return problem or _bind_back(inner, handles, writable) or _mount(None, path, None, MS_REMOUNT | ro)
+
+
+def _bind_back(inner: list[str], handles: list[int], writable: str = "") -> str | None:
+    """Each of `inner` (open as `handles`) bound back at its path under a fresh tmpfs, read-only but `writable`."""
     for keep, fd in zip(inner, handles):
-        if problem:
-            break
         if os.path.isdir(f"/proc/self/fd/{fd}"):
             os.makedirs(keep, exist_ok=True)
         else:
@@ -388,29 +399,16 @@ def _mask(path: str, inner: list[str], handles: list[int], writable: str = "") -
         problem = _mount(f"/proc/self/fd/{fd}", keep, None, MS_BIND | MS_REC)
         if not problem and keep != writable:
             problem = _mount(None, keep, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
-    return problem or _mount(None, path, None, MS_REMOUNT | ro)
+        if problem:
+            return problem
+    return None
 
 
 def _fresh_shm(inner: list[str]) -> str | None:
     """A fresh, writable /dev/shm, with `inner` (paths in the old one) bound back read-only at their paths."""
-    handles = [os.open(k, os.O_PATH) for k in inner]  # reachable after the tmpfs covers their path
-    try:
+    with _opened(inner) as handles:
         problem = _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64m,mode=1777")
-        for keep, fd in zip(inner, handles):
-            if problem:
-                break
-            if os.path.isdir(f"/proc/self/fd/{fd}"):
-                os.makedirs(keep, exist_ok=True)
-            else:
-                os.makedirs(os.path.dirname(keep), exist_ok=True)
-                Path(keep).touch()
-            problem = _mount(f"/proc/self/fd/{fd}", keep, None, MS_BIND | MS_REC) or _mount(
-                None, keep, None, MS_REMOUNT | MS_BIND | MS_RDONLY
-            )
-        return problem
-    finally:
-        for fd in handles:
-            os.close(fd)
+        return problem or _bind_back(inner, handles)
 
 
 # Shared places where another process may listen on a path socket (a desktop bus, a container daemon, a test's
@@ -429,12 +427,8 @@ def _mask_shared(c: Confinement, needed: list[str]) -> Mechanism:
         if not os.path.isdir(path) or any(_inside(path, k) for k in [*needed, private]):
             continue  # inside what the candidate needs: left as it is (read-only)
         inner = sorted((k for k in {*needed, private} if _inside(k, path)), key=len)
-        handles = [os.open(k, os.O_PATH) for k in inner]
-        try:
+        with _opened(inner) as handles:
             problem = _mask(path, inner, handles, writable=private)
-        finally:
-            for fd in handles:
-                os.close(fd)
         if problem:
             failed.append(f"{path}: {problem}")
         else:
