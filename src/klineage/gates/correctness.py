@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from klineage.compare import Finding, bitwise_equal, compare_output, flatten_outputs, relative_error
-from klineage.gates.candidate import CandidateGone, package_root, spec_for, start
+from klineage.gates.candidate import CandidateGone, judged, package_root, spec_for
 from klineage.gates.common import GateRequest, Verdict, build, fail, prepare_workload
 from klineage.sandbox import yield_turn
 from klineage.wire import WireError, pack_values, tensor
@@ -48,26 +48,14 @@ def correctness_job(request: GateRequest) -> Verdict:
     probe = request.probe or {}
     # the workload file is not among what it may read: the correctness candidate makes nothing of its own
     spec = spec_for(request, layout=probe.get("layout"), compile=bool(probe.get("compile")), needs=(package_root(),))
-    try:  # first: nothing of the workload, its inputs or its reference exists yet in this process
-        candidate = start(spec)
-    except CandidateGone as e:
-        return Verdict("correctness", "fail", e.code, e.detail, seconds=time.perf_counter() - started)
-    try:
-        verdict = _correctness(request, candidate, started)
-    finally:
-        candidate.close()
-    isolation = candidate.hello.get("isolation_line")
-    if isolation:
-        verdict = replace(verdict, evidence={**verdict.evidence, "isolation": isolation})
-    return verdict
+    # judged starts the candidate first: nothing of the workload, its inputs or its reference exists yet here
+    verdict = judged("correctness", spec, lambda candidate: _correctness(request, candidate, started))
+    return verdict if verdict.seconds else replace(verdict, seconds=time.perf_counter() - started)
 
 
 def _correctness(request: GateRequest, candidate, started: float) -> Verdict:
     from klineage.guards import static_findings
 
-    if candidate.hello.get("import_error"):
-        why = candidate.hello["import_error"]
-        return Verdict("correctness", "fail", "import_error", f"program failed to import: {why}")
     device = request.device
     try:
         workload, wl_module = prepare_workload(request, interpret=device == "cpu")
