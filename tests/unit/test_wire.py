@@ -127,3 +127,84 @@ def test_inputs_with_scalars_round_trip():
     assert torch.equal(back[0], values[0]) and back[1:] == values[1:]
     _, odd = pack_values([object()], "out")
     assert odd == [{"type": "object"}]
+
+
+# --- bodies through a shared region (wire.Bulk) --------------------------------------------------------------------
+
+
+def _bulk_roundtrip(tensors, meta, bulk=None, **limits):
+    from klineage.wire import Bulk
+
+    bulk = bulk or Bulk.create("test")
+    r, w = os.pipe()
+    try:
+        write_frame(w, tensors, meta, bulk)
+        os.close(w)
+        return read_frame(r, bulk=bulk, **limits), bulk
+    finally:
+        os.close(r)
+
+
+def test_a_body_through_the_shared_region_keeps_values_and_alignment():
+    values = {"b": torch.tensor([True, False, True]), "f": torch.randn(5, 7).t(), "h": torch.randn(3).half()}
+    frame, bulk = _bulk_roundtrip(values, {"k": 1})
+    assert frame.meta == {"k": 1}
+    for name, x in values.items():
+        got = tensor(frame, name, str(x.dtype).removeprefix("torch."), tuple(x.shape))
+        assert got.is_contiguous() and torch.equal(got, x)
+    assert all(start % 64 == 0 for _, _, (start, _) in frame.tensors.values())  # the float32 after 3 bools too
+    bulk.close()
+
+
+def test_what_the_writer_changes_after_the_header_does_not_reach_a_built_tensor():
+    frame, bulk = _bulk_roundtrip({"a": torch.zeros(1000)}, {})
+    got = tensor(frame, "a", "float32", (1000,))
+    os.pwrite(bulk.fd, b"\xff" * 4000, 0)  # the other side overwrites the region later
+    assert torch.equal(got, torch.zeros(1000)) and not torch.equal(tensor(frame, "a"), torch.zeros(1000))
+    bulk.close()
+
+
+def test_the_shared_region_grows_by_its_owner_and_never_shrinks():
+    from klineage.wire import Bulk
+
+    owner = Bulk.create("test")
+    asked = []
+
+    def grow(size):  # the candidate's side: it asks; here the "judge" is the same process
+        asked.append(size)
+        os.ftruncate(owner.fd, size)
+
+    writer = Bulk(owner.fd, grow=grow)
+    frame, _ = _bulk_roundtrip({"a": torch.arange(300_000)}, {}, writer)
+    assert asked and asked[0] >= 300_000 * 8 and torch.equal(tensor(frame, "a"), torch.arange(300_000))
+    _bulk_roundtrip({"a": torch.arange(10)}, {}, writer)  # a smaller frame reuses the region
+    assert len(asked) == 1
+    with pytest.raises(PermissionError):
+        os.ftruncate(owner.fd, 0)  # sealed: a reader's mapping can never fault
+    with pytest.raises(PermissionError):
+        import fcntl
+
+        fcntl.fcntl(owner.fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_GROW)  # nor can the other side block its growth
+    owner.close()
+
+
+def test_a_bulk_header_without_a_region_or_past_its_end_is_refused():
+    from klineage.wire import Bulk
+
+    header = {"tensors": {"a": {"dtype": "float32", "shape": [4], "offsets": [0, 16]}}, "meta": {}, "bulk": True}
+    r = _raw_frame(json.dumps(header).encode())
+    with pytest.raises(WireError, match="no"):
+        read_frame(r)  # the judge gave this reader no region
+    os.close(r)
+    bulk = Bulk.create("test")
+    r = _raw_frame(json.dumps(header).encode())
+    with pytest.raises(WireError, match="holds 0"):
+        read_frame(r, bulk=bulk)  # the region was never grown to hold it
+    os.close(r)
+    misaligned = {**header, "tensors": {**header["tensors"], "b": {"dtype": "int8", "shape": [1], "offsets": [16, 17]}}}
+    os.ftruncate(bulk.fd, 4096)
+    r = _raw_frame(json.dumps(misaligned).encode())
+    with pytest.raises(WireError, match="do not hold"):
+        read_frame(r, bulk=bulk)  # the second tensor must start at 64
+    os.close(r)
+    bulk.close()

@@ -30,7 +30,7 @@ from klineage.gates.common import Verdict
 from klineage.guards import check_guards, launch_findings
 from klineage.program import Program
 from klineage.sandbox import MEMORY_LIMIT_CPU, broker_turns, describe_exit
-from klineage.wire import Frame, WireError, pack_values, read_frame, unpack_inputs, write_frame
+from klineage.wire import Bulk, Frame, WireError, pack_values, read_frame, unpack_inputs, write_frame
 
 
 @dataclass(frozen=True)
@@ -62,12 +62,15 @@ class CandidateGone(RuntimeError):
 
 @dataclass
 class Candidate:
-    """The judge's handle on a running candidate: requests out by one pipe, frames back by another."""
+    """The judge's handle on a running candidate: requests out by one pipe, frames back by another, their bodies
+    through one shared region each way (wire.Bulk)."""
 
     pid: int
     to_fd: int
     from_fd: int
     private_dir: Path
+    to_bulk: Bulk | None = None
+    from_bulk: Bulk | None = None
     hello: dict = field(default_factory=dict)
 
     def request(self, meta: dict, tensors: dict | None = None, body_limit: int = 2**34) -> Frame:
@@ -75,9 +78,12 @@ class Candidate:
         it ended, answered something that is not a frame, or reported an error)."""
         held: list = []  # the turns the candidate holds now, innermost last
         try:
-            write_frame(self.to_fd, tensors or {}, meta)
+            write_frame(self.to_fd, tensors or {}, meta, self.to_bulk)
             while True:
-                frame = read_frame(self.from_fd, body_limit=body_limit)
+                frame = read_frame(self.from_fd, body_limit=body_limit, bulk=self.from_bulk)
+                if "grow" in frame.meta:
+                    self._grow(frame.meta["grow"], body_limit)
+                    continue
                 if "turn" not in frame.meta:
                     break
                 self._turn(frame.meta, held)
@@ -92,6 +98,14 @@ class Candidate:
         if isinstance(error, dict):
             raise CandidateGone(str(error.get("code", "forward_error"))[:64], str(error.get("detail", ""))[:2000])
         return frame
+
+    def _grow(self, size, body_limit: int) -> None:
+        """The candidate asks for room in the answer's region: granted up to what this request accepts back."""
+        if type(size) is not int or not 0 < size <= max(body_limit, 0) + BULK_SLACK or self.from_bulk is None:
+            raise CandidateGone("protocol_error", f"asked for {str(size)[:40]} bytes of answer, over {body_limit}")
+        if self.from_bulk.size() < size:
+            os.ftruncate(self.from_bulk.fd, size)
+        write_frame(self.to_fd, {}, {"granted": "grow"})
 
     def _turn(self, meta: dict, held: list) -> None:
         """One turn request: the judge enters or leaves its own exclusive_turn / off_gpu, or yields, for the
@@ -134,6 +148,9 @@ class Candidate:
                 os.close(fd)
             except OSError:
                 pass
+        for bulk in (self.to_bulk, self.from_bulk):
+            if bulk is not None:
+                bulk.close()
         end_all(self.pid)
         try:
             os.waitpid(self.pid, 0)
@@ -141,6 +158,10 @@ class Candidate:
             pass
         remove_private_dir(self.private_dir)
 
+
+# what a grow request may exceed the request's body limit by: the alignment of each tensor in the region and the
+# 2 MiB rounding of its growth (wire.Bulk.ensure)
+BULK_SLACK = 4 * 2**20
 
 # the most turns a candidate may hold nested (an autotuner's exclusive turn inside time_calls' is one deep)
 TURN_DEPTH = 4
@@ -280,19 +301,20 @@ def start(spec: Spec) -> Candidate:
     judge = os.getpid()  # read before the fork: a candidate whose judge died before it was confined ends itself
     down_r, down_w = os.pipe()
     up_r, up_w = os.pipe()
+    down_bulk, up_bulk = Bulk.create("klineage-judge-to-candidate"), Bulk.create("klineage-candidate-to-judge")
     pid = os.fork()
     if pid == 0:  # the candidate: never returns
         os.close(down_w)
         os.close(up_r)
         code = 1
         try:
-            _serve(spec, down_r, up_w, private, judge)
+            _serve(spec, down_r, up_w, private, judge, (down_bulk.fd, up_bulk.fd))
             code = 0
         finally:
             os._exit(code)
     os.close(down_r)
     os.close(up_w)
-    handle = Candidate(pid, down_w, up_r, private)
+    handle = Candidate(pid, down_w, up_r, private, down_bulk, up_bulk)
     handle.hello = handle.request({"op": "hello"}, body_limit=0).meta
     return handle
 
@@ -386,7 +408,7 @@ def _bytes_under(path: Path) -> int:
 # --- the candidate's side -----------------------------------------------------------------------------------------
 
 
-def _serve(spec: Spec, down: int, up: int, private: Path, judge: int) -> None:
+def _serve(spec: Spec, down: int, up: int, private: Path, judge: int, bulk_fds: tuple[int, int]) -> None:
     """Confine, import, then answer until `exit` or the judge's end of the pipe closes."""
     from klineage.isolation import Confinement, confine
 
@@ -397,7 +419,7 @@ def _serve(spec: Spec, down: int, up: int, private: Path, judge: int) -> None:
             device=spec.device,
             hidden=spec.hidden,
             needs=spec.needs,
-            keep_fds=(1, 2, down, up),
+            keep_fds=(1, 2, down, up, *bulk_fds),
             judge_pid=judge,
             shared_cache=None if spec.device == "cuda" else "",  # the judge's Triton cache, read-only; none on the CPU
             kernel_cache=spec.kernel_cache,
@@ -406,10 +428,12 @@ def _serve(spec: Spec, down: int, up: int, private: Path, judge: int) -> None:
     if spec.device == "cuda" and spec.device_memory:
         _cap_device_memory(spec.device_memory)
     broker_turns(lambda kind, entering: _ask_turn(down, up, kind, entering))
+    down_bulk = Bulk(bulk_fds[0])
+    up_bulk = Bulk(bulk_fds[1], grow=lambda size: _ask_room(down, up, size))
     served = _Served(spec, report)
     while True:
         try:
-            frame = read_frame(down)
+            frame = read_frame(down, bulk=down_bulk)
         except (EOFError, WireError):
             return
         op = frame.meta.get("op")
@@ -423,7 +447,12 @@ def _serve(spec: Spec, down: int, up: int, private: Path, judge: int) -> None:
             traceback.print_exc()
             code = "oom" if memory_finding(e) is not None else "forward_error"  # a task's model or inputs too big
             tensors, meta = {}, {"error": {"code": code, "detail": f"{type(e).__name__}: {e}"}}
-        write_frame(up, tensors, meta)
+        try:
+            write_frame(up, tensors, meta, up_bulk)
+        except WireError as e:  # no room granted: the judge has its verdict already
+            traceback.print_exc()
+            write_frame(up, {}, {"error": {"code": "protocol_error", "detail": str(e)}})
+        del frame
 
 
 def _cap_device_memory(fraction: float) -> None:
@@ -435,6 +464,12 @@ def _cap_device_memory(fraction: float) -> None:
     import torch
 
     torch.cuda.set_per_process_memory_fraction(fraction, torch.cuda.current_device())
+
+
+def _ask_room(down: int, up: int, size: int) -> None:
+    """wire.Bulk's `grow` in the candidate: its file-size limit stops it growing the region past 1 GiB itself."""
+    write_frame(up, {}, {"grow": size})
+    read_frame(down, body_limit=0)
 
 
 def _ask_turn(down: int, up: int, kind: str, entering: bool) -> None:
@@ -543,7 +578,7 @@ class _Served:
         case, runs = meta["case"], int(meta["runs"])
         users = [int(u) for u in meta.get("user_like") or ()] + [0] * runs  # per run: 0, or a seed (_guarded_call)
         self.picks.choose(int(meta.get("config", 0)))
-        inputs, input_log = self._inputs_for(case, unpack_inputs(frame, meta["inputs"]))
+        inputs, input_log = self._inputs_for(case, unpack_inputs(frame, meta["inputs"], self.spec.device))
         before = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
         main_stream = torch.cuda.current_stream().cuda_stream if self.spec.device == "cuda" else None
         tensors, described, launches = {}, [], None

@@ -350,7 +350,7 @@ def _runs_back(frame, runs: int, device: str) -> list[tuple[list, dict]]:
         outputs = []
         for item, where in zip(run["outputs"], run.get("devices") or [""] * len(run["outputs"])):
             if "tensor" in item:
-                value = tensor(frame, str(item["tensor"])).to(device)
+                value = tensor(frame, str(item["tensor"]), device=device)
                 outputs.append(value if where in ("", device) else _Elsewhere(value, where))
             else:
                 outputs.append(type(str(item.get("type", "object"))[:64], (), {})())
@@ -375,7 +375,7 @@ def _inputs_back(frame, originals: list, device: str) -> list:
     for i, original in enumerate(originals):
         if isinstance(original, torch.Tensor):
             dtype = str(original.dtype).removeprefix("torch.")
-            back.append(tensor(frame, f"in{i}", dtype, tuple(original.shape)).to(device))
+            back.append(tensor(frame, f"in{i}", dtype, tuple(original.shape), device))
         else:
             back.append(original)
     return back

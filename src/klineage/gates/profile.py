@@ -161,7 +161,7 @@ def values_back(frame, described: list, device: str) -> list:
     for item in described:
         if "tensor" in item:
             try:
-                out.append(tensor(frame, item["tensor"]).to(device))
+                out.append(tensor(frame, item["tensor"], device=device))
             except WireError as e:
                 raise AnswerError(str(e)) from None
         else:
