@@ -335,11 +335,12 @@ def _shared_cache(c: Confinement) -> str | None:
 
 def _needed(c: Confinement) -> list[str]:
     """What the candidate must still read: the interpreter (its standard library imports lazily), the installed
-    packages already imported (torch, Triton: ptxas, libdevice, headers for the launcher), the shared Triton
-    cache, and what the judge names; outermost paths only."""
+    packages already imported (torch, Triton: ptxas, libdevice, headers for the launcher), every site directory on
+    sys.path (a program imports installed packages that may live apart from torch: `pip install --user`, a
+    `--target` folder on PYTHONPATH), the shared Triton cache, and what the judge names; outermost paths only."""
     import sys
 
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.__file__), *c.needs}
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.__file__), *c.needs, *site_dirs()}
     for name in ("torch", "triton", "numpy"):
         module = sys.modules.get(name)
         if module is not None and getattr(module, "__file__", None):
@@ -348,6 +349,25 @@ def _needed(c: Confinement) -> list[str]:
         paths.add(c.shared_cache)
     real = sorted({os.path.realpath(p) for p in paths if os.path.exists(p)})
     return [p for p in real if not any(q != p and _inside(p, q) for q in real)]
+
+
+def site_dirs() -> list[str]:
+    """The directories on sys.path that hold installed distributions (a `*.dist-info` or `*.egg-info` entry): where
+    pip installs. A working directory or a project root on sys.path is not one, so it stays hidden where hidden."""
+    import sys
+
+    found = []
+    for entry in sys.path:
+        try:
+            if (
+                entry
+                and os.path.isdir(entry)
+                and any(name.endswith((".dist-info", ".egg-info")) for name in os.listdir(entry))
+            ):
+                found.append(entry)
+        except OSError:
+            continue
+    return found
 
 
 def _hide(c: Confinement, needed: list[str], root: bool) -> list[str]:

@@ -417,3 +417,43 @@ def test_a_needed_input_cache_in_dev_shm_is_read_not_written(private):
         assert not (cache / "forged.pt").exists()
     finally:
         shutil.rmtree(cache, ignore_errors=True)
+
+
+def test_an_installed_package_apart_from_torch_stays_importable(private):
+    """A site directory on sys.path (pip's `--target` folder on PYTHONPATH, a user site) is read-only to the
+    candidate, wherever it is (/tmp is masked): a program imports installed packages that live apart from torch.
+    A plain folder on sys.path (a working directory) stays hidden."""
+    import shutil
+    import sys
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="klineage-test-site-", dir="/tmp"))
+    try:
+        site, plain = root / "site", root / "plain"
+        (site / "kl_test_pkg-1.0.dist-info").mkdir(parents=True)
+        (site / "kl_test_pkg.py").write_text("VALUE = 42\n")
+        plain.mkdir()
+        (plain / "kl_test_secret.py").write_text("VALUE = 1\n")
+        for p in (root, site, plain):
+            p.chmod(0o755)
+        for f in (site / "kl_test_pkg.py", plain / "kl_test_secret.py"):
+            f.chmod(0o644)
+
+        def on_path():
+            sys.path[:0] = [str(site), str(plain)]
+
+        report, got = confined(
+            private,
+            {
+                "import": lambda: __import__("kl_test_pkg").VALUE,
+                "write": lambda: (site / "planted.py").write_text("x"),
+                "plain": lambda: (plain / "kl_test_secret.py").read_text(),
+            },
+            before=on_path,
+        )
+        needs(report, "shared_dirs")
+        assert got["import"] == "ALLOWED", got
+        assert got["write"] != "ALLOWED" and got["plain"] != "ALLOWED", got
+        assert not (site / "planted.py").exists()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
