@@ -65,7 +65,7 @@ def audit_job(payload: tuple[str, Settings]) -> AuditReport:
             model = module.Model(*make_case_init_inputs(module, case))
             models[trial.case] = (model, copy.deepcopy(model).double())
         model, model64 = models[trial.case]
-        inputs = make_case_inputs(module, case, trial.seed, trial.distribution, cache_dir=settings.input_cache)
+        inputs = make_case_inputs(module, case, trial.seed, trial.distribution, cache_dir=settings.inputs_dir)
         with torch.no_grad():
             expected = flatten_outputs(model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
             inputs64 = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]

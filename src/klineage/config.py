@@ -67,8 +67,10 @@ class Settings:
     gpu_lock: str = ""
     # a check keeps its shared turn for its whole job, as before 00381e5 (the comparison arm of benchmarks/gpu_turns.py)
     whole_job_turns: bool = False
-    # where bench-sized inputs are kept once drawn (a tmpfs serves best); None: drawn every time
+    # where bench-sized inputs are kept once drawn (a tmpfs serves best); None: `<data_dir>/inputs` (inputs_dir),
+    # unless `keep_inputs` is off (KLINEAGE_INPUT_CACHE=off: drawn every time)
     input_cache: Path | None = None
+    keep_inputs: bool = True
     # on a GPU, the fraction of its memory a candidate process may allocate (torch's per-process cap, set before the
     # program is imported). The most an honest candidate holds is a probe past 2^31 elements: its tensors, up to
     # probe.OVERFLOW_MAX_BYTES (24 GiB), each input and output also copied once in the candidate (the inputs kept
@@ -91,6 +93,15 @@ class Settings:
 
     def replace(self, **changes) -> Settings:
         return dataclasses.replace(self, **changes)
+
+    @property
+    def inputs_dir(self) -> Path | None:
+        """Where bench-sized inputs are kept once drawn: every check of a walk or a bench draws the same seeds of the
+        same workload, and drawing them on the CPU took most of a GPU correctness check (softmax 8192 x 8192 fp32:
+        4.8 of 5.8 s on the H200, docs/BENCHMARKS.md section 3). None: drawn every time."""
+        if self.input_cache is not None:
+            return self.input_cache
+        return self.data_dir / "inputs" if self.keep_inputs else None
 
     @staticmethod
     def from_env(**overrides) -> Settings:
@@ -116,7 +127,9 @@ class Settings:
             base = base.replace(gpu_lock=env["KLINEAGE_GPU_LOCK"])
         if env.get("KLINEAGE_TURNS") == "job":
             base = base.replace(whole_job_turns=True)
-        if env.get("KLINEAGE_INPUT_CACHE"):
+        if env.get("KLINEAGE_INPUT_CACHE") in ("off", "0"):
+            base = base.replace(keep_inputs=False)
+        elif env.get("KLINEAGE_INPUT_CACHE"):
             base = base.replace(input_cache=Path(env["KLINEAGE_INPUT_CACHE"]))
         if env.get("KLINEAGE_COMMIT"):
             base = base.replace(commit=env["KLINEAGE_COMMIT"])

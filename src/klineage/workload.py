@@ -243,14 +243,17 @@ def make_case_inputs(
     and seed) so that a check sees heavy-tailed and signed data, not only what the workload's maker draws. With
     `probe` (a condition predicate the workload lists in PROBES), the workload's `make_probe_inputs(predicate,
     case, seed)` makes them when it is defined and returns something other than None. With `cache_dir`
-    (Settings.input_cache), bench-sized inputs are kept there once drawn (`write_cache`: by a judge; a candidate
+    (Settings.inputs_dir), bench-sized inputs are kept there once drawn (`write_cache`: by a judge; a candidate
     process reads the cache, its view of it read-only)."""
     import torch
 
     cache = _input_cache_path(cache_dir, module, case, seed, distribution, probe)
     if cache is not None and cache.is_file():
         try:
-            return torch.load(cache, weights_only=True)
+            loaded = torch.load(cache, weights_only=True)
+            if write_cache:
+                os.utime(cache)  # the most recently used is pruned last (prune_input_cache)
+            return loaded
         except Exception:  # a file cut by a kill: make them again
             pass
     made = None
@@ -268,8 +271,9 @@ def make_case_inputs(
         gen = torch.Generator().manual_seed(seed * 7919 + 17)
         inputs = [redraw(x, distribution, gen) if _is_float_tensor(x) else x for x in inputs]
     size = sum(x.nbytes for x in inputs if isinstance(x, torch.Tensor))
-    if write_cache and cache is not None and size >= INPUT_CACHE_MIN_BYTES:
+    if write_cache and cache is not None and INPUT_CACHE_MIN_BYTES <= size <= INPUT_CACHE_MAX_BYTES:
         cache.parent.mkdir(parents=True, exist_ok=True)
+        prune_input_cache(cache.parent, INPUT_CACHE_BYTES - size)
         partial = cache.with_suffix(f".{os.getpid()}.tmp")
         torch.save(inputs, partial)
         partial.replace(cache)  # whole or absent: a reader never sees half a file
@@ -277,8 +281,37 @@ def make_case_inputs(
 
 
 # Bench-sized inputs drawn on the CPU cost seconds each (cross-entropy's 8192 x 32000 logits: 4.4 s on this 2-core
-# machine) and a timing job draws four sets, once per candidate. Below this size drawing is cheaper than a file.
+# machine; softmax 8192 x 8192 fp32, four sets and four redrawn: 4.8 s of a 5.8 s correctness check on the H200) and
+# every check of a walk or a bench draws the same ones. Below this size drawing is cheaper than a file.
 INPUT_CACHE_MIN_BYTES = 32 * 2**20
+# a set larger than this is drawn every time (a probe past 2^31 elements, up to 24 GiB, is drawn once per probe)
+INPUT_CACHE_MAX_BYTES = 4 * 2**30
+# what the cache keeps at most, the least recently used sets removed first (Settings.inputs_dir is in the data
+# directory by default: a disk, not memory)
+INPUT_CACHE_BYTES = 16 * 2**30
+
+
+def prune_input_cache(root: Path, keep_bytes: int) -> int:
+    """Remove the least recently used input sets under `root` until at most `keep_bytes` remain (a file another
+    judge removes meanwhile is skipped). Returns the files removed."""
+    entries = []
+    for path in Path(root).glob("*.pt"):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        entries.append((stat.st_mtime, stat.st_size, path))
+    total, removed = sum(size for _, size, _ in entries), 0
+    for _, size, path in sorted(entries, key=lambda e: e[0]):
+        if total <= keep_bytes:
+            break
+        try:
+            path.unlink()
+            removed += 1
+        except OSError:
+            pass
+        total -= size
+    return removed
 
 
 def _input_cache_path(

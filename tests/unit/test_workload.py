@@ -146,7 +146,26 @@ def test_bench_sized_inputs_are_drawn_once_with_an_input_cache(tmp_path, monkeyp
     make_case_inputs(module, big, 1)
     assert module.CALLS[-1] == 1 and len(module.CALLS) == 6  # no cache: never read
     monkeypatch.setenv("KLINEAGE_INPUT_CACHE", str(cache))  # the user's knob, read once (h200_eval.sh sets it)
-    assert Settings.from_env().input_cache == cache
+    assert Settings.from_env().inputs_dir == cache
+    monkeypatch.setenv("KLINEAGE_INPUT_CACHE", "off")
+    assert Settings.from_env().inputs_dir is None
+    monkeypatch.delenv("KLINEAGE_INPUT_CACHE")
+    assert Settings(data_dir=tmp_path / "home").inputs_dir == tmp_path / "home" / "inputs"  # on by default
+
+
+def test_the_input_cache_keeps_the_most_recently_used_within_its_size(tmp_path):
+    import os
+
+    from klineage.workload import prune_input_cache
+
+    for i, age in enumerate([300, 100, 200]):
+        path = tmp_path / f"set{i}.pt"
+        path.write_bytes(bytes(1000))
+        os.utime(path, (path.stat().st_atime - age, path.stat().st_mtime - age))
+    (tmp_path / "other.txt").write_bytes(bytes(5000))  # not a set: never counted nor removed
+    assert prune_input_cache(tmp_path, 2500) == 1
+    assert sorted(p.name for p in tmp_path.glob("*.pt")) == ["set1.pt", "set2.pt"]  # the oldest went
+    assert prune_input_cache(tmp_path, 0) == 2 and (tmp_path / "other.txt").exists()
 
 
 def test_on_device_keeps_a_strided_layout():

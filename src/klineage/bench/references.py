@@ -39,7 +39,7 @@ def references_job(payload: tuple) -> dict:
         "warmup_ms": s.profile_warmup_ms,
         "rep_ms": s.profile_rep_ms,
         "min_reps": s.profile_min_reps,
-        "input_cache": str(s.input_cache) if s.input_cache is not None else None,
+        "input_cache": str(s.inputs_dir) if s.inputs_dir is not None else None,
     }
     shape = Record(required={"timings": ListOf(TIMING_SHAPE, 2 + len(programs))})
     spec = spec_for(request, interpret=False, autotune_picks=False, others=tuple(programs))

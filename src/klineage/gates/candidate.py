@@ -230,7 +230,7 @@ def spec_for(request, **changes) -> Spec:
     from dataclasses import replace
 
     workload = Path(request.workload_path).resolve()
-    cache = request.settings.input_cache
+    cache = request.settings.inputs_dir
     readable = [str(p) for p in (workload, cache, *declared_reads(workload)) if p is not None and Path(p).exists()]
     spec = Spec(
         request.program,

@@ -188,7 +188,7 @@ def input_sets(
     wl_module, case: dict, count: int, device: str = "cuda", cache_dir: Path | None = None, write_cache: bool = True
 ) -> list[list]:
     """`count` input sets of one case on the GPU, seeds 0..count-1, each input in its own layout: timing cycles
-    through them so the cache is not what is measured. `cache_dir`: Settings.input_cache (`write_cache`: see
+    through them so the cache is not what is measured. `cache_dir`: Settings.inputs_dir (`write_cache`: see
     make_case_inputs)."""
     return [input_set(wl_module, case, seed, device, cache_dir, write_cache) for seed in range(count)]
 

@@ -90,7 +90,7 @@ def _judge_on_gpu(request: GateRequest, candidate) -> Verdict:
 
 
 def _cache(request: GateRequest) -> dict:
-    cache = request.settings.input_cache
+    cache = request.settings.inputs_dir
     return {"input_cache": str(cache) if cache is not None else None}
 
 

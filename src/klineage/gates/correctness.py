@@ -61,7 +61,7 @@ def _correctness(request: GateRequest, candidate, started: float) -> Verdict:
         workload, wl_module = prepare_workload(request, interpret=device == "cpu")
     except Exception as e:
         return Verdict("correctness", "fail", "import_error", f"{type(e).__name__}: {e}")
-    state = _TrialState(device, candidate, host_ops=tuple(workload.host_ops), input_cache=request.settings.input_cache)
+    state = _TrialState(device, candidate, host_ops=tuple(workload.host_ops), input_cache=request.settings.inputs_dir)
     trials = plan_trials(
         workload, device, request.settings.seeds, request.settings.seed_base, request.settings.seed_case
     )

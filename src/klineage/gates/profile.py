@@ -65,7 +65,7 @@ def _timing_meta(request: GateRequest) -> dict:
         "warmup_ms": s.profile_warmup_ms,
         "rep_ms": s.profile_rep_ms,
         "min_reps": s.profile_min_reps,
-        "input_cache": str(s.input_cache) if s.input_cache is not None else None,
+        "input_cache": str(s.inputs_dir) if s.inputs_dir is not None else None,
     }
 
 
@@ -102,7 +102,7 @@ def _profile(request: GateRequest, candidate) -> Verdict:
             raise AnswerError(f"no last timed call on one of the {settings.rotate_sets} input sets: {index!r}")
         outputs = values_back(frame, answer["outputs"], "cuda")
         reference = build(wl_module.Model, make_case_init_inputs(wl_module, case)).cuda()
-        inputs = input_set(wl_module, case, index, cache_dir=settings.input_cache)  # the same generator, seed
+        inputs = input_set(wl_module, case, index, cache_dir=settings.inputs_dir)  # the same generator, seed
         timed = timed_output_finding(workload, wl_module, reference, {index: inputs}, [(index, outputs)])
         del reference, inputs
         if timed is not None:
