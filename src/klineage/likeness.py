@@ -87,13 +87,13 @@ class Likeness:
             return self.source.name != self.target.name
         return not self.like
 
-    def phrase(self, expert: str) -> str:
-        """`from <expert> (<class>) to <class>, likeness 0.42`, or `likeness 0.42` on the same operator."""
+    def phrase(self, who: str) -> str:
+        """`from <who> (<class>) to <class>, likeness 0.42`, or `likeness 0.42` on the same operator."""
         value = f"likeness {self.value:.2f}"
         if not self.another_operator:
             return value
         source, target = self.source.operator or "unknown class", self.target.operator or "unknown class"
-        return f"from {expert} ({source}) to {target}, {value}"
+        return f"from {who} ({source}) to {target}, {value}"
 
     def as_dict(self) -> dict:
         return {

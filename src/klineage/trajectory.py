@@ -166,8 +166,8 @@ def seconds_line(t: Trajectory) -> str:
 
 def transfer_note(transfer: dict) -> str:
     """A skill's way to its candidate in a few words (SkillProposer.transfer): where it crossed from another
-    operator, `; from <expert> (<class>) to <class>, likeness 0.42`, then the expected effect beside the one the skill
-    recorded, and where it is no evidence here, why; "" for a candidate of no skill."""
+    operator, `; from <workload>/<expert> (<class>) to <class>, likeness 0.42`, then the expected effect beside the
+    one the skill recorded, and where it is no evidence here, why; "" for a candidate of no skill."""
     if not transfer:
         return ""
     text = f"; {transfer['phrase']}"

@@ -43,9 +43,8 @@ def matmul():
 
 def _skill(transform, params, speedup, context, rank, name):
     skill = make_skill(transform, params, (), speedup, features=context, tile_rank=rank)
-    return replace(
-        skill, id=f"{transform}.{name}", provenance={**skill.provenance, "workload": name, "expert": f"{name}-expert"}
-    )
+    expert = "liger" if name == "cross_entropy" else "expert"
+    return replace(skill, id=f"{transform}.{name}", provenance={**skill.provenance, "workload": name, "expert": expert})
 
 
 def test_the_expected_effect_is_discounted_by_the_likeness(settings, matmul):
@@ -77,7 +76,7 @@ def test_a_launch_knob_from_a_cross_entropy_like_kernel_ranks_below_a_structural
     assert ranked.index(warps[0]) > 0
     transfer = warps[0].transfer
     assert transfer["note"] == NO_LIKE_KERNEL and transfer["recorded"] == 1.5 and transfer["expected"] == 1.0
-    assert transfer["phrase"].startswith("from cross_entropy-expert (reduction) to matmul, likeness 0.")
+    assert transfer["phrase"].startswith("from cross_entropy/liger (reduction) to matmul, likeness 0.")
     assert not transfer["like_kernel"] and transfer["another_operator"]
     # the control: the same knobs mined on a matmul are evidence there
     mined_here = _skill("launch_knobs", {"num_warps": "8"}, 1.5, here, 3, "matmul")
@@ -101,7 +100,7 @@ def test_the_report_and_the_json_say_where_a_skill_came_from(settings, matmul):
     )  # fmt: skip
     text = report(t)
     like = moved.transfer["likeness"]
-    kept = f"; from cross_entropy-expert (reduction) to matmul, likeness {like:.2f}, expected x{moved.expected:.3f}"
+    kept = f"; from cross_entropy/liger (reduction) to matmul, likeness {like:.2f}, expected x{moved.expected:.3f}"
     assert kept + " (recorded x1.500)" in text
     assert "expected x1.000 (recorded x1.500): no evidence from a like kernel" in text
     d = t.as_dict()["attempts"][0]["candidate"]["transfer"]

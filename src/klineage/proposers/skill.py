@@ -170,12 +170,14 @@ class SkillProposer(Proposer):
         evidence here (NO_LIKE_KERNEL)."""
         like = self.likeness(skill)
         recorded = self._recorded(skill)
-        expert = skill.provenance.get("expert", "")
+        expert, workload = skill.provenance.get("expert", ""), skill.provenance.get("workload", "")
+        # `liger` or `expert` alone names no operator: the workload it was mined on goes first
+        named = "/".join(n for n in (workload, expert) if n) or skill.id
         out = {
             "expert": expert,
-            "workload": skill.provenance.get("workload", ""),
+            "workload": workload,
             **like.as_dict(),
-            "phrase": like.phrase(expert or skill.id),
+            "phrase": like.phrase(named),
             "recorded": recorded["speedup"] if recorded else None,
             "expected": round(expected, 4),
         }
