@@ -175,13 +175,15 @@ def _take_probes(store: LineageStore, lineage: Lineage, probes: dict, index_of: 
 
 def _save_skills(data_dir: Path, lineage: Lineage, devices: set[str]) -> None:
     """The lineage's skills written again from its records, with the probes kept beside it (the GPU's that timed
-    the export over the walk device's: `probe.stored_probes`) and the expert's features the earlier skills recorded."""
+    the export over the walk device's: `probe.stored_probes`) and the expert's features and tile rank the earlier
+    skills recorded."""
     settings = Settings(data_dir=data_dir)
     probes = {}
     for device in sorted(devices):
         probes.update(stored_probes(lineage, settings, device_kind(device)))
     with Library(data_dir / "library") as library:
-        earlier = [s.provenance.get("features") for s in library.list() if s.provenance.get("lineage") == lineage.id]
-        context = next((f for f in earlier if f), None)
-        for skill in skills_from_lineage(lineage, probes or None, context):
+        earlier = [s.provenance for s in library.list() if s.provenance.get("lineage") == lineage.id]
+        context = next((p["features"] for p in earlier if p.get("features")), None)
+        rank = next((p["tile_rank"] for p in earlier if isinstance(p.get("tile_rank"), int)), None)
+        for skill in skills_from_lineage(lineage, probes or None, context, rank):
             library.save(skill)

@@ -1,7 +1,8 @@
 """Program and workload features: a small fixed vector describing what a program's kernels do (dots, reductions,
 exponentials, atomics, loops, masks) and what the workload asks (dtype, compute- or memory-bound bench case). The
-memory baseline retrieves past outcomes by it; KLineage discounts a skill's measured effect by how unlike the
-skill's own context the target is."""
+memory baseline retrieves past outcomes by it; KLineage reads a kernel's context off it (klineage.likeness) and
+discounts a skill's measured effect by how unlike the skill's own context the target is. The roofline regime
+(`compute_bound`) is left out where the workload has no roofline extensions: unknown, not memory-bound."""
 
 from __future__ import annotations
 
@@ -31,13 +32,13 @@ def features(program: Program, workload: Workload | None = None) -> dict[str, fl
     """A small fixed vector: which constructs the program's kernels use, and the workload's arithmetic intensity."""
     text = "\n".join([program.source, *program.modules.values()])
     out = {name: 1.0 if re.search(pattern, text) else 0.0 for name, pattern in FEATURES.items()}
-    out["compute_bound"] = 0.0
     if workload is not None:
         case = workload.cases.get(workload.bench_case(), {})
         dtype = case.get("dtype", "")
         out.update({f"dtype_{d}": 1.0 if dtype == d else 0.0 for d in ("float32", "float16", "bfloat16")})
         intensity = _intensity(workload)
-        out["compute_bound"] = 1.0 if intensity is not None and intensity > 50 else 0.0
+        if intensity is not None:  # without the roofline extensions the regime is unknown, not memory-bound
+            out["compute_bound"] = 1.0 if intensity > 50 else 0.0
     return out
 
 

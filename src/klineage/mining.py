@@ -8,6 +8,7 @@ from collections.abc import Callable
 from klineage.config import Settings
 from klineage.features import features
 from klineage.library import Library
+from klineage.likeness import tile_rank
 from klineage.mine import Lineage, Step, walk_for
 from klineage.mine import retime as retime_lineage
 from klineage.probing import probe_lineage, stored_probes
@@ -51,10 +52,10 @@ def mine_into(
         phase(f"timing {len(lineage.accepted)} accepted steps")
         # an explicit retime measures everything again; a walk made elsewhere resumes what a stopped run timed
         lineage = retime_lineage(lineage, workload, settings, device, sandbox, keep_timed=not retime)
-    context = features(expert, workload)
+    context, rank = features(expert, workload), tile_rank(expert)
 
     def save(probes: Probes | None) -> list[Skill]:
-        skills = skills_from_lineage(lineage, probes, context)
+        skills = skills_from_lineage(lineage, probes, context, rank)
         for skill in skills:
             library.save(skill)
         return skills

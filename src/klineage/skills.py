@@ -170,11 +170,15 @@ def _slug(text: str) -> str:
 
 
 def skills_from_lineage(
-    lineage: Lineage, probes: dict[int, list[dict]] | None = None, context: dict[str, float] | None = None
+    lineage: Lineage,
+    probes: dict[int, list[dict]] | None = None,
+    context: dict[str, float] | None = None,
+    tile_rank: int | None = None,
 ) -> list[Skill]:
     """One optimization skill per accepted step (its conditions from `probes` where the step was probed), one guard
-    skill per rejected step. `context`: the expert's features (klineage.features), recorded in the provenance so a
-    forward walk can tell how alike a target is."""
+    skill per rejected step. `context`: the expert's features (klineage.features), and `tile_rank`: the most tile
+    sizes one of its kernels takes (klineage.likeness.tile_rank), recorded in the provenance so a forward walk can
+    tell how alike a target is."""
     load_families()
     date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
     skills = []
@@ -197,6 +201,8 @@ def skills_from_lineage(
         }
         if context:
             provenance["features"] = context
+        if tile_rank is not None:
+            provenance["tile_rank"] = tile_rank
         if step.accepted:
             skills.append(optimization_skill(step, cls, provenance, (probes or {}).get(step.index)))
         else:

@@ -164,6 +164,20 @@ def seconds_line(t: Trajectory) -> str:
     return "Seconds: " + ", ".join(parts) + "."
 
 
+def transfer_note(transfer: dict) -> str:
+    """A skill's way to its candidate in a few words (SkillProposer.transfer): where it crossed from another
+    operator, `; from <workload>/<expert> (<class>) to <class>, likeness 0.42`, then the expected effect beside the
+    one the skill recorded, and where it is no evidence here, why; "" for a candidate of no skill."""
+    if not transfer:
+        return ""
+    text = f"; {transfer['phrase']}"
+    if transfer.get("recorded") is not None:
+        text += f", expected x{transfer['expected']:.3f} (recorded x{transfer['recorded']:.3f})"
+    if transfer.get("note"):
+        text += f": {transfer['note']}"
+    return text
+
+
 def report(trajectory: Trajectory) -> str:
     t = trajectory
     kept = [a for a in t.attempts if a.kept]
@@ -202,6 +216,7 @@ def report(trajectory: Trajectory) -> str:
         + ")"
         + (f": x{a.effect['speedup']:.3f}" if a.effect.get("measured") else "")
         + (f" (confirmed: {a.effect['confirmation']['why']})" if "why" in a.effect.get("confirmation", {}) else "")
+        + transfer_note(a.candidate.transfer)
         for i, a in enumerate(kept, 1)
     ] or ["- nothing"]
     rejected = [a for a in t.attempts if not a.kept]
@@ -214,7 +229,7 @@ def report(trajectory: Trajectory) -> str:
             why = f"not confirmed: {a.effect.get('confirmation', {}).get('why', 'no confirmation')}"
         elif a.outcome == "not_timed":
             why = a.effect.get("why", "timing failed")
-        lines.append(f"- {a.candidate.label}: {why}")
+        lines.append(f"- {a.candidate.label}: {why}{transfer_note(a.candidate.transfer)}")
     lines += ["- nothing"] if not rejected else []
     lines += ["", "## Refused (no budget spent)", ""]
     lines += [

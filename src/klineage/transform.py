@@ -88,6 +88,12 @@ class Transform:
     # Whether it chooses numbers (tiles, warps, stages, a config list): whether the expert's numbers suit another
     # kernel is a question for a timer, so without a GPU its candidates are not kept, even from a skill.
     needs_timing: ClassVar[bool] = False
+    # Whether its parameters are numbers tuned to the kernel they were measured on (warps, stages, tiles, a config
+    # list, a loop's pipeline depth): its measured effect is then evidence only on a like kernel, of the same
+    # operator class (klineage.likeness), and elsewhere its candidates rank as uninformed, as blind's catalog does.
+    # On 17 third-party programs on the H200 most kept changes were launch knobs copied from unrelated experts (a
+    # warp count of the cross-entropy lineage on a matmul; issue 31).
+    tuned_to_kernel: ClassVar[bool] = False
     # The suffix of the twin kernel the family writes beside the original (`k` + suffix), dispatched to where it
     # fits: the original then runs only where the twin cannot, and a change to it, or to its launch, leaves the
     # timed case as it was (klineage.proposers spends no evaluation there).

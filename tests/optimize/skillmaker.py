@@ -15,7 +15,10 @@ def make_skill(
     conditions: tuple[str, ...] = (),
     speedup: float | None = None,
     status: str = "condition",
+    features: dict | None = None,
+    tile_rank: int | None = None,
 ) -> Skill:
+    """`features` and `tile_rank`: the expert's context (klineage.likeness); left out, it is unknown."""
     load_families()
     cls = TRANSFORMS[transform]
     effect = {"measured": False, "why": "test"}
@@ -52,6 +55,8 @@ def make_skill(
             "device": "NVIDIA H200",
             "versions": {},
             "date": "2026-11-30",
+            **({"features": features} if features is not None else {}),
+            **({"tile_rank": tile_rank} if tile_rank is not None else {}),
         },
     )
 

@@ -266,20 +266,22 @@ def test_an_experts_launch_configuration_travels_whole_and_its_evidence_is_spent
         "[triton.Config({'BLOCK_M': 128, 'BLOCK_N': 256, 'BLOCK_K': 64}, num_warps=8, num_stages=3), "
         "triton.Config({'BLOCK_M': 64, 'BLOCK_N': 64, 'BLOCK_K': 64}, num_warps=4, num_stages=4)]"
     )
-    autotune = make_skill("autotune_single_config", {"config_list": configs, "key": "['M', 'N', 'K']"}, (), 0.99)
-    knobs = replace(make_skill("launch_knobs", {"num_warps": "8", "num_stages": "3"}, (), 4.7), id="knobs.s2")
+    mined = {"features": features(prog, wl), "tile_rank": 3}  # a matmul expert: a like kernel (klineage.likeness)
+    autotune = make_skill(
+        "autotune_single_config", {"config_list": configs, "key": "['M', 'N', 'K']"}, (), 0.99, **mined
+    )
+    knobs = replace(make_skill("launch_knobs", {"num_warps": "8", "num_stages": "3"}, (), 4.7, **mined), id="knobs.s2")
     proposer = SkillProposer(wl, settings, "cpu", [autotune, knobs])
+    proposer.propose(prog)  # reads the program's context, which the likeness of each skill's expert is taken to
     tiles = [c for c in proposer._expert_tiles(prog) if c.label.startswith("expert tile")]
     assert [c.params.get("BLOCK_N") for c in tiles] == [256, 64]  # the configs, nothing knobs-only
     assert proposer.expected(autotune) < 1 < proposer.expected(knobs)
     assert all(c.expected == pytest.approx(proposer.expected(knobs)) for c in tiles)  # the lineage's best evidence
-    alone = [
-        c for c in SkillProposer(wl, settings, "cpu", [knobs])._expert_tiles(prog) if c.label.startswith("expert tile")
-    ]
+    alone = [c for c in SkillProposer(wl, settings, "cpu", [knobs]).propose(prog) if c.label.startswith("expert tile")]
     assert [c.params for c in alone] == [{"matmul_kernel.num_warps": 8, "matmul_kernel.num_stages": 3}]
     after = [
         c
-        for c in SkillProposer(wl, settings, "cpu", [autotune, knobs])._expert_tiles(tiles[0].program)
+        for c in SkillProposer(wl, settings, "cpu", [autotune, knobs]).propose(tiles[0].program)
         if c.label.startswith("expert tile")
     ]
     assert [c.params.get("BLOCK_N") for c in after] == [64] and after[0].expected == 1.0
@@ -291,11 +293,12 @@ def test_a_compute_bound_lineages_configuration_comes_before_the_steps_timed_at_
     best step and comes first (before the equally expected causal cut: a launch configuration ranks first among
     equals); once the program runs that tile, the steps keep their own evidence and the tile expects nothing."""
     configs = "[triton.Config({'BLOCK_M': 128, 'BLOCK_N': 128}, num_warps=8, num_stages=3)]"
-    autotune = make_skill("autotune_single_config", {"config_list": configs, "key": "['N_CTX']"}, (), 1.0)
-    fold = make_skill("exp2_folded_scale", {"form": "div", "constant": "LOG2E"}, (), 1.39)
-    cut = make_skill("causal_bound", {"order": "diagonal_first", "fn": "tl.minimum"}, (), 2.12)
     wl = load_workload(EXAMPLES / "attention" / "workload.py")
     prog = load_program(EXAMPLES / "attention" / "naive.py")
+    mined = {"features": features(prog, wl), "tile_rank": 2}  # an attention expert: a like kernel
+    autotune = make_skill("autotune_single_config", {"config_list": configs, "key": "['N_CTX']"}, (), 1.0, **mined)
+    fold = make_skill("exp2_folded_scale", {"form": "div", "constant": "LOG2E"}, (), 1.39, **mined)
+    cut = make_skill("causal_bound", {"order": "diagonal_first", "fn": "tl.minimum"}, (), 2.12, **mined)
     proposer = SkillProposer(wl, settings, "cpu", [autotune, fold, cut])
     ranked = proposer.propose(prog)
     assert ranked[0].label.startswith("expert tile") and ranked[0].params["BLOCK_M"] == 128
@@ -315,8 +318,9 @@ def test_an_effect_measured_in_the_other_roofline_regime_is_not_expected_to_tran
 
     from klineage.features import features
 
+    matmul = load_workload(EXAMPLES / "matmul" / "workload.py"), load_program(EXAMPLES / "matmul" / "naive.py")
     knobs = make_skill("launch_knobs", {"num_warps": "8", "num_stages": "3"}, (), 4.7)
-    knobs = replace(knobs, provenance={**knobs.provenance, "features": {"compute_bound": 1.0, "tl_dot": 1.0}})
+    knobs = replace(knobs, provenance={**knobs.provenance, "features": features(matmul[1], matmul[0]), "tile_rank": 3})
     for name, regime in (("matmul", "compute-bound"), ("softmax", "memory-bound")):
         wl, prog = load_workload(EXAMPLES / name / "workload.py"), load_program(EXAMPLES / name / "naive.py")
         proposer = SkillProposer(wl, settings, "cpu", [knobs])
@@ -328,17 +332,28 @@ def test_an_effect_measured_in_the_other_roofline_regime_is_not_expected_to_tran
 
 
 def test_another_loop_nests_tiles_are_a_guess_and_its_knobs_never_travel_alone(settings):
+    """A matmul lineage's launch configuration on the attention kernel: another operator class, so neither its
+    knobs nor its tiles are evidence there (klineage.likeness; before likeness the knobs alone were expected x2.2)."""
     from dataclasses import replace
 
+    from klineage.likeness import NO_LIKE_KERNEL
+
     configs = "[triton.Config({'BLOCK_M': 128, 'BLOCK_N': 256, 'BLOCK_K': 64}, num_warps=8, num_stages=3)]"
-    autotune = make_skill("autotune_single_config", {"config_list": configs, "key": "['M', 'N', 'K']"}, (), 0.99)
-    knobs = replace(make_skill("launch_knobs", {"num_warps": "8", "num_stages": "3"}, (), 4.7), id="knobs.s2")
+    matmul = features(
+        load_program(EXAMPLES / "matmul" / "naive.py"), load_workload(EXAMPLES / "matmul" / "workload.py")
+    )
+    mined = {"features": matmul, "tile_rank": 3}
+    autotune = make_skill(
+        "autotune_single_config", {"config_list": configs, "key": "['M', 'N', 'K']"}, (), 0.99, **mined
+    )
+    knobs = replace(make_skill("launch_knobs", {"num_warps": "8", "num_stages": "3"}, (), 4.7, **mined), id="knobs.s2")
     wl = load_workload(EXAMPLES / "attention" / "workload.py")
     prog = load_program(EXAMPLES / "attention" / "naive.py")  # tiled along BLOCK_M and BLOCK_N only
     alone = SkillProposer(wl, settings, "cpu", [knobs])
     (carried,) = [c for c in alone.propose(prog) if c.origin == knobs.id]  # no configs in its lineage: the knobs
     assert carried.params == {"attn_fwd_kernel.num_warps": 8, "attn_fwd_kernel.num_stages": 3}  # are the skill
-    assert carried.expected == pytest.approx(alone.expected(knobs)) and carried.expected > 1
+    assert carried.expected == alone.expected(knobs) == 1.0  # a matmul's warps: no evidence for attention
+    assert carried.transfer["note"] == NO_LIKE_KERNEL and carried.transfer["recorded"] == 4.7
     both = SkillProposer(wl, settings, "cpu", [autotune, knobs]).propose(prog)
     assert not any(c.origin == knobs.id for c in both)  # travelling inside the configs instead
     tiles = [c for c in both if c.label.startswith("expert tile")]
@@ -728,6 +743,10 @@ def test_an_expert_configuration_brings_its_warps_onto_a_launch_that_passes_none
         {"configs": "[triton.Config({'BLOCK_M': 128, 'BLOCK_N': 256, 'BLOCK_K': 64}, num_warps=8, num_stages=3)]"},
         (),
         speedup=5.4,
+        features=features(
+            load_program(EXAMPLES / "matmul" / "naive.py"), load_workload(EXAMPLES / "matmul" / "workload.py")
+        ),
+        tile_rank=3,
     )
     wl = load_workload(EXAMPLES / "matmul" / "workload.py")
     source = (EXAMPLES / "matmul" / "naive.py").read_text()

@@ -30,6 +30,7 @@ ORDER = [
     "carry",
     "transform",
     "launch_config",
+    "likeness",
     "transforms",
     "mine",
     "probe",

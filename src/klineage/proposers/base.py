@@ -43,6 +43,9 @@ class Candidate:
     # and a budget evaluates few (writing each up front took 136 s on Liger's cross-entropy module)
     made: object = field(repr=False, compare=False)
     site: str = ""  # the code of the site it rewrites, where it has one (line numbers move when a change is kept)
+    # a skill's way here: its expert and the likeness of their contexts (klineage.likeness), the effect the skill
+    # recorded and the one expected here, and why none is where it is no evidence here (SkillProposer.transfer)
+    transfer: dict = field(default_factory=dict, compare=False)
 
     @functools.cached_property
     def program(self) -> Program | None:

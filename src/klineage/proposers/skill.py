@@ -2,7 +2,8 @@
 workload's domain (klineage.conditions): apply where they hold, apply behind a run-time guard where they hold on
 part of it, refuse (no budget spent, the reason recorded) where they never hold. The expert's parameters are carried
 over (Transform.carry: renamed onto this program's launch where they are tiles) and a small neighbourhood searched
-(Transform.variants); candidates are ordered by the effect the skill measured."""
+(Transform.variants); candidates are ordered by the effect the skill measured, discounted by how alike the skill's
+expert and this program are (klineage.likeness); a family tuned to its kernel counts only from a like kernel."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from dataclasses import dataclass
 from klineage import launch_config
 from klineage.conditions import GATED, HOLDS, PARTIAL, VIOLATED, Decision, decide, guarded
 from klineage.config import device_name
-from klineage.features import features, similarity
+from klineage.features import features
 from klineage.launch_config import expert_tiles
+from klineage.likeness import NO_LIKE_KERNEL, Likeness, context_of, likeness, skill_context, tile_rank
 from klineage.program import Program
 from klineage.proposers.base import (
     LAUNCH_CONFIG,
@@ -84,6 +86,7 @@ class SkillProposer(Proposer):
             _lineage(s) for s in self.skills if self._launch_part(s) == WHOLE_CONFIGS and config_tiles(s)
         }
         self.context: dict[str, float] = {}
+        self.tile_rank: int | None = None  # the program's, with `context` its side of a likeness (`likeness`)
         self._refused: set[tuple] = set()
         # what this run measured, for `worth` and `observe`: rewrites spent, warps ordered, twins' ladders climbed
         self.spent, self.warps, self.ladders = Spent(), Warps(), Ladders()
@@ -125,16 +128,15 @@ class SkillProposer(Proposer):
         }
 
     def expected(self, skill: Skill) -> float:
-        """The skill's measured speedup on this device (any device if none here), discounted by how unlike the
-        skill's workload this one is; 1.0 without a measurement, or when it was measured in the other roofline
-        regime (a compute-bound expert's warps and stages, x4.76 on the H200's matmul, say nothing about an
-        elementwise kernel, where they had ranked first at x2.8 before this rule)."""
-        effects = [e for e in skill.effect.values() if e.get("measured") and e.get("speedup")]
-        here = [e for d, e in skill.effect.items() if d == device_name(self.device) and e.get("measured")]
-        chosen = (here or effects)[:1]
-        if not chosen or not self._transfers(skill) or not self._same_regime(skill):
+        """The skill's measured speedup on this device (any device if none here), its log-gain discounted by the
+        likeness of the skill's context to this program's (klineage.likeness); 1.0 without a measurement, when it
+        was measured in the other roofline regime (a compute-bound expert's warps and stages, x4.76 on the H200's
+        matmul, say nothing about an elementwise kernel, where they had ranked first at x2.8 before this rule), or
+        for a family tuned to the kernel it was measured on (Transform.tuned_to_kernel) where no like kernel
+        measured it: a warp count of the cross-entropy lineage is no evidence for a matmul (issue 31)."""
+        e = self._recorded(skill)
+        if e is None or not self._transfers(skill) or not self._same_regime(skill) or not self._evidence_here(skill):
             return PRIOR_SPEEDUP
-        e = chosen[0]
         gain = math.log(max(e["speedup"], 1e-3))
         if not e.get("significant", True):
             # within the noise: no evidence of a gain, nor of a loss. A quarter of a gain had still ranked
@@ -143,8 +145,45 @@ class SkillProposer(Proposer):
             # 0.039 ms) below every untimed candidate, and RoPE, x5.96 with rows per program, ended at x1.24
             # (RESULTS.md#run-26; x5.95 in RESULTS.md#run-25, where the same step had timed at or above x0.995)
             gain = 0.0
-        weight = 0.5 + 0.5 * similarity(self.context, skill.provenance.get("features") or {})
-        return math.exp(gain * weight)
+        return math.exp(gain * self.likeness(skill).value)
+
+    def _recorded(self, skill: Skill) -> dict | None:
+        """The effect `expected` starts from: measured on this device, else the first measured anywhere."""
+        effects = [e for e in skill.effect.values() if e.get("measured") and e.get("speedup")]
+        here = [e for d, e in skill.effect.items() if d == device_name(self.device) and e.get("measured")]
+        return next(iter(here or effects), None)
+
+    def likeness(self, skill: Skill) -> Likeness:
+        """How alike the skill's expert (its provenance) and this program (`context`, `tile_rank`) are."""
+        target = context_of(self.context, self.tile_rank, getattr(self.workload, "name", ""))
+        return likeness(skill_context(skill.provenance), target)
+
+    def _evidence_here(self, skill: Skill) -> bool:
+        """False for a family tuned to its kernel (Transform.tuned_to_kernel) whose expert is no like kernel of this
+        program (another operator class, or one not known): its numbers were chosen for another loop nest."""
+        transform = self.transforms.get(skill.transform["id"])
+        return transform is None or not transform.tuned_to_kernel or self.likeness(skill).like
+
+    def transfer(self, skill: Skill, expected: float) -> dict:
+        """The skill's way to this candidate, for the report and the trajectory: its expert and operator, the
+        likeness with its factors, the recorded effect beside the `expected` one, and `note` where it is no
+        evidence here (NO_LIKE_KERNEL)."""
+        like = self.likeness(skill)
+        recorded = self._recorded(skill)
+        expert, workload = skill.provenance.get("expert", ""), skill.provenance.get("workload", "")
+        # `liger` or `expert` alone names no operator: the workload it was mined on goes first
+        named = "/".join(n for n in (workload, expert) if n) or skill.id
+        out = {
+            "expert": expert,
+            "workload": workload,
+            **like.as_dict(),
+            "phrase": like.phrase(named),
+            "recorded": recorded["speedup"] if recorded else None,
+            "expected": round(expected, 4),
+        }
+        if recorded is not None and not self._evidence_here(skill):
+            out["note"] = NO_LIKE_KERNEL
+        return out
 
     def _same_regime(self, skill: Skill) -> bool:
         """False where the skill was measured on a compute-bound kernel and this one is memory-bound, or the other
@@ -158,10 +197,11 @@ class SkillProposer(Proposer):
 
     def _configs_fit(self, skill: Skill, source: str, kernel: str) -> bool:
         """Whether an expert's config list is evidence for this kernel's launch: measured on the same element size,
-        in the same roofline regime, and (where it carries tiles) tiling the same dimensions."""
+        in the same roofline regime, on a like kernel, and (where it carries tiles) tiling the same dimensions."""
         here = tile_dims({t.keyword: t.value for t in launch_config.tunables(source) if t.kernel == kernel})
         dims = [tile_dims(t) for t in config_tiles(skill)]
-        return self._transfers(skill) and self._same_regime(skill) and (not dims or here in dims)
+        fits = self._transfers(skill) and self._same_regime(skill) and self._evidence_here(skill)
+        return fits and (not dims or here in dims)
 
     def _transfers(self, skill: Skill) -> bool:
         """False for a launch configuration measured on another element size than this workload's (see
@@ -172,7 +212,7 @@ class SkillProposer(Proposer):
         return mine is None or theirs is None or mine == theirs
 
     def propose(self, program: Program) -> list[Candidate]:
-        self.context = features(program, self.workload)
+        self.context, self.tile_rank = features(program, self.workload), tile_rank(program)
         self.warps.listed(program)
         out: list[Candidate] = []
         sites: dict[str, list] = {}  # many skills share a family: list its sites once
@@ -249,6 +289,7 @@ class SkillProposer(Proposer):
         make = rewriter(at.program, at.module, transform, at.source, at.site, params)
         if guard is not None:
             make = functools.partial(self._guarded, make, at, guard, skill)
+        here = transform.variant_expected(expected, params, carried, at.source, at.kernel)
         cand = Candidate(
             label,
             skill.id,
@@ -256,11 +297,12 @@ class SkillProposer(Proposer):
             at.module,
             at.site.function,
             params,
-            transform.variant_expected(expected, params, carried, at.source, at.kernel),
+            here,
             guard.predicate if guard else "",
             found.decided_by,
             make,
             at.site.before,
+            self.transfer(skill, here),
         )
         if transform.sets_launch_knobs and at.kernel is not None and guard is None:
             present = launch_config.present_warps(at.source, at.kernel)
@@ -327,8 +369,10 @@ class SkillProposer(Proposer):
                     # onto a kernel tiled along the same dimensions (a matmul's BLOCK_M/N/K onto an attention
                     # kernel's BLOCK_M/N is a guess to try, not a measured gain)
                     dims = tile_dims(tile)  # none: warps and stages alone, the lineage's own knobs
-                    same = self._transfers(skill) and (
-                        not dims or dims == tile_dims({t.keyword: t.value for t in tunables})
+                    same = (
+                        self._transfers(skill)
+                        and self._evidence_here(skill)
+                        and (not dims or dims == tile_dims({t.keyword: t.value for t in tunables}))
                     )
                     # the configuration's warps and stages go with its tile, onto launches that pass none
                     knobs = missing_knobs(tunables, tile) if dims and same else {}
@@ -345,6 +389,7 @@ class SkillProposer(Proposer):
                         "",
                         (),
                         functools.partial(retuned, program, module, source, values, knobs),
+                        transfer=self.transfer(skill, expected if same else PRIOR_SPEEDUP),
                     )
                     yield same, cand
 
@@ -398,6 +443,7 @@ class SkillProposer(Proposer):
             (*candidate.decided_by, f"shared_memory_fits: refused, then {guard.id}"),
             rewriter(candidate.program, module, transform, source, site, params),
             site.before,
+            candidate.transfer,
         )
 
     def _refuse(self, refusal: Refusal) -> None:

@@ -201,6 +201,7 @@ class AutotuneSingleConfig(Transform):
     forward_rank = 1
     launch_configuration = WHOLE_CONFIGS
     needs_timing = True
+    tuned_to_kernel = True
 
     # -- the forward walk's hooks ---------------------------------------------------------------------------
 

@@ -169,6 +169,7 @@ class LaunchKnobs(ScopedNodeTransform):
     forward_rank = 1
     launch_configuration = WARPS_AND_STAGES
     needs_timing = True
+    tuned_to_kernel = True
     sets_launch_knobs = True
     interpreter_blind = "the interpreter has no warps or pipeline stages"
 

@@ -51,6 +51,7 @@ class Pipelining(ScopedNodeTransform):
     node_type = cst.For
     forward_rank = 2
     needs_timing = True
+    tuned_to_kernel = True
     interpreter_blind = "the interpreter does not pipeline loops"
 
     def expert(self, node):
