@@ -66,14 +66,14 @@ def suite(name: str, settings: Settings) -> list[Instance]:
     raise UserError(f"unknown suite {name!r}: expected heldout, naive, experts, wild or a suite folder")
 
 
-def wild_instances(settings: Settings) -> tuple[list[Instance], dict[str, str]]:
+def wild_instances(settings: Settings, kernels: tuple | None = None) -> tuple[list[Instance], dict[str, str]]:
     """The wild suite's instances (their files written into the data directory), and the kernels not offered with
     why (a package not installed). The start carries a copy of the kernel's module, so methods can rewrite it; the
-    reference is the program as written, importing the installed module."""
+    reference is the program as written, importing the installed module. `kernels`: the catalogue's by default."""
     from klineage.reference import self_reference_workload
     from klineage.suites import wild
 
-    kernels, left = wild.chosen()
+    kernels, left = wild.chosen(kernels)
     out = []
     for k in kernels:
         files = wild.write(k, settings.data_dir)

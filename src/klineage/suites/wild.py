@@ -445,10 +445,10 @@ def module_source(module: str) -> str | None:
 
 
 def imported_modules(module: str, package: str, limit: int = 400) -> set[str]:
-    """The modules of `package` that `module` takes names from, directly or through others of the package, read
-    from the installed files' syntax (nothing is imported). A package's `__init__` is not followed: it imports the
-    whole package (FlagGems's imports its fused ops too), while a kernel a module launches is defined in the module
-    it is imported from."""
+    """The modules `module` takes names from, directly or through the modules of its own `package` it imports,
+    read from the installed files' syntax (nothing is imported). Modules of other packages are listed, not followed;
+    a package's `__init__` is listed, not followed: it imports the whole package (FlagGems's imports its fused ops
+    too), while a kernel a module launches is defined in the module it is imported from."""
     seen: set[str] = set()
     todo = [module]
     while todo and len(seen) < limit:
@@ -470,7 +470,14 @@ def imported_modules(module: str, package: str, limit: int = 400) -> set[str]:
             elif isinstance(node, ast.ImportFrom):
                 base = _absolute(node, name, path)
                 found = [base] + [f"{base}.{a.name}" for a in node.names]
-            todo += [f for f in found if (f == package or f.startswith(package + ".")) and _source_file(f)]
+            for f in found:
+                if not f:
+                    continue
+                if f == package or f.startswith(package + "."):
+                    if _source_file(f):
+                        todo.append(f)
+                else:
+                    seen.add(f)
     return seen
 
 
