@@ -18,7 +18,7 @@ from klineage.config import Settings
 from klineage.suites import wild
 from klineage.suites.wild import EXPERT_MODULE_PREFIXES, WildKernel, rule_violations, under_expert_prefix
 
-TINY = '''import torch
+TINY = """import torch
 import triton
 import triton.language as tl
 
@@ -35,7 +35,7 @@ def double(x):
     n = x.numel()
     double_kernel[(triton.cdiv(n, 64),)](x, y, n, BLOCK=64)
     return y
-'''
+"""
 
 
 def tiny_kernel(name="tiny_double", module="tinywild.ops", package="tinywild") -> WildKernel:

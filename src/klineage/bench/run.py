@@ -77,9 +77,8 @@ def run_bench(
             if inst.name in done or (claim is not None and not claim(inst.name)):
                 continue
             tally.ran.append(inst)
-            if not _run_instance(inst, plan, tally):
-                continue  # its start failed its gates: reported as skipped, and the suite goes on
-            if on_instance and inst is not instances[-1]:
+            _run_instance(inst, plan, tally)  # False: its start failed, reported as skipped; the suite goes on
+            if on_instance and inst is not instances[-1]:  # a skipped start too: a run cut short keeps its rejections
                 so_far = tally.result(partial=True)
                 # a queue's next instance is not this process's to name: bench-merge names what nobody finished
                 so_far["stamp"]["unfinished"] = [] if claim else [i.name for i in instances if i not in tally.ran]
