@@ -87,6 +87,12 @@ def test_the_catalogue_has_forty_wellformed_kernels_with_unique_names():
         }
         assert sizes == k.sizes and all(isinstance(v, int) for v in sizes.values()), k.name
         assert any(isinstance(n, ast.FunctionDef) and n.name == "get_inputs" for n in inputs.body), k.name
+        # the program is a user's file of its own: it cannot read the inputs file's sizes
+        names = [n for n in ast.walk(program) if isinstance(n, ast.Name)]
+        read = {n.id for n in names if isinstance(n.ctx, ast.Load)} - {
+            n.id for n in names if isinstance(n.ctx, ast.Store)
+        }
+        assert not read & set(k.sizes), k.name
         reference = ast.parse(k.pytorch_source())
         assert any(isinstance(n, ast.ClassDef) and n.name == "Model" for n in reference.body), k.name
         # bench size: the CPU case is shrinking's to derive, so the file itself is a GPU-size case
