@@ -310,7 +310,6 @@ def catalogue() -> tuple[WildKernel, ...]:
             "torch.kron(a, b)",
             {"P": 64, "Q": 64},
             "[torch.randn(P, Q), torch.randn(P, Q)]",
-            "HOST_OPS = ('promote_types',)  # the wrapper picks the result's dtype on the host\n",
         ),
         g("gems_repeat", "repeat", "repeat", "x", "repeat(x, [2, 3])", "x.repeat(2, 3)", {"M": 2048, "N": 2048}, X),
         g("gems_tile", "tile", "tile", "x", "tile(x, [3, 2])", "torch.tile(x, (3, 2))", {"M": 2048, "N": 2048}, X),
