@@ -442,8 +442,9 @@ def _source_file(module: str) -> Path | None:
 
 def module_source(module: str) -> str | None:
     """The installed source of `module` (a copy a program carries, rewritable), read without importing it."""
-    path = _source_file(module)
-    return path.read_text() if path is not None else None
+    from klineage.policy.names import installed_source
+
+    return installed_source(module)
 
 
 def imported_modules(module: str, package: str, limit: int = 400) -> set[str]:
