@@ -34,6 +34,8 @@ class Row:
     bound: str | None = None  # "memory" or "compute": what sets the bench case's roofline (the profile gate's)
     # every gain timed again before it was kept (optimize._confirmed): candidate, first and confirmed speedup, kept
     confirmations: list[dict] = field(default_factory=list)
+    # final over start timed again after the methods, in a fresh process (bench.run._retime); None: not re-timed
+    retimed_speedup: float | None = None
 
 
 def geomean(values: list[float]) -> float | None:
@@ -51,6 +53,7 @@ def credited(row: Row) -> Row:
     return replace(
         row,
         speedup=1.0,
+        retimed_speedup=1.0 if row.retimed_speedup else None,
         evaluations_to_95=None,
         **{
             f: getattr(row, f) / row.speedup if getattr(row, f) else getattr(row, f)
@@ -155,3 +158,57 @@ def paired_evaluations(rows: list[Row], a: str, b: str) -> dict:
 
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
+
+
+def suite_shares(result: dict) -> dict:
+    """Per suite (an instance name's prefix before `:`, else the run's one suite), what issue 31's wild suite
+    reports: of the kernels offered, the share that loads and the share whose start is correct (each rejection
+    with its class, bench.rejections); per method, the share of started instances it improved, the geometric mean
+    of its final speedups (an escape credited x1.0), mean evaluations to 95%, escapes; and, where the final
+    programs were re-timed in a fresh process, the geometric mean of those re-times and the worst ratio of a
+    reported speedup to its re-time (the one furthest from 1, either way)."""
+    rows = [credited(Row(**r)) for r in result.get("rows", [])]
+    rejections = result.get("rejections", {})
+    skipped = result.get("skipped", {})
+    groups: dict[str, list[str]] = {}
+    for name in result["stamp"].get("suite", result["stamp"]["instances"]):
+        groups.setdefault(name.rpartition(":")[0], []).append(name)
+    out = {}
+    for suite_name, names in groups.items():
+        offered = len(names)
+        loaded = [n for n in names if rejections.get(n, {}).get("stage") != "load"]
+        ran = set(result["stamp"]["instances"])
+        started = [n for n in loaded if n in ran and n not in skipped]
+        classes: dict[str, int] = {}
+        for n in names:
+            if n in rejections:
+                classes[rejections[n]["class"]] = classes.get(rejections[n]["class"], 0) + 1
+        methods = {}
+        for method in result["stamp"]["methods"]:
+            mine = [r for r in rows if r.method == method and r.instance in started]
+            ratios = [(r.instance, r.speedup / r.retimed_speedup) for r in mine if r.speedup and r.retimed_speedup]
+            worst = max(ratios, key=lambda t: abs(math.log(t[1])), default=None)
+            methods[method] = {
+                "instances": len(mine),
+                "improved_share": _mean([1.0 if (r.speedup or 0) > 1.0 else 0.0 for r in mine]),
+                "geomean_speedup": geomean([r.speedup for r in mine if r.speedup]),
+                "geomean_retimed_speedup": geomean([r.retimed_speedup for r in mine if r.retimed_speedup]),
+                "mean_evaluations_to_95": _mean([r.evaluations_to_95 for r in mine if r.evaluations_to_95]),
+                "escapes": sum(bool(r.escapes) for r in mine),
+                "retimed": len(ratios),
+                "worst_reported_over_retimed": None if worst is None else {"instance": worst[0], "ratio": worst[1]},
+            }
+        checks = [result.get("checks", {})[n] for n in names if n in result.get("checks", {})]
+        out[suite_name or "run"] = {
+            "offered": offered,
+            "checked_against_pytorch": len(checks),
+            "pass_against_pytorch": sum(c["status"] == "pass" for c in checks),
+            "not_offered": len(result.get("not_offered", {})) if not suite_name else 0,
+            "loaded": len(loaded),
+            "started": len(started),
+            "load_share": len(loaded) / offered if offered else None,
+            "start_share": len(started) / offered if offered else None,
+            "rejections": classes,
+            "methods": methods,
+        }
+    return out

@@ -64,8 +64,57 @@ def markdown(result: dict) -> str:
         *_effort_notes(result),
         *_rows_table(result["rows"]),
         *_skipped(result),
+        *_suite_shares(result),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _suite_shares(result: dict) -> list[str]:
+    """Per suite, the shares that load, start correct and improve, with rejections classified and the fresh-process
+    re-times (metrics.suite_shares); only for a run that classified rejections or re-timed (the wild suite)."""
+    if not (result.get("rejections") or result.get("checks") or any(r.get("retimed_speedup") for r in result["rows"])):
+        return []
+    from klineage.bench.metrics import suite_shares
+
+    lines = []
+    for name, s in suite_shares(result).items():
+        classes = ", ".join(f"{n} {c}" for c, n in sorted(s["rejections"].items())) or "none"
+        lines += [
+            "",
+            f"Suite {name}: {s['offered']} offered ({s['not_offered']} more not offered), {s['loaded']} load "
+            f"({_f(s['load_share'], '.0%')}), {s['started']} start correct ({_f(s['start_share'], '.0%')}); "
+            f"rejections: {classes}; the program as written passes against PyTorch's op on "
+            f"{s['pass_against_pytorch']} of {s['checked_against_pytorch']} checked.",
+            "",
+            "| method | improved | geomean speedup | geomean re-timed | evaluations to 95% | escapes "
+            "| worst reported / re-timed |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for method, m in s["methods"].items():
+            worst = m["worst_reported_over_retimed"]
+            shown = f"{worst['ratio']:.3f} ({worst['instance']})" if worst else "n/a"
+            lines.append(
+                f"| {method} | {_f(m['improved_share'], '.0%')} | {_f(m['geomean_speedup'])} | "
+                f"{_f(m['geomean_retimed_speedup'])} | {_f(m['mean_evaluations_to_95'], '.1f')} | {m['escapes']} | "
+                f"{shown} |"
+            )
+    rejected = result.get("rejections", {})
+    if rejected:
+        lines += [
+            "",
+            "| rejected | stage | gate | code | class | against PyTorch's op |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
+        for name, r in rejected.items():
+            lines.append(
+                f"| {name} | {r['stage']} | {r['gate'] or '-'} | {r['code'] or '-'} | {r['class']} | "
+                f"{r['against_pytorch'] or '-'} |"
+            )
+    if not result["stamp"].get("timed"):
+        lines += ["", "Timing needs a GPU: this run checked loads, starts and correctness only."]
+    for name, why in result.get("not_offered", {}).items():
+        lines.append(f"- not offered: {name}: {why}")
+    return lines
 
 
 def _heading(result: dict) -> list[str]:

@@ -53,27 +53,32 @@ def run_bench(
     on_instance: Callable[[dict], None] | None = None,
     earlier: dict | None = None,
     claim: Callable[[str], bool] | None = None,
+    retime: bool = False,
+    not_offered: dict[str, str] | None = None,
 ) -> dict:
     """Every method on every instance under one budget, then references timed side by side and escapes re-checked.
     `on_instance` gets the result so far after each instance (marked `partial`), so a run cut short keeps what it
     finished. `earlier`: a report of the same methods and budget on this device (`bench --resume`); the instances it
     finished are carried over as they are, each row with the commit that made it, and only the rest are run.
     `claim` (a Queue's): an instance is run only where it says this process may take it; the report then lists
-    the instances this process ran, and its stamp's `suite` every instance it was offered."""
+    the instances this process ran, and its stamp's `suite` every instance it was offered. `retime`: every final
+    program is timed again after the methods finish, with its start, in a fresh process (a sandbox of its own, no
+    warm server), beside the side-by-side time the row reports. `not_offered`: a suite's kernels left out before the
+    run, with why (a package not installed), reported as they are."""
     tally = _Tally(instances, methods, budget, device, _git_commit(settings.commit))
+    tally.not_offered = dict(not_offered or {})
     done = _finished(earlier, instances, methods, budget, device) if earlier else set()
     for name in done:  # every row, trajectory and reference of an instance is measured within one run: carried whole
         tally.carry(earlier, name)
     tally.ran = [i for i in instances if i.name in done]
     with Sandbox(warm=settings.warm) as sandbox:
-        plan = _Plan(methods, budget, settings, device, library, memory, sandbox, on_progress, tally.commit)
+        plan = _Plan(methods, budget, settings, device, library, memory, sandbox, on_progress, tally.commit, retime)
         for inst in instances:
             if inst.name in done or (claim is not None and not claim(inst.name)):
                 continue
             tally.ran.append(inst)
-            if not _run_instance(inst, plan, tally):
-                continue  # its start failed its gates: reported as skipped, and the suite goes on
-            if on_instance and inst is not instances[-1]:
+            _run_instance(inst, plan, tally)  # False: its start failed, reported as skipped; the suite goes on
+            if on_instance and inst is not instances[-1]:  # a skipped start too: a run cut short keeps its rejections
                 so_far = tally.result(partial=True)
                 # a queue's next instance is not this process's to name: bench-merge names what nobody finished
                 so_far["stamp"]["unfinished"] = [] if claim else [i.name for i in instances if i not in tally.ran]
@@ -94,6 +99,7 @@ class _Plan:
     sandbox: Sandbox
     on_progress: Callable[[str], None] | None
     commit: str  # the code that makes this run's rows
+    retime: bool = False  # every final program timed again in a fresh process after the methods (run_bench)
 
     def say(self, line: str) -> None:
         if self.on_progress:
@@ -116,6 +122,9 @@ class _Tally:
     references: dict[str, dict] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     costs: dict[str, dict] = field(default_factory=dict)  # per instance, the seconds outside the methods' runs
+    rejections: dict[str, dict] = field(default_factory=dict)  # per instance not loaded or not started: classified
+    checks: dict[str, dict] = field(default_factory=dict)  # per instance, its start checked against PyTorch's op
+    not_offered: dict[str, str] = field(default_factory=dict)
 
     def carry(self, earlier: dict, name: str) -> None:
         """An instance `earlier` (a bench report) finished, as it is there."""
@@ -131,6 +140,9 @@ class _Tally:
             self.skipped[name] = earlier["skipped"][name]
         if name in earlier.get("costs", {}):
             self.costs[name] = earlier["costs"][name]
+        for key in ("rejections", "checks"):
+            if name in earlier.get(key, {}):
+                getattr(self, key)[name] = earlier[key][name]
 
     def result(self, partial: bool) -> dict:
         """The report so far: its stamp (device, versions, budget, commits, date...), rows, summary and the rest."""
@@ -154,21 +166,41 @@ class _Tally:
             "trajectories": dict(self.trajectories),
             "skipped": dict(self.skipped),
             "costs": dict(self.costs),
+            "rejections": dict(self.rejections),
+            "checks": dict(self.checks),
+            "not_offered": dict(self.not_offered),
         }
 
 
 def _run_instance(inst: Instance, plan: _Plan, tally: _Tally) -> bool:
     """Every method on one instance, then its references and each final program's escapes, into `tally`. False
-    when its start fails its gates here (then skipped, with why)."""
-    workload = load_workload(inst.workload)
+    when its workload does not load or its start fails its gates here (then skipped, with why; a wild instance's
+    rejection classified, bench.rejections)."""
+    from klineage.bench.rejections import against_pytorch, classify
+
+    def rejected(stage: str, why: str) -> bool:
+        tally.skipped[inst.name] = why
+        checked = against_pytorch(inst, plan.settings, plan.device, plan.sandbox) if inst.origin else None
+        if checked is not None:
+            tally.checks[inst.name] = checked
+        tally.rejections[inst.name] = classify(stage, why, checked)
+        return False
+
+    try:
+        workload = load_workload(inst.workload)
+    except UserError as e:  # a wild kernel's own program may not import here: reported, and the suite goes on
+        return rejected("load", f"the workload does not load: {e}")
     memo: dict = {}  # the instance's measurements, shared by its methods (optimize's `memo`)
     try:
         finals = _optimize_each(inst, workload, plan, memo, tally.trajectories)
     except UserError as e:  # a start that fails its gates here: reported, and the suite goes on
-        tally.skipped[inst.name] = str(e)
-        return False
+        return rejected("start", str(e))
+    if inst.origin and plan.device == "cpu":  # what the CPU says of the program as written, for the GPU's share
+        tally.checks[inst.name] = against_pytorch(inst, plan.settings, plan.device, plan.sandbox)
     began = time.perf_counter()
     ref = _time_references(inst, workload, finals, plan) if plan.device == "cuda" else {}
+    if ref and plan.retime and "error" not in ref:
+        ref["retime"] = _retime(inst, workload, finals, plan)
     tally.references[inst.name] = ref
     tally.costs[inst.name] = {"references_s": round(time.perf_counter() - began, 3)}
     began = time.perf_counter()
@@ -229,6 +261,29 @@ def _time_references(inst: Instance, workload: Workload, finals: dict[str, Traje
     return ref
 
 
+def _retime(inst: Instance, workload: Workload, finals: dict[str, Trajectory], plan: _Plan) -> dict:
+    """The start and each method's final program timed again after the methods finished, in a fresh process: a
+    sandbox of its own without a warm server, so nothing of the run's processes (caches, autotune picks, a warm
+    allocator) carries over. Per name, its time; or the job's error."""
+    plan.say(f"{inst.name}: re-timing the final programs in a fresh process")
+    named = [("start", inst.start)] + [(f"final:{method}", t.best) for method, t in finals.items()]
+    distinct = list({p.hash: p for _, p in named}.values())
+    request = GateRequest(str(workload.path), inst.start, plan.device, plan.settings)
+    job = Job(
+        "klineage.bench.references:references_job",
+        (request, distinct),
+        timeout_s=plan.settings.timeout_s * 2,
+        device=plan.device,
+        turns=GpuTurns.of(plan.settings),
+    )
+    with Sandbox(warm=False) as fresh:
+        result = fresh.run(job)
+    if not result.ok:
+        return {"error": clip(result.error, 2000)}
+    timed = {p.hash: result.value[f"program{i}"] for i, p in enumerate(distinct)}
+    return {name: timed[p.hash] for name, p in named}
+
+
 def _row(inst: Instance, workload: Workload, method: str, t: Trajectory, ref: dict, memo: dict, plan: _Plan) -> Row:
     """One method's row on the instance: its final program re-checked for escapes, its times over the references'."""
     plan.say(f"{inst.name}: {method}: re-checking for escapes")
@@ -237,6 +292,8 @@ def _row(inst: Instance, workload: Workload, method: str, t: Trajectory, ref: di
     recheck = memo[("escapes", t.best.hash)]
     final_ms = ref.get(f"final:{method}", {}).get("ms")
     start_ms = ref.get("start", {}).get("ms")
+    again = ref.get("retime", {})
+    final_again, start_again = again.get(f"final:{method}", {}).get("ms"), again.get("start", {}).get("ms")
     tried = len(t.attempts)
     return Row(
         instance=inst.name,
@@ -258,6 +315,7 @@ def _row(inst: Instance, workload: Workload, method: str, t: Trajectory, ref: di
         unchecked=recheck.unchecked,
         bound=t.bound,
         confirmations=confirmations(t),
+        retimed_speedup=start_again / final_again if start_again and final_again else None,
     )
 
 
@@ -364,6 +422,10 @@ def merge(results: list[dict]) -> dict:
         "trajectories": trajectories,
         "skipped": {k: v for r in results for k, v in r.get("skipped", {}).items()},
         "costs": {k: v for r in results for k, v in r.get("costs", {}).items()},
+        **{
+            key: {k: v for r in results for k, v in r.get(key, {}).items()}
+            for key in ("rejections", "checks", "not_offered")
+        },
     }
 
 

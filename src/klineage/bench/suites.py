@@ -27,6 +27,8 @@ class Instance:
     workload: Path
     start: Program = field(repr=False)
     expert: Program | None = field(default=None, repr=False)
+    # where a wild instance comes from: package, module, the PyTorch-op workload that classifies a rejection
+    origin: dict = field(default_factory=dict, repr=False, compare=False, hash=False)
 
 
 def suite(name: str, settings: Settings) -> list[Instance]:
@@ -59,7 +61,29 @@ def suite(name: str, settings: Settings) -> list[Instance]:
         return out
     if name == "experts":
         return expert_instances(settings)
-    raise UserError(f"unknown suite {name!r}: expected heldout, naive, experts or a suite folder")
+    if name == "wild":
+        return wild_instances(settings)[0]
+    raise UserError(f"unknown suite {name!r}: expected heldout, naive, experts, wild or a suite folder")
+
+
+def wild_instances(settings: Settings, kernels: tuple | None = None) -> tuple[list[Instance], dict[str, str]]:
+    """The wild suite's instances (their files written into the data directory), and the kernels not offered with
+    why (a package not installed). The start carries a copy of the kernel's module, so methods can rewrite it; the
+    reference is the program as written, importing the installed module. `kernels`: the catalogue's by default."""
+    from klineage.reference import self_reference_workload
+    from klineage.suites import wild
+
+    kernels, left = wild.chosen(kernels)
+    out = []
+    for k in kernels:
+        files = wild.write(k, settings.data_dir)
+        program = load_program(files.program)
+        workload = self_reference_workload(files.inputs, program, settings.data_dir)
+        source = wild.module_source(k.module)
+        start = program.with_module(k.module, source) if source is not None else program
+        origin = {"package": k.package, "module": k.module, "pytorch": str(files.pytorch)}
+        out.append(Instance(k.name, workload, start, origin=origin))
+    return out, left
 
 
 def expert_instances(settings: Settings) -> list[Instance]:

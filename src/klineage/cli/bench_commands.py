@@ -39,11 +39,28 @@ from klineage.workload import UserError
     is_flag=True,
     help="Keep the instances the report in --out finished (same methods, budget, device); run the rest.",
 )
+@click.option(
+    "--retime",
+    is_flag=True,
+    help="Time every final program again in a fresh process after the methods (always on for the wild suite).",
+)
 @click.option("--json", "as_json", is_flag=True)
 def bench(
-    suite_name, methods, budget, library_dir, memory_path, instances, shard, queue_dir, device, out, resume, as_json
+    suite_name,
+    methods,
+    budget,
+    library_dir,
+    memory_path,
+    instances,
+    shard,
+    queue_dir,
+    device,
+    out,
+    resume,
+    retime,
+    as_json,
 ) -> None:
-    """Run methods x instances of SUITE (heldout, naive, experts, a folder, or several joined by commas) under one
+    """Run methods x instances of SUITE (heldout, naive, experts, wild, a folder, or several joined by commas) under one
     budget; write the report, and rewrite it after each instance so a run cut short keeps what it finished.
     `--resume` continues such a run. Several processes split a suite by `--shard` or share a `--queue`;
     `klineage bench-merge` joins their reports."""
@@ -62,6 +79,12 @@ def bench(
 
         memory_base(settings, memory_path)
     chosen = suite(suite_name, settings)
+    wild = "wild" in [part.strip() for part in suite_name.split(",")]
+    not_offered = {}
+    if wild:  # the kernels of packages not installed here, said in the report
+        from klineage.suites.wild import chosen as wild_chosen
+
+        not_offered = wild_chosen()[1]
     if instances:
         names = list(dict.fromkeys(n.strip() for n in instances.split(",") if n.strip()))
         by_name = {i.name: i for i in chosen}
@@ -95,6 +118,8 @@ def bench(
             on_instance=lambda partial: write_report(partial, folder, plot=False),
             earlier=earlier,
             claim=Queue(queue_dir).claim if queue_dir else None,
+            retime=retime or wild,
+            not_offered=not_offered,
         )
     paths = write_report(result, folder)
     if as_json:
