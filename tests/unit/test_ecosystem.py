@@ -136,6 +136,8 @@ def test_command_bad_input_is_one_line():
     assert unknown.exit_code == 2 and "unknown ecosystem expert nope" in unknown.stderr
     steps = _run("--max-steps", "0")
     assert steps.exit_code == 2 and "--max-steps 0" in steps.stderr
+    walk = _run("--only", "liger_dyt", "--device", "cpu", "--walk-device", "cuda")
+    assert walk.exit_code == 2 and "--walk-device cuda with --device cpu" in walk.stderr
 
 
 def test_command_lists_the_catalogue():

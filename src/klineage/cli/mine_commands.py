@@ -319,10 +319,17 @@ def effects_import(file, home, as_json) -> None:
     help="Skill library directory (default: $KLINEAGE_HOME/library).",
 )
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
+@click.option(
+    "--walk-device",
+    type=click.Choice(["cpu", "cuda"]),
+    default=None,
+    help="As for `mine`: `--walk-device cpu --device cuda` times on the GPU the walks finished on a CPU (same data "
+    "directory).",
+)
 @click.option("--max-steps", type=int, default=None, help="Stop each walk after this many attempted steps (resumable).")
 @click.option("--no-probe", is_flag=True, help="Skip condition probing (skills keep their conditions unprobed).")
 @click.option("--json", "as_json", is_flag=True)
-def mine_ecosystem(only, list_only, library_dir, device, max_steps, no_probe, as_json) -> None:
+def mine_ecosystem(only, list_only, library_dir, device, walk_device, max_steps, no_probe, as_json) -> None:
     """Mine the ecosystem experts: kernels of installed Triton libraries (Liger-Kernel's ops, flash-linear-attention,
     FlagGems' fused ops). Each expert's workload and program are written under $KLINEAGE_HOME/ecosystem at run time
     and mined into the library with its installed modules; a package that is not installed is a row saying so."""
@@ -343,6 +350,7 @@ def mine_ecosystem(only, list_only, library_dir, device, max_steps, no_probe, as
         _list_ecosystem(experts, as_json)
         return
     dev, settings = resolve_device(device), Settings.from_env()
+    walk = _walk_device(dev, walk_device, retime=False)
     rows = []
     with (
         progress_bar(as_json) as progress,
@@ -356,12 +364,13 @@ def mine_ecosystem(only, list_only, library_dir, device, max_steps, no_probe, as
                 verdict = "accepted" if step.accepted else "rejected"
                 progress.update(task, description=f"{name}: step {step.index} {step.transform} {verdict}")
 
-            progress.update(task, description=f"{expert.name}: walking back on {dev}")
+            progress.update(task, description=f"{expert.name}: walking back on {walk}")
             row = mine_expert(
                 expert,
                 library,
                 settings,
                 dev,
+                walk,
                 sandbox=sandbox,
                 max_steps=max_steps,
                 probe=not no_probe,

@@ -520,6 +520,7 @@ def mine_expert(
     library,
     settings,
     device: str,
+    walk_device: str | None = None,
     *,
     sandbox=None,
     max_steps: int | None = None,
@@ -528,8 +529,9 @@ def mine_expert(
     on_phase=None,
 ) -> EcosystemRow:
     """Write the expert's pair under `<data dir>/ecosystem/<name>` and mine it into `library` with its modules
-    (klineage.mining.mine_into). A package that is not installed is a row saying so; any other failure is a row with
-    its error, so one expert never stops a catalogue run."""
+    (klineage.mining.mine_into; `walk_device` as there: a walk finished on the CPU, timed on `device`). A package
+    that is not installed is a row saying so; any other failure is a row with its error, so one expert never stops a
+    catalogue run."""
     import time
 
     from klineage.mining import mine_into
@@ -559,6 +561,7 @@ def mine_expert(
             program,
             settings,
             device,
+            walk_device,
             probe=probe,
             sandbox=sandbox,
             max_steps=max_steps,
