@@ -15,9 +15,9 @@ from klineage.cli import main
 from klineage.gates.candidate import installed_roots
 from klineage.program import Program, load_program, module_file, with_installed_modules
 from klineage.suites.ecosystem import (
-    DISTRIBUTIONS,
     ECOSYSTEM,
     EXPERT_MODULE_PREFIXES,
+    PYPI_NAMES,
     WILD_MODULE_PREFIXES,
     EcosystemExpert,
     is_expert_module,
@@ -33,7 +33,7 @@ NAMES = [e.name for e in EXPERTS]
 def test_catalogue_size_and_spread():
     by_package = Counter(e.package for e in EXPERTS)
     assert len(EXPERTS) >= 20
-    assert set(by_package) == set(DISTRIBUTIONS) and min(by_package.values()) >= 3, by_package
+    assert set(by_package) == set(PYPI_NAMES) and min(by_package.values()) >= 3, by_package
 
 
 def test_prefixes_are_disjoint_from_the_wild_suite():

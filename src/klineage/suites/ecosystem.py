@@ -23,7 +23,7 @@ EXPERT_MODULE_PREFIXES: tuple[str, ...] = ("liger_kernel.ops.", "fla.", "flag_ge
 WILD_MODULE_PREFIXES: tuple[str, ...] = ("flag_gems.ops.",)  # never experts: the wild suite's kernels
 
 # what each package is called on PyPI (the import name is the record's `package`)
-DISTRIBUTIONS: dict[str, str] = {
+PYPI_NAMES: dict[str, str] = {
     "liger_kernel": "liger-kernel",
     "fla": "flash-linear-attention",
     "flag_gems": "flag-gems",
@@ -56,7 +56,7 @@ class EcosystemExpert:
     multiple_of: dict[str, int] = field(default_factory=dict, hash=False)  # sizes the wrapper needs divisible
 
     def installed(self) -> bool:
-        """Whether the package and every module to mine are installed here as source files. Nothing is imported:
+        """Whether every module to mine is installed here as a source file. Nothing is imported:
         importing FlagGems on a machine without CUDA raises (it asks for the device name at import)."""
         return all(module_file(m) is not None for m in self.modules)
 
