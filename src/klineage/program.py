@@ -124,14 +124,34 @@ def with_installed_modules(program: Program, names: list[str]) -> Program:
     """Carry copies of installed modules (an expert's kernels inside a package) as overrides, so transforms can
     rewrite them. The copies are read now from the installed files, which stay untouched."""
     for name in names:
-        try:
-            spec = importlib.util.find_spec(name)
-        except (ImportError, ValueError):
-            spec = None
-        if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        found = module_file(name)
+        if found is None or found.suffix != ".py":
             raise ProgramError(f"module {name}: not installed as a Python source file")
-        program = program.with_module(name, Path(spec.origin).read_text())
+        program = program.with_module(name, found.read_text())
     return program
+
+
+def module_file(dotted: str) -> Path | None:
+    """The installed source file of module `dotted`; None where it is not installed. A submodule is found from its
+    top-level package's location on disk without running any package `__init__` (FlagGems' raises on a machine
+    without CUDA: it asks for the device name at import); a top-level module through the import system's finders,
+    which import nothing either."""
+    head, _, rest = dotted.partition(".")
+    try:
+        spec = importlib.util.find_spec(head)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if not rest:
+        return Path(spec.origin) if spec.origin and Path(spec.origin).is_file() else None
+    *parents, leaf = rest.split(".")
+    for location in spec.submodule_search_locations or []:
+        folder = Path(location, *parents)
+        for candidate in (folder / f"{leaf}.py", folder / leaf / "__init__.py"):
+            if candidate.is_file():
+                return candidate
+    return None
 
 
 class ModuleOverrides(importlib.abc.MetaPathFinder):

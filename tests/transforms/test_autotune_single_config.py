@@ -109,9 +109,10 @@ def test_skips():
     comprehension = EXPERT.replace(
         '[\n        triton.Config({"BLOCK": 1024}, num_warps=8, num_stages=2),\n'
         '        triton.Config({"BLOCK": 256}, num_warps=4),\n    ]',
-        '[triton.Config({"BLOCK": b}) for b in [256, 1024]]',
+        '[triton.Config({"BLOCK": b}) for b in [256, 1024] if b > n_min]',
     )
-    assert comprehension != EXPERT and t.sites(comprehension) == []
+    assert comprehension != EXPERT and t.sites(comprehension) == []  # a filtered comprehension
+    assert t.sites(comprehension.replace(" if b > n_min", "").replace("[256, 1024]", "sizes()")) == []  # run time
     # the host reads the autotuner object: not only launches
     assert t.sites(EXPERT + "\nprint(k.best_config)\n") == []
     # a pre_hook has no launch equivalent: the first config stays in the decorator, the launches as they are
@@ -184,3 +185,64 @@ def test_the_attention_experts_hooked_configs_round_trip():
     (site,) = t.sites(source)
     assert site.function == "_attn_fwd" and round_trip(t, source) == 1
     assert "pre_hook=_kv_box)], key=" in t.simplify(source, site)
+
+
+COMPREHENSION = textwrap.dedent(
+    """\
+    import triton
+    import triton.language as tl
+
+    IS_AMD = False
+    NUM_WARPS = [2, 4, 8] if IS_AMD else [1, 2, 4, 8, 16]
+
+
+    @triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+    @triton.autotune(
+        configs=[
+            triton.Config({"BLOCK": b}, num_warps=num_warps, num_stages=s)
+            for b in (256, 1024)
+            for num_warps in NUM_WARPS
+            for s in [1, 2]
+        ],
+        key=["n"],
+    )
+    @triton.jit
+    def k(x_ptr, n, EVEN: tl.constexpr, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+    def launch(x, n):
+        k[lambda META: (triton.cdiv(n, META["BLOCK"]),)](x, n)
+    """
+)
+
+
+def test_comprehension_configs_expand_and_heuristics_stay():
+    """FLA's form (most of its 200 autotuned kernels): configs from a comprehension over literal lists, one of them
+    a module-level `A if C else B`, under `@triton.heuristics`. The configs expand in the comprehension's order,
+    the platform-dependent list to the values both branches hold (2, 4, 8), and the first config goes to the launch;
+    the heuristics decorator stays on the kernel."""
+    t = AutotuneSingleConfig()
+    (site,) = t.sites(COMPREHENSION)
+    configs = site.params["config_list"]
+    assert configs.count("triton.Config(") == 2 * 3 * 2
+    assert configs.startswith('[triton.Config({"BLOCK": 256}, num_warps=2, num_stages=1), ')
+    assert configs.endswith('triton.Config({"BLOCK": 1024}, num_warps=8, num_stages=2)]')
+    simplified = t.simplify(COMPREHENSION, site)
+    assert "@triton.autotune(" not in simplified and "@triton.heuristics(" in simplified
+    assert "(x, n, BLOCK=256, num_warps=2, num_stages=1)" in simplified
+    compile(simplified, "simplified", "exec")
+    assert round_trip(t, COMPREHENSION) == 1  # the redo puts the autotune back under the heuristics
+
+
+def test_comprehension_without_common_values_or_too_large_is_skipped():
+    t = AutotuneSingleConfig()
+    disjoint = COMPREHENSION.replace("[2, 4, 8] if IS_AMD", "[32] if IS_AMD")
+    assert t.sites(disjoint) == []
+    huge = COMPREHENSION.replace("for s in [1, 2]", "for s in list(range(1000))")
+    assert t.sites(huge) == []
+    big = COMPREHENSION.replace("for s in [1, 2]", "for s in [" + ", ".join(map(str, range(50))) + "]")
+    assert t.sites(big) == []  # 2 x 3 x 50 configs: over MAX_EXPANDED
+    # a decorator other than heuristics above the autotune: not a form this knows
+    assert t.sites(COMPREHENSION.replace("@triton.heuristics(", "@other(")) == []

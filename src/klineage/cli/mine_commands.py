@@ -306,3 +306,137 @@ def effects_import(file, home, as_json) -> None:
             r.lineage, str(r.matched), str(r.kept), f"{untimed}{f' ({r.why})' if r.why else ''}", str(r.probes)
         )
     console.print(table)
+
+
+@click.command("mine-ecosystem")
+@click.option("--only", default="", help="Comma-separated expert names (default: the whole catalogue; see --list).")
+@click.option("--list", "list_only", is_flag=True, help="List the catalogue (name, package, modules, installed).")
+@click.option(
+    "--library",
+    "library_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Skill library directory (default: $KLINEAGE_HOME/library).",
+)
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
+@click.option(
+    "--walk-device",
+    type=click.Choice(["cpu", "cuda"]),
+    default=None,
+    help="As for `mine`: `--walk-device cpu --device cuda` times on the GPU the walks finished on a CPU (same data "
+    "directory).",
+)
+@click.option("--max-steps", type=int, default=None, help="Stop each walk after this many attempted steps (resumable).")
+@click.option("--no-probe", is_flag=True, help="Skip condition probing (skills keep their conditions unprobed).")
+@click.option("--json", "as_json", is_flag=True)
+def mine_ecosystem(only, list_only, library_dir, device, walk_device, max_steps, no_probe, as_json) -> None:
+    """Mine the ecosystem experts: kernels of installed Triton libraries (Liger-Kernel's ops, flash-linear-attention,
+    FlagGems' fused ops). Each expert's workload and program are written under $KLINEAGE_HOME/ecosystem at run time
+    and mined into the library with its installed modules; a package that is not installed is a row saying so."""
+    from dataclasses import asdict
+
+    from klineage.check import resolve_device
+    from klineage.library import Library
+    from klineage.sandbox import Sandbox
+    from klineage.suites.ecosystem import mine_expert, select
+
+    if max_steps is not None and max_steps < 1:
+        raise UserError(f"--max-steps {max_steps}: expected a positive number of steps")
+    try:
+        experts = select([n.strip() for n in only.split(",") if n.strip()])
+    except KeyError as e:
+        raise UserError(e.args[0]) from None
+    if list_only:
+        _list_ecosystem(experts, as_json)
+        return
+    dev, settings = resolve_device(device), Settings.from_env()
+    walk = _walk_device(dev, walk_device, retime=False)
+    rows = []
+    with (
+        progress_bar(as_json) as progress,
+        Sandbox(warm=settings.warm) as sandbox,
+        Library(library_dir or settings.library_dir) as library,
+    ):
+        task = progress.add_task(f"mining {len(experts)} ecosystem experts on {dev}", total=len(experts))
+        for expert in experts:
+
+            def on_step(step, name=expert.name) -> None:
+                verdict = "accepted" if step.accepted else "rejected"
+                progress.update(task, description=f"{name}: step {step.index} {step.transform} {verdict}")
+
+            progress.update(task, description=f"{expert.name}: walking back on {walk}")
+            row = mine_expert(
+                expert,
+                library,
+                settings,
+                dev,
+                walk,
+                sandbox=sandbox,
+                max_steps=max_steps,
+                probe=not no_probe,
+                on_step=on_step,
+                on_phase=lambda text, name=expert.name: progress.update(task, description=f"{name}: {text}"),
+            )
+            rows.append(row)
+            progress.say(_ecosystem_line(row))
+            progress.advance(task)
+        where = library.root
+    if as_json:
+        click.echo(json.dumps({"library": str(where), "device": dev, "rows": [asdict(r) for r in rows]}, indent=2))
+    else:
+        console.print(_ecosystem_table(rows, dev))
+        console.print(f"{sum(r.skills for r in rows)} skills written to {where}")
+        if dev == "cpu":
+            console.print("No GPU: effects are unmeasured (static metric deltas only).", style="dim")
+    if not any(r.status == "mined" for r in rows):
+        raise SystemExit(1)
+
+
+def _ecosystem_line(row) -> str:
+    if row.status != "mined":
+        return f"{row.name}: {row.status}{f' ({row.error})' if row.error else ''}"
+    more = "" if row.finished else ", unfinished (resumable)"
+    return f"{row.name}: {row.accepted} accepted, {row.rejected} rejected, walk {row.walk_s:.0f} s{more}"
+
+
+def _ecosystem_table(rows, dev: str) -> Table:
+    mined = [r for r in rows if r.status == "mined"]
+    table = Table(
+        title=f"ecosystem experts on {dev}: {len(mined)} of {len(rows)} mined, "
+        f"{sum(r.accepted for r in mined)} steps accepted, {sum(r.rejected for r in mined)} rejected",
+        title_justify="left",
+    )
+    for column in ("expert", "package", "accepted", "rejected (gate:code)", "families", "guards", "walk s"):
+        table.add_column(column, overflow="fold")
+    for r in rows:
+        if r.status != "mined":
+            table.add_row(r.name, r.package, r.status, r.error, "", "", f"{r.wall_s:.0f}" if r.wall_s else "")
+            continue
+        rejected = ", ".join(f"{k} x{n}" for k, n in r.rejected_by.items())
+        families = ", ".join(f"{f} ({', '.join(ts)})" for f, ts in r.families.items())
+        accepted = f"{r.accepted}{'' if r.finished else ' (unfinished)'}"
+        table.add_row(
+            r.name,
+            r.package,
+            accepted,
+            f"{r.rejected}: {rejected}" if r.rejected else "0",
+            families,
+            str(r.guards),
+            f"{r.walk_s:.0f}",
+        )
+    return table
+
+
+def _list_ecosystem(experts, as_json: bool) -> None:
+    found = [
+        {"name": e.name, "package": e.package, "modules": list(e.modules), "installed": e.installed()} for e in experts
+    ]
+    if as_json:
+        click.echo(json.dumps(found, indent=2))
+        return
+    table = Table(title=f"{len(found)} ecosystem experts", title_justify="left")
+    for column in ("expert", "package", "modules", "installed"):
+        table.add_column(column, overflow="fold")
+    for f in found:
+        table.add_row(f["name"], f["package"], ", ".join(f["modules"]), "yes" if f["installed"] else "no")
+    console.print(table)

@@ -237,7 +237,7 @@ def spec_for(request, **changes) -> Spec:
         request.device,
         request.settings.guard_bytes,
         hidden=hidden_paths(request.settings),
-        needs=(package_root(), *readable),
+        needs=(package_root(), *installed_roots(request.program), *readable),
         device_memory=request.settings.candidate_device_memory,
     )
     spec = replace(spec, **changes)
@@ -285,6 +285,23 @@ def package_root() -> str:
     import klineage
 
     return str(Path(klineage.__file__).resolve().parent.parent)
+
+
+def installed_roots(program: Program) -> list[str]:
+    """Where the installed packages of the modules a program overrides live, when outside the interpreter's prefix
+    (a `pip install --target` directory on PYTHONPATH, as under /tmp): the rewritten copy imports its package's other
+    modules and their dependencies from there, and a masked /tmp hid them (fla's copy failed on `fla.backends`)."""
+    import importlib.util
+
+    roots = set()
+    for dotted in program.modules:
+        try:
+            spec = importlib.util.find_spec(dotted.split(".")[0])
+        except (ImportError, ValueError):
+            continue
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            roots.add(str(Path(location).resolve().parent))  # the site directory: the package's dependencies too
+    return sorted(roots)
 
 
 def start(spec: Spec) -> Candidate:

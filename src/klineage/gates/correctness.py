@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from klineage.compare import Finding, bitwise_equal, compare_output, flatten_outputs, relative_error
-from klineage.gates.candidate import CandidateGone, judged, package_root, spec_for
+from klineage.gates.candidate import CandidateGone, installed_roots, judged, package_root, spec_for
 from klineage.gates.common import GateRequest, Verdict, build, fail, prepare_workload
 from klineage.sandbox import yield_turn
 from klineage.wire import WireError, pack_values, tensor
@@ -47,7 +47,12 @@ def correctness_job(request: GateRequest) -> Verdict:
     started = time.perf_counter()
     probe = request.probe or {}
     # the workload file is not among what it may read: the correctness candidate makes nothing of its own
-    spec = spec_for(request, layout=probe.get("layout"), compile=bool(probe.get("compile")), needs=(package_root(),))
+    spec = spec_for(
+        request,
+        layout=probe.get("layout"),
+        compile=bool(probe.get("compile")),
+        needs=(package_root(), *installed_roots(request.program)),
+    )
     # judged starts the candidate first: nothing of the workload, its inputs or its reference exists yet here
     verdict = judged("correctness", spec, lambda candidate: _correctness(request, candidate, started))
     return verdict if verdict.seconds else replace(verdict, seconds=time.perf_counter() - started)

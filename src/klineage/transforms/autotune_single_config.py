@@ -25,6 +25,7 @@ from klineage.transforms.launch_knobs import append_kwargs, drop_trailing, trail
 
 AUTOTUNE = ("triton.autotune", "autotune")
 CONFIG = ("triton.Config", "Config")
+HEURISTICS = ("triton.heuristics", "heuristics")
 # Config keywords that a launch accepts as well (the rest, pre_hook, maxnreg, ..., have no launch equivalent).
 LAUNCH_KEYWORDS = ("num_warps", "num_stages", "num_ctas")
 
@@ -67,11 +68,93 @@ def _is_docstring(stmt: cst.BaseStatement) -> bool:
     )
 
 
+# Most configs one comprehension may expand to: FLA's chunked cumsum tunes 4 x 3 x 4 = 48.
+MAX_EXPANDED = 256
+
+
+def _module_value(name: str, module: cst.Module) -> cst.BaseExpression | None:
+    """The value of the module-level assignment `name = ...` (the last one), or None."""
+    found = None
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if (
+                    isinstance(small, cst.Assign)
+                    and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name)
+                    and small.targets[0].target.value == name
+                ):
+                    found = small.value
+    return found
+
+
+def _literal_values(expr: cst.BaseExpression, module: cst.Module, depth: int = 0) -> list[cst.BaseExpression] | None:
+    """The elements of a literal list or tuple, of a module-level name bound to one, or of `A if C else B` over two
+    such lists: then the elements both hold, in A's order (FLA's `NUM_WARPS_AUTOTUNE = [1, .., 16] if IS_AMD else
+    [1, .., 32]`: the configs valid on every platform the expert tunes for). None otherwise."""
+    if depth > 4:
+        return None
+    if isinstance(expr, cst.Name):
+        value = _module_value(expr.value, module)
+        return _literal_values(value, module, depth + 1) if value is not None else None
+    if isinstance(expr, cst.IfExp):
+        a, b = _literal_values(expr.body, module, depth + 1), _literal_values(expr.orelse, module, depth + 1)
+        if a is None or b is None:
+            return None
+        other = {_code(v) for v in b}
+        common = [v for v in a if _code(v) in other]
+        return common or None
+    if isinstance(expr, cst.List | cst.Tuple) and expr.elements:
+        if not all(isinstance(e, cst.Element) for e in expr.elements):
+            return None
+        return [e.value for e in expr.elements]
+    return None
+
+
+class _Bind(cst.CSTTransformer):
+    """Replace the comprehension's loop variables by values; keyword names (`num_warps=num_warps`) stay."""
+
+    def __init__(self, values: dict[str, cst.BaseExpression]):
+        super().__init__()
+        self.values = values
+
+    def leave_Name(self, original_node, updated_node):
+        return self.values.get(original_node.value, updated_node)
+
+    def leave_Arg(self, original_node, updated_node):
+        return updated_node.with_changes(keyword=original_node.keyword)
+
+
+def _expanded(comp: cst.ListComp, module: cst.Module) -> list[cst.Call] | None:
+    """The configs a comprehension `[triton.Config(...) for a in A for b in B]` makes, in its order, where every
+    iterable is literal (`_literal_values`) and no clause filters; None otherwise."""
+    if not isinstance(comp.elt, cst.Call) or dotted(comp.elt.func) not in CONFIG:
+        return None
+    loops: list[tuple[str, list[cst.BaseExpression]]] = []
+    clause = comp.for_in
+    while clause is not None:
+        if clause.ifs or clause.asynchronous or not isinstance(clause.target, cst.Name):
+            return None
+        values = _literal_values(clause.iter, module)
+        if values is None:
+            return None
+        loops.append((clause.target.value, values))
+        clause = clause.inner_for_in
+    combos: list[dict[str, cst.BaseExpression]] = [{}]
+    for name, values in loops:
+        combos = [{**c, name: v} for c in combos for v in values]
+        if len(combos) > MAX_EXPANDED:
+            return None
+    return [comp.elt.visit(_Bind(c)) for c in combos]
+
+
 def config_list(expr: cst.BaseExpression, module: cst.Module) -> list[cst.Call] | None:
-    """The triton.Config calls of a literal list, or of the literal list a trivial helper returns; None otherwise
-    (comprehensions, concatenations, lists built at run time)."""
+    """The triton.Config calls of a literal list, of the literal list a trivial helper returns, or of a comprehension
+    over literal lists (expanded: `_expanded`); None otherwise (concatenations, lists built at run time)."""
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and not expr.args:
         expr = _helper_list(expr.func.value, module)
+    if isinstance(expr, cst.ListComp):
+        return _expanded(expr, module)
     if not isinstance(expr, cst.List) or not expr.elements:
         return None
     calls = []
@@ -135,6 +218,18 @@ class _Launches(cst.CSTTransformer):
         return updated_node
 
 
+def _autotune_at(fn: cst.FunctionDef) -> int | None:
+    """Where the kernel's autotune decorator is: the outermost, or below `@triton.heuristics` decorators only (FLA
+    stacks `@triton.heuristics({'IS_VARLEN': ...})` over its autotune; the heuristics then wrap the plain kernel)."""
+    for i, d in enumerate(fn.decorators):
+        name = decorator_name(d)
+        if name in AUTOTUNE:
+            return i
+        if name not in HEURISTICS:
+            return None
+    return None
+
+
 def _one_config(fn: cst.FunctionDef, module: cst.Module) -> cst.Decorator | None:
     """The kernel's autotune decorator where it is the outermost and tunes over one literal triton.Config."""
     decorator = fn.decorators[0]
@@ -177,8 +272,11 @@ class AutotuneSingleConfig(Transform):
     decorator with that config alone (an autotuner over one config runs it without benchmarking): the attention
     expert's configs set its K/V descriptors' box in a pre_hook, and without this form its tiles (128x128 and
     128x64 at 8 warps) were in no skill, so the naive attention's tiles were searched one doubling at a time.
-    Skipped: config lists built by comprehensions or at run time, kernels whose name is used other than to launch
-    it, kernels never launched here, launches that already pass a config key.
+    A config list built by a comprehension over literal lists (FLA's `[triton.Config({'BT': BT}, num_warps=w) for
+    BT in [16, 32] for w in [2, 4]]`, its lists literal, bound to module-level names, or `A if C else B` of two
+    such lists, whose common elements count) is expanded in its order: its first config is the simple form's.
+    Skipped: config lists built at run time (FlagGems' `runtime.get_tuned_config(...)`), kernels whose name is used
+    other than to launch it, kernels never launched here, launches that already pass a config key.
 
     Conditions: autotuning runs the kernel several times on the same buffers while it benchmarks, so a launch must
     be idempotent (idempotent_launch). A kernel that accumulates (atomic_add into an output, `+=` into a buffer
@@ -235,10 +333,13 @@ class AutotuneSingleConfig(Transform):
         for stmt in module.body:
             if not isinstance(stmt, cst.FunctionDef) or not stmt.decorators:
                 continue
-            decorator = stmt.decorators[0]
-            if decorator_name(decorator) not in AUTOTUNE or not isinstance(decorator.decorator, cst.Call):
+            at = _autotune_at(stmt)
+            if at is None:
                 continue
-            if not any(decorator_name(d) in ("triton.jit", "jit") for d in stmt.decorators[1:]):
+            decorator = stmt.decorators[at]
+            if not isinstance(decorator.decorator, cst.Call):
+                continue
+            if not any(decorator_name(d) in ("triton.jit", "jit") for d in stmt.decorators[at + 1 :]):
                 continue
             call = decorator.decorator
             configs, key = _arg(call, "configs", 0), _arg(call, "key", 1)
@@ -258,6 +359,8 @@ class AutotuneSingleConfig(Transform):
                 if a.keyword is not None and a.keyword.value not in ("configs", "key"):
                     params[a.keyword.value] = _code(a.value)
             params["decorator"] = _code(call)
+            if at > 0:  # the redo puts it back there (FLA's order; the matmul expert's autotune wraps its heuristics)
+                params["placement"] = "under_heuristics"
             # the configs themselves, also when a helper returns them: what a forward walk carries to other kernels
             params["config_list"] = "[" + ", ".join(_code(c) for c in calls) + "]"
             yield stmt, decorator, params, kwargs, launches
@@ -306,10 +409,13 @@ class AutotuneSingleConfig(Transform):
         for i, (fn, decorator, _, kwargs, launches) in enumerate(self._expert_sites(module)):
             if i != site.index:
                 continue
+            at = _autotune_at(fn)
             if launches is None:
                 one = decorator.with_changes(decorator=_first_config_only(decorator.decorator, module))
-                return module.deep_replace(fn, fn.with_changes(decorators=[one, *fn.decorators[1:]])).code
-            module = module.deep_replace(fn, fn.with_changes(decorators=fn.decorators[1:]))
+                kept = [*fn.decorators[:at], one, *fn.decorators[at + 1 :]]
+                return module.deep_replace(fn, fn.with_changes(decorators=kept)).code
+            kept = [*fn.decorators[:at], *fn.decorators[at + 1 :]]
+            module = module.deep_replace(fn, fn.with_changes(decorators=kept))
             return module.visit(_Launches(fn.name.value, lambda c, kw=kwargs: append_kwargs(c, kw))).code
         raise ValueError(f"no autotune site {site.index}")
 
@@ -348,7 +454,12 @@ class AutotuneSingleConfig(Transform):
             for c in launches:  # every launch passes the first config: exactly those keywords, last
                 if trailing_kwargs(c, keys) != len(keys):
                     raise ValueError(f"a launch of {fn.name.value} does not end with {sorted(keys)}")
-            module = module.deep_replace(fn, fn.with_changes(decorators=[cst.Decorator(decorator), *fn.decorators]))
+            # where the expert had it: outermost, or below the kernel's leading @triton.heuristics (_autotune_at)
+            lead = 0
+            if params.get("placement") == "under_heuristics":
+                lead = next((i for i, d in enumerate(fn.decorators) if decorator_name(d) not in HEURISTICS), 0)
+            placed = [*fn.decorators[:lead], cst.Decorator(decorator), *fn.decorators[lead:]]
+            module = module.deep_replace(fn, fn.with_changes(decorators=placed))
             return module.visit(_Launches(fn.name.value, lambda c, n=len(keys): drop_trailing(c, n))).code
         raise ValueError(f"no optimize site {site.index}")
 
@@ -356,7 +467,9 @@ class AutotuneSingleConfig(Transform):
     def _decorator(params: dict) -> cst.Call:
         if "decorator" in params:
             return cst.parse_expression(params["decorator"])
-        extra = "".join(f", {k}={v}" for k, v in params.items() if k not in ("configs", "key", "decorator"))
+        extra = "".join(
+            f", {k}={v}" for k, v in params.items() if k not in ("configs", "key", "decorator", "placement")
+        )
         return cst.parse_expression(f"triton.autotune(configs={params['configs']}, key={params['key']}{extra})")
 
 
