@@ -21,8 +21,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# the modules experts are mined from (suites/ecosystem.py defines the same tuple; the integrator unifies them)
-EXPERT_MODULE_PREFIXES = ("liger_kernel.ops", "fla.", "flag_gems.fused")
+# the modules experts are mined from: the ecosystem catalogue's, one definition for both sides of the rule
+from klineage.suites.ecosystem import EXPERT_MODULE_PREFIXES
 
 HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
 
