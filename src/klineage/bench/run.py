@@ -243,14 +243,7 @@ def _time_references(inst: Instance, workload: Workload, finals: dict[str, Traje
     named = [("start", inst.start)] + ([("expert", inst.expert)] if inst.expert else [])
     named += [(f"final:{method}", t.best) for method, t in finals.items()]
     distinct = list({p.hash: p for _, p in named}.values())
-    request = GateRequest(str(workload.path), inst.start, plan.device, plan.settings)
-    job = Job(
-        "klineage.bench.references:references_job",
-        (request, distinct),
-        timeout_s=plan.settings.timeout_s * 2,
-        device=plan.device,
-        turns=GpuTurns.of(plan.settings),
-    )
+    job = _timing_job(inst, workload, distinct, plan)
     result = plan.sandbox.run(job)
     if not result.ok:
         return {"error": clip(result.error, 2000)}
@@ -261,6 +254,18 @@ def _time_references(inst: Instance, workload: Workload, finals: dict[str, Traje
     return ref
 
 
+def _timing_job(inst: Instance, workload: Workload, distinct: list, plan: _Plan) -> Job:
+    """The job that times `distinct` programs side by side with the references (references_job)."""
+    request = GateRequest(str(workload.path), inst.start, plan.device, plan.settings)
+    return Job(
+        "klineage.bench.references:references_job",
+        (request, distinct),
+        timeout_s=plan.settings.timeout_s * 2,
+        device=plan.device,
+        turns=GpuTurns.of(plan.settings),
+    )
+
+
 def _retime(inst: Instance, workload: Workload, finals: dict[str, Trajectory], plan: _Plan) -> dict:
     """The start and each method's final program timed again after the methods finished, in a fresh process: a
     sandbox of its own without a warm server, so nothing of the run's processes (caches, autotune picks, a warm
@@ -268,14 +273,7 @@ def _retime(inst: Instance, workload: Workload, finals: dict[str, Trajectory], p
     plan.say(f"{inst.name}: re-timing the final programs in a fresh process")
     named = [("start", inst.start)] + [(f"final:{method}", t.best) for method, t in finals.items()]
     distinct = list({p.hash: p for _, p in named}.values())
-    request = GateRequest(str(workload.path), inst.start, plan.device, plan.settings)
-    job = Job(
-        "klineage.bench.references:references_job",
-        (request, distinct),
-        timeout_s=plan.settings.timeout_s * 2,
-        device=plan.device,
-        turns=GpuTurns.of(plan.settings),
-    )
+    job = _timing_job(inst, workload, distinct, plan)
     with Sandbox(warm=False) as fresh:
         result = fresh.run(job)
     if not result.ok:
