@@ -133,10 +133,12 @@ def _verdict_rows(report) -> list[dict]:
     ]
 
 
-def _time_pair(workload, current: Program, candidate: Program, settings, device, sandbox, memo: dict | None) -> dict:
+def _time_pair(
+    workload, current: Program, candidate: Program, settings, device, sandbox, memo: dict | None, kind: str = "pair"
+) -> dict:
     """Current and candidate timed interleaved. `memo` (one bench instance's, shared by its methods): a pair
-    already timed in this run is not timed again; its effect is marked `reused`."""
-    key = ("pair", current.hash, candidate.hash)
+    already timed in this run (as this `kind` of timing) is not timed again; its effect is marked `reused`."""
+    key = (kind, current.hash, candidate.hash)
     if memo is not None and key in memo:
         return {**memo[key], "reused": True}
     effect = _timed_effect(workload, current, candidate, settings, device, sandbox)
@@ -184,14 +186,8 @@ def _faster(effect: dict) -> bool:
 def _confirmation(workload, current: Program, candidate: Program, settings, device, sandbox, memo) -> dict:
     """The confirmation re-time: current and candidate timed interleaved again (A/B/A/B) in a fresh candidate
     process (every timed pair starts its own: gates.profile_pair_job), so one process's autotuner picks and one
-    round's noise do not decide alone. Shared through `memo` as a pair is."""
-    key = ("confirm", current.hash, candidate.hash)
-    if memo is not None and key in memo:
-        return {**memo[key], "reused": True}
-    effect = _timed_effect(workload, current, candidate, settings, device, sandbox)
-    if memo is not None and effect["measured"]:
-        memo[key] = effect
-    return effect
+    round's noise do not decide alone. Shared through `memo` as a pair is, apart from the first timing."""
+    return _time_pair(workload, current, candidate, settings, device, sandbox, memo, kind="confirm")
 
 
 def _confirmed(first: dict, again: dict) -> tuple[bool, str, dict]:
