@@ -8,19 +8,13 @@ from pathlib import Path
 
 import click
 
-from klineage.cli.common import console, llm_budget_options, llm_client, progress_bar
+from klineage.cli.common import console, library_option, llm_budget_options, llm_client, progress_bar
 from klineage.config import Settings
 from klineage.workload import UserError
 
 
 @click.command("mcp")
-@click.option(
-    "--library",
-    "library_dir",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Skill library directory (default: $KLINEAGE_HOME/library).",
-)
+@library_option
 def mcp_command(library_dir) -> None:
     """Serve the skill library and the gates to an MCP-capable agent over stdio (tools: search_skills,
     suggest_skills, apply_skill, check_program; resources: skill://<id>). See docs/AGENTS.md."""

@@ -208,6 +208,16 @@ def settings_for(seeds: int | None, no_cache: bool, cold: bool, target: str | No
     )
 
 
+# the skill library a command reads or writes; None: the data directory's (optimize.proposer_for, mining)
+library_option = click.option(
+    "--library",
+    "library_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Skill library directory (default: $KLINEAGE_HOME/library).",
+)
+
+
 def llm_budget_options(command):
     """The model's share of a run's budget: calls, tokens, repairs of a failed candidate."""
     command = click.option(

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from klineage.cli.common import announce_workload, console, lineage_table, llm_client, progress_bar
+from klineage.cli.common import announce_workload, console, library_option, lineage_table, llm_client, progress_bar
 from klineage.config import Settings
 from klineage.workload import UserError
 
@@ -17,13 +17,7 @@ from klineage.workload import UserError
 @click.command()
 @click.argument("workload", type=click.Path(path_type=Path))
 @click.argument("expert", type=click.Path(path_type=Path))
-@click.option(
-    "--library",
-    "library_dir",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Skill library directory (default: $KLINEAGE_HOME/library).",
-)
+@library_option
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
 @click.option(
     "--walk-device",
@@ -311,13 +305,7 @@ def effects_import(file, home, as_json) -> None:
 @click.command("mine-ecosystem")
 @click.option("--only", default="", help="Comma-separated expert names (default: the whole catalogue; see --list).")
 @click.option("--list", "list_only", is_flag=True, help="List the catalogue (name, package, modules, installed).")
-@click.option(
-    "--library",
-    "library_dir",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Skill library directory (default: $KLINEAGE_HOME/library).",
-)
+@library_option
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
 @click.option(
     "--walk-device",

@@ -13,6 +13,7 @@ from klineage.cli.common import (
     EXAMPLES_DIR,
     announce_workload,
     console,
+    library_option,
     lineage_table,
     llm_budget_options,
     progress_bar,
@@ -105,13 +106,7 @@ def demo(device, budget, as_json) -> None:
 @click.command()
 @click.argument("workload", type=click.Path(path_type=Path))
 @click.argument("program", type=click.Path(path_type=Path))
-@click.option(
-    "--library",
-    "library_dir",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Skill library directory (default: $KLINEAGE_HOME/library).",
-)
+@library_option
 @click.option(
     "--budget",
     type=int,
