@@ -140,18 +140,24 @@ def _raw(tensor) -> memoryview:
 def encode(tensors: dict, meta: dict) -> list:
     """The frame for `tensors` (name -> plain tensor, any device, any layout) and a JSON-able `meta`, as a list of
     byte buffers to write in order (no copy of a large body into one bytes object)."""
+    specs, _ = _layout(tensors, 1)
+    return _header({"tensors": specs, "meta": meta}) + [_raw(tensor) for tensor in tensors.values()]
+
+
+def _layout(tensors: dict, align: int) -> tuple[dict, int]:
+    """Each tensor's header entry (dtype, shape, byte offsets in the body, each start at the next multiple of
+    `align`) and the body's length."""
     import torch
 
-    specs, pieces, offset = {}, [], 0
+    specs, offset = {}, 0
     for name, tensor in tensors.items():
         if not isinstance(tensor, torch.Tensor):
             raise TypeError(f"{name} is not a tensor")
-        raw = _raw(tensor)
+        start = -(-offset // align) * align
+        offset = start + tensor.numel() * tensor.element_size()
         dtype = str(tensor.dtype).removeprefix("torch.")
-        specs[name] = {"dtype": dtype, "shape": list(tensor.shape), "offsets": [offset, offset + raw.nbytes]}
-        pieces.append(raw)
-        offset += raw.nbytes
-    return _header({"tensors": specs, "meta": meta}) + pieces
+        specs[name] = {"dtype": dtype, "shape": list(tensor.shape), "offsets": [start, offset]}
+    return specs, offset
 
 
 def _header(header: dict) -> list:
@@ -174,14 +180,7 @@ def encode_bulk(tensors: dict, meta: dict, bulk: Bulk) -> list:
     region) and return the header to send."""
     import torch
 
-    specs, offset = {}, 0
-    for name, tensor in tensors.items():
-        if not isinstance(tensor, torch.Tensor):
-            raise TypeError(f"{name} is not a tensor")
-        start = _aligned(offset)
-        offset = start + tensor.numel() * tensor.element_size()
-        dtype = str(tensor.dtype).removeprefix("torch.")
-        specs[name] = {"dtype": dtype, "shape": list(tensor.shape), "offsets": [start, offset]}
+    specs, offset = _layout(tensors, BULK_ALIGN)
     if offset:
         bulk.ensure(offset)
         region = bulk.view(offset)
@@ -192,10 +191,6 @@ def encode_bulk(tensors: dict, meta: dict, bulk: Bulk) -> list:
                 dst.view(tensor.dtype).view(tensor.shape).copy_(tensor.detach())
         del region
     return _header({"tensors": specs, "meta": meta, "bulk": True})
-
-
-def _aligned(offset: int) -> int:
-    return -(-offset // BULK_ALIGN) * BULK_ALIGN
 
 
 def _read_exact(fd: int, size: int) -> bytearray:

@@ -104,7 +104,7 @@ class Candidate:
         if type(size) is not int or not 0 < size <= max(body_limit, 0) + BULK_SLACK or self.from_bulk is None:
             raise CandidateGone("protocol_error", f"asked for {str(size)[:40]} bytes of answer, over {body_limit}")
         if self.from_bulk.size() < size:
-            os.ftruncate(self.from_bulk.fd, size)
+            self.from_bulk.grow(size)
         write_frame(self.to_fd, {}, {"granted": "grow"})
 
     def _turn(self, meta: dict, held: list) -> None:
