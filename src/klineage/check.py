@@ -239,6 +239,8 @@ def _key_settings(gate: str, settings: Settings, target: str) -> dict:
         "target": target,
         "guard": settings.guard_bytes,
     }
+    if settings.check_draw is not None:  # a fixed draw is another check than a secret one
+        extra["draw"] = settings.check_draw
     if gate == "profile":
         extra.update(rep=settings.profile_rep_ms, sets=settings.rotate_sets)
     return extra

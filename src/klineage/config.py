@@ -80,6 +80,11 @@ class Settings:
     candidate_device_memory: float = 0.45
     # the code's commit, where the tree travelled without its history (a device machine); "": ask git
     commit: str = ""
+    # what each correctness check draws its DOMAIN case and user-like runs from; None: a fresh secret per check (a
+    # candidate cannot know its shape in advance). A walk fixes it per lineage (mine.walk_draw): a step is judged on
+    # the shape its expert was, and a walk replays whole after a kill; a draw that changed between checks rejected a
+    # step for a bug its expert already had (the planted expert's unmasked path on cols=1536)
+    check_draw: int | None = None
 
     @property
     def cache_path(self) -> Path:

@@ -12,6 +12,7 @@ accepted step lost. The walk is deterministic for a given expert, workload and d
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -155,6 +156,12 @@ def lineage_id(workload: Workload, expert: Program, device: str) -> str:
     return f"{workload.name}-{expert.name}-{expert.hash[:8]}-{device}"
 
 
+def walk_draw(workload: Workload, expert: Program) -> int:
+    """The draw every check of a walk makes its DOMAIN case from (Settings.check_draw): one per workload and expert,
+    so a walk's verdicts do not depend on which shape a check happened to draw."""
+    return int(hashlib.sha256(f"walk:{workload.hash}:{expert.hash}".encode()).hexdigest()[:15], 16)
+
+
 def ordered_transforms() -> list[Transform]:
     """Cheapest families first, then by id: the walk's fixed order."""
     load_families()
@@ -254,6 +261,7 @@ def mine(
     """Walk `expert` backward; resumes a walk recorded under the same lineage id."""
     own = sandbox is None
     sandbox = sandbox or Sandbox(warm=settings.warm)
+    settings = settings.replace(check_draw=walk_draw(workload, expert))
     lid = lineage_id(workload, expert, device)
     store = _open_store(settings, lid, workload, expert, device)
     steps = store.steps()  # resumed where the record stops

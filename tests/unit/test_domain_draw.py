@@ -32,3 +32,22 @@ def test_the_drawn_sizes_stay_within_the_budget_and_the_domain():
             assert {k: v for k, v in case.items() if k not in sizes} == {
                 k: v for k, v in base.items() if k not in sizes
             }
+
+
+def test_a_walk_draws_one_shape_for_all_its_checks():
+    # a walk's verdicts must not depend on the check's luck: the planted expert's deliberate bug (an unmasked path
+    # wrong at cols=1536) once rejected a step it did not cause, on one check's draw (Settings.check_draw)
+    from klineage.check import _key_settings
+    from klineage.config import Settings
+    from klineage.mine import walk_draw
+    from klineage.program import load_program
+    from tests.conftest import FIXTURES
+
+    wl = load_workload(FIXTURES / "planted" / "workload.py")
+    expert = load_program(FIXTURES / "planted" / "expert.py")
+    draw = walk_draw(wl, expert)
+    assert draw == walk_draw(wl, expert) and domain_case(wl, draw) == domain_case(wl, walk_draw(wl, expert))
+    other = load_program(EXAMPLES / "rmsnorm" / "naive.py")
+    assert walk_draw(wl, other) != draw
+    fixed, secret = Settings(check_draw=draw), Settings()
+    assert _key_settings("correctness", fixed, "sm_90") != _key_settings("correctness", secret, "sm_90")

@@ -84,6 +84,9 @@ def _correctness(request: GateRequest, candidate, started: float) -> Verdict:
     except Exception as e:
         return Verdict("correctness", "fail", "import_error", f"{type(e).__name__}: {e}")
     state = _TrialState(device, candidate, host_ops=tuple(workload.host_ops), input_cache=request.settings.inputs_dir)
+    if request.settings.check_draw is not None:  # a walk's checks replay (Settings.check_draw)
+        state.draw = request.settings.check_draw
+        state.rng = random.Random(state.draw)
     trials = plan_trials(
         workload, device, request.settings.seeds, request.settings.seed_base, request.settings.seed_case
     )
