@@ -17,6 +17,7 @@ import ast
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from klineage.compare import POISON_BYTE, Finding
 
@@ -211,7 +212,42 @@ def install_tracer() -> None:
 
     JITFunction.run = wrap(JITFunction.run)
     InterpretedFunction.run = wrap(InterpretedFunction.run)
+    _trace_compiled_launches()
     _installed = True
+
+
+def _trace_compiled_launches() -> None:
+    """Record a launch made through a compiled kernel directly (`compiled[grid](*args)`), as libraries that cache
+    what `JITFunction.run` returned do: FlagGems's `@libentry` launches so from its second call on, and 22 of the
+    first 28 wild starts failed `no_kernel_launch` on the H200 on the run made like a user's call (the second run),
+    though their kernels ran (RESULTS.md#wild). `JITFunction.run` launches through `CompiledKernel.run`, not this
+    way, so a launch is recorded once; one made inside another launcher (depth > 0) is that launcher's."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    try:
+        from triton.compiler.compiler import CompiledKernel
+    except ImportError:  # a Triton without it launches only through JITFunction.run
+        return
+    original = CompiledKernel.__getitem__
+
+    def getitem(self, grid):
+        runner = original(self, grid)
+
+        def traced(*args, stream=None):
+            if TRACER.active and not TRACER.depth:
+                jit = getattr(getattr(self, "src", None), "fn", None)  # the ASTSource's JITFunction, if any
+                fn = getattr(jit, "fn", None) or SimpleNamespace(__qualname__=getattr(self, "name", "compiled kernel"))
+                TRACER.record(fn, args, {}, jit, tuple(grid))
+            TRACER.depth += 1
+            try:
+                with _disable_current_modes():
+                    return runner(*args, stream=stream)
+            finally:
+                TRACER.depth -= 1
+
+        return traced
+
+    CompiledKernel.__getitem__ = getitem
 
 
 def guarded_empty(

@@ -6,6 +6,7 @@ import pytest
 from klineage.check import check
 from klineage.cli import bundled_examples
 from klineage.program import load_program
+from klineage.sanitize import SANITIZER_ERROR, find_sanitizer, sanitize
 from klineage.workload import load_workload
 from tests.adversarial.manifest import CASES, CONTROLS, ROOT
 from tests.adversarial.runner import first_failure, params, run_case
@@ -40,6 +41,12 @@ def test_bundled_program_passes_all_gates(workload, program, settings, sandbox):
 
 @pytest.mark.parametrize("case", params(CASES, "cuda"))
 def test_cheat_fails_on_gpu(case, settings, sandbox):
+    if case.gpu_route == "sanitize":  # the step that sees it on a GPU (docs/security.md)
+        if find_sanitizer() is None:
+            pytest.skip("compute-sanitizer not found")
+        verdict = sanitize(ROOT / case.workload, load_program(ROOT / case.program), gpu=True)
+        assert (verdict.status, verdict.code) == ("fail", SANITIZER_ERROR), verdict.line()
+        return
     verdict = first_failure(run_case(case, settings, "cuda", sandbox))
     assert verdict.status == "fail", f"{case.program} passed on the GPU: {case.why}"
     assert verdict.code in case.expected, f"{case.program}: {verdict.code} ({verdict.reason})"
@@ -114,3 +121,42 @@ def test_an_honest_profile_records_the_judges_clock(settings, sandbox):
     assert clock["calls"] >= 8 and clock["per_call_ms"] > 0
     assert verdict.metrics["judge_per_call_ms"] == clock["per_call_ms"]
     assert "isolation" in verdict.evidence  # the program ran in a confined candidate
+
+
+CACHED_COMPILED_LAUNCH = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _scale_add(x_ptr, y_ptr, out_ptr, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < N
+    tl.store(out_ptr + offs, 2.0 * tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m), mask=m)
+
+
+_COMPILED = {}  # per size, what the first launch compiled: later calls launch it directly, as FlagGems's libentry
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x, y):
+        out = torch.empty_like(x)
+        n = x.numel()
+        grid = (triton.cdiv(n, 256), 1, 1)
+        if n not in _COMPILED:
+            _COMPILED[n] = _scale_add[grid[:1]](x, y, out, n, BLOCK=256)
+        else:
+            _COMPILED[n][grid](x, y, out, n, 256)
+        return out
+"""
+
+
+def test_a_program_launching_its_cached_compiled_kernel_passes(settings, sandbox, tmp_path):
+    # 22 of the first 28 wild starts (FlagGems) failed no_kernel_launch on the H200 before the tracer saw this path
+    path = tmp_path / "cached_compiled.py"
+    path.write_text(CACHED_COMPILED_LAUNCH)
+    workload = load_workload(ROOT / "workloads/scale_add.py")
+    report = check(workload, load_program(path), settings, "cuda", sandbox=sandbox)
+    correct = next(v for v in report.verdicts if v.gate == "correctness")
+    assert correct.passed, f"{correct.code}: {correct.reason}"
