@@ -127,7 +127,7 @@ class Tracer:
 
         storages = set()
         for value in [*args, *kwargs.values()]:
-            base = getattr(value, "base", value)  # TensorDescriptor / TensorWrapper keep the tensor in .base
+            base = value if isinstance(value, torch.Tensor) else _wrapped_tensor(value)
             if isinstance(base, torch.Tensor) and base.numel():
                 storages.add(base.untyped_storage().data_ptr())
         stream = None
@@ -147,6 +147,19 @@ class Tracer:
                 programs,
             )
         )
+
+
+def _wrapped_tensor(value) -> object:
+    """The tensor a pointer-like launch argument wraps: TensorDescriptor and TensorWrapper keep it in `.base`,
+    FlagGems's StridedBuffer (its flip, glu, masked_fill outputs) in `._base`; without it their outputs read as
+    never passed to a kernel (output_not_from_kernel on the H200, RESULTS.md#wild)."""
+    import torch
+
+    for attr in ("base", "_base"):
+        inner = getattr(value, attr, None)
+        if isinstance(inner, torch.Tensor):
+            return inner
+    return value
 
 
 def launch_shape(launcher, args, kwargs, grid) -> tuple[tuple[tuple[str, int], ...], int | None]:

@@ -122,3 +122,20 @@ def test_a_launch_through_a_cached_compiled_kernel_is_recorded_once():
     assert recorded[0].kernel.endswith("_copy") and recorded[0].programs == 2
     assert {x.untyped_storage().data_ptr(), out.untyped_storage().data_ptr()} <= recorded[0].storages
     assert dict(recorded[0].constexprs).get("BLOCK") == 4
+
+
+def test_a_launch_argument_wrapping_a_tensor_counts_its_storage():
+    # FlagGems's StridedBuffer keeps its tensor in ._base, Triton's TensorDescriptor in .base
+    from klineage.guards import Tracer
+
+    class StridedBuffer:
+        def __init__(self, base):
+            self._base = base
+
+        def data_ptr(self):
+            return self._base.data_ptr()
+
+    a, b = torch.ones(4), torch.ones(4)
+    tracer = Tracer(active=True)
+    tracer.record(lambda: None, (StridedBuffer(a), type("D", (), {"base": b})()), {})
+    assert {a.untyped_storage().data_ptr(), b.untyped_storage().data_ptr()} <= tracer.launches[0].storages
