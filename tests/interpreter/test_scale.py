@@ -1,0 +1,96 @@
+"""The Dask engine (klineage.scale, bench.engine) on a local cluster of two worker processes on the CPU: tasks
+survive a worker killed mid-task, the verdict cache takes two writers at once, and a bench on the cluster gives the
+serial path's rows and says which instance was retried. In this tier: every test starts worker processes, and the
+bench runs programs through the Triton interpreter."""
+
+import os
+import signal
+
+import pytest
+
+from klineage.scale import Engine, cluster, run_tasks
+from tests.fixtures.scale_tasks import raises, slow_square, write_verdicts
+
+pytest.importorskip("distributed")
+
+
+def _killer(task: str, killed: list):
+    """An `on_start` that kills the worker process running the first attempt of `task` (SIGKILL: no goodbye)."""
+
+    def on_start(attempt) -> None:
+        if attempt.task == task and not killed:
+            killed.append(attempt.pid)
+            os.kill(attempt.pid, signal.SIGKILL)
+
+    return on_start
+
+
+def test_a_worker_killed_mid_task_loses_nothing_and_its_task_reruns_elsewhere():
+    killed, done = [], []
+    with cluster(Engine(workers=2), gpu=False) as client:
+        out = run_tasks(
+            client,
+            slow_square,
+            {f"t{i}": (i, 1.0) for i in range(4)},
+            on_done=done.append,
+            on_start=_killer("t1", killed),
+        )
+        failing = run_tasks(client, raises, {"r": (3,)})
+    assert killed and list(out) == ["t0", "t1", "t2", "t3"]
+    assert {n: o.value for n, o in out.items()} == {"t0": 0, "t1": 1, "t2": 4, "t3": 9}
+    assert out["t1"].attempts == 2 and len(out["t1"].workers) == 2
+    assert all(o.attempts == 1 for n, o in out.items() if n != "t1")
+    assert sorted(o.name for o in done) == ["t0", "t1", "t2", "t3"]  # each told as it ended
+    # a task that raises is a value with why, after its one retry
+    assert not failing["r"].ok and "no square for 3" in failing["r"].error and failing["r"].attempts == 2
+
+
+def test_two_workers_writing_the_verdict_cache_at_once_lose_no_verdict(tmp_path):
+    from klineage.cache import Cache
+
+    path = tmp_path / "cache.sqlite"
+    with cluster(Engine(workers=2), gpu=False) as client:
+        out = run_tasks(client, write_verdicts, {f"w{w}": (str(path), w, 150) for w in range(4)})
+    assert all(o.ok for o in out.values()), [o.error for o in out.values()]
+    cache = Cache(path)
+    try:
+        assert cache.db.execute("SELECT COUNT(*) FROM verdicts").fetchone()[0] == 600
+        assert cache.get_verdict("w3-149") == {"status": "pass", "i": 149}
+    finally:
+        cache.close()
+
+
+def test_bench_on_a_local_cluster_gives_the_serial_rows_with_a_worker_killed_mid_instance(settings, tmp_path):
+    from klineage.bench.engine import run_bench_on
+    from klineage.bench.report import markdown
+    from klineage.bench.run import run_bench
+    from klineage.bench.suites import suite
+
+    two = [i for i in suite("naive", settings) if i.name in ("softmax", "rmsnorm")]
+    serial = run_bench(two, ["autotune"], 1, settings, "cpu", None)
+    killed, reports, lines = [], [], []
+    spread = run_bench_on(
+        Engine(workers=2),
+        two,
+        ["autotune"],
+        1,
+        settings,
+        "cpu",
+        None,
+        on_instance=reports.append,
+        on_cluster=lines.append,
+        on_start=_killer(two[1].name, killed),
+    )
+
+    def same(rows):
+        return [{k: v for k, v in r.items() if k != "seconds"} for r in rows]
+
+    assert killed
+    assert same(spread["rows"]) == same(serial["rows"]) and spread["rows"]
+    assert spread["stamp"]["instances"] == [i.name for i in two] and not spread["stamp"]["partial"]
+    assert set(spread["trajectories"]) == set(serial["trajectories"])
+    assert spread["engine"]["retried"] == {two[1].name: 2} and spread["engine"]["failed"] == {}
+    # each finished instance was reported as it finished, before the run ended
+    assert len(reports) == 2 and reports[0]["stamp"]["partial"] and len(reports[0]["stamp"]["instances"]) == 1
+    assert len(lines) == 1 and "dashboard" in lines[0]
+    assert f"Retried (a worker lost mid-task): {two[1].name} (2 attempts)" in markdown(spread)
