@@ -94,3 +94,22 @@ def test_bench_on_a_local_cluster_gives_the_serial_rows_with_a_worker_killed_mid
     assert len(reports) == 2 and reports[0]["stamp"]["partial"] and len(reports[0]["stamp"]["instances"]) == 1
     assert len(lines) == 1 and "dashboard" in lines[0]
     assert f"Retried (a worker lost mid-task): {two[1].name} (2 attempts)" in markdown(spread)
+
+
+def test_mine_ecosystem_on_two_workers_saves_each_experts_skills_into_the_one_library(tmp_path, monkeypatch):
+    import json
+
+    from click.testing import CliRunner
+
+    from klineage.cli import main
+    from klineage.library import Library
+
+    monkeypatch.setenv("KLINEAGE_HOME", str(tmp_path / "home"))
+    args = ["mine-ecosystem", "--only", "gems_reglu,liger_relu_squared", "--device", "cpu", "--max-steps", "1"]
+    result = CliRunner().invoke(main, [*args, "--no-probe", "--workers", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = {r["name"]: r for r in json.loads(result.stdout)["rows"]}
+    assert list(rows) == ["gems_reglu", "liger_relu_squared"]  # catalogue order, whatever order the tasks ended
+    assert rows["liger_relu_squared"]["status"] == "mined" and rows["liger_relu_squared"]["accepted"] == 1
+    with Library(tmp_path / "home" / "library") as library:
+        assert len(library.list()) == rows["liger_relu_squared"]["skills"] >= 1
