@@ -113,3 +113,34 @@ def test_mine_ecosystem_on_two_workers_saves_each_experts_skills_into_the_one_li
     assert rows["liger_relu_squared"]["status"] == "mined" and rows["liger_relu_squared"]["accepted"] == 1
     with Library(tmp_path / "home" / "library") as library:
         assert len(library.list()) == rows["liger_relu_squared"]["skills"] >= 1
+
+
+def test_optimize_many_on_two_workers_ends_each_program_as_one_process_does(settings, tmp_path, monkeypatch):
+    """A folder of two programs and one whose workload does not load: the cluster's summary is the single
+    process's, the broken one a value with why, and every program's outputs are written."""
+    import json
+    import shutil
+
+    from click.testing import CliRunner
+
+    from klineage.cli import main
+    from klineage.optimize_many import Run, optimize_many, targets
+    from tests.conftest import EXAMPLES
+
+    folder = tmp_path / "programs"
+    for name in ("softmax", "rmsnorm"):
+        (folder / name).mkdir(parents=True)
+        for file in ("workload.py", "naive.py"):
+            shutil.copy(EXAMPLES / name / file, folder / name / file)
+    (folder / "broken").mkdir()
+    (folder / "broken" / "workload.py").write_text("x = (\n")
+    shutil.copy(EXAMPLES / "softmax" / "naive.py", folder / "broken" / "program.py")
+    here = [r.summary() for r in optimize_many(targets(folder), Run("autotune", 2, settings, "cpu"))]
+    monkeypatch.setenv("KLINEAGE_HOME", str(settings.data_dir))
+    args = ["optimize-many", str(folder), "--method", "autotune", "--budget", "2", "--device", "cpu"]
+    result = CliRunner().invoke(main, [*args, "--workers", "2", "--out", str(tmp_path / "out"), "--json"])
+    assert result.exit_code == 0, result.output
+    spread = json.loads(result.stdout)["programs"]
+    assert spread == here and [p["name"] for p in spread] == ["broken", "rmsnorm", "softmax"]
+    assert "syntax error" in spread[0]["error"] and spread[1]["evaluations"] >= 1
+    assert (tmp_path / "out" / "softmax" / "program.py").is_file() and (tmp_path / "out" / "summary.json").is_file()
