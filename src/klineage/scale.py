@@ -131,7 +131,7 @@ def cluster(engine: Engine, gpu: bool) -> Iterator[Any]:
         except OSError as e:
             raise UserError(f"--scheduler {engine.scheduler}: no scheduler answered ({e})") from None
         with client:
-            if gpu and not any(w.get("resources", {}).get("GPU") for w in client.scheduler_info()["workers"].values()):
+            if gpu and not any(w.get("resources", {}).get("GPU") for w in _workers(client).values()):
                 raise UserError(
                     f"--scheduler {engine.scheduler}: no worker offers a GPU; start one per GPU with "
                     "`dask worker ADDRESS --nthreads 1 --resources GPU=1` (docs/scale.md)"
@@ -143,6 +143,14 @@ def cluster(engine: Engine, gpu: bool) -> Iterator[Any]:
         with Client(local) as client:
             client.wait_for_workers(engine.workers, timeout=120)
             yield client
+
+
+def _workers(client) -> dict:
+    """Every worker the scheduler knows, by address: some versions list only the first five unless asked for all."""
+    try:
+        return client.scheduler_info(n_workers=-1).get("workers", {})
+    except TypeError:  # a version without the argument lists them all
+        return client.scheduler_info().get("workers", {})
 
 
 def dashboard(client) -> str:
@@ -256,7 +264,7 @@ class EngineReport:
 def engine_report(client, engine: Engine, outcomes: list[Outcome]) -> EngineReport:
     """The engine's part of a report: where it ran, with how many workers, what was retried and what failed."""
     where = f"the scheduler at {engine.scheduler}" if engine.scheduler else "a local cluster"
-    workers = len(client.scheduler_info().get("workers", {}))
+    workers = len(_workers(client))
     return EngineReport(
         where,
         workers,

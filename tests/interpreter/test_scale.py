@@ -144,3 +144,19 @@ def test_optimize_many_on_two_workers_ends_each_program_as_one_process_does(sett
     assert spread == here and [p["name"] for p in spread] == ["broken", "rmsnorm", "softmax"]
     assert "syntax error" in spread[0]["error"] and spread[1]["evaluations"] >= 1
     assert (tmp_path / "out" / "softmax" / "program.py").is_file() and (tmp_path / "out" / "summary.json").is_file()
+
+
+def test_a_running_cluster_is_used_by_its_address_and_one_without_a_gpu_worker_is_said_at_once():
+    from klineage.workload import UserError
+
+    with cluster(Engine(workers=2), gpu=False) as local:
+        address = local.scheduler.address
+        with cluster(Engine(scheduler=address), gpu=False) as client:
+            out = run_tasks(client, slow_square, {"a": (3, 0.0), "b": (4, 0.0)})
+        assert {n: o.value for n, o in out.items()} == {"a": 9, "b": 16}
+        with pytest.raises(UserError, match="no worker offers a GPU"):
+            with cluster(Engine(scheduler=address), gpu=True):
+                pass
+    with pytest.raises(UserError, match="no scheduler answered"):
+        with cluster(Engine(scheduler="tcp://127.0.0.1:9"), gpu=False):
+            pass
