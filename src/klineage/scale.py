@@ -154,11 +154,17 @@ def _workers(client) -> dict:
 
 
 def dashboard(client) -> str:
-    """The dashboard's address, or "" where the scheduler serves none (bokeh not installed there)."""
+    """The dashboard's address ("" where the scheduler serves none). Its pages need bokeh where the scheduler runs
+    (not a dependency here: it brings pandas and more); a local one without it is said beside the address."""
+    import importlib.util
+
     try:
-        return client.dashboard_link or ""
-    except Exception:  # a scheduler without the dashboard's packages: no link, the run goes on
+        link = client.dashboard_link or ""
+    except Exception:  # a scheduler that serves no dashboard: no link, the run goes on
         return ""
+    if link and getattr(client.cluster, "scheduler", None) and importlib.util.find_spec("bokeh") is None:
+        link += " (its pages need bokeh: pip install bokeh)"
+    return link
 
 
 def _attempt(function: Callable, run: str, name: str, args: tuple) -> Any:
