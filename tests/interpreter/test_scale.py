@@ -160,3 +160,19 @@ def test_a_running_cluster_is_used_by_its_address_and_one_without_a_gpu_worker_i
     with pytest.raises(UserError, match="no scheduler answered"):
         with cluster(Engine(scheduler="tcp://127.0.0.1:9"), gpu=False):
             pass
+
+
+def test_the_bench_command_on_workers_writes_a_report_that_names_its_engine(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from klineage.cli import main
+
+    args = ["bench", "naive", "--instances", "softmax", "--methods", "autotune", "--budget", "1", "--device", "cpu"]
+    result = CliRunner().invoke(main, [*args, "--workers", "2", "--out", str(tmp_path / "out"), "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "out" / "bench.json").read_text())
+    assert report["engine"]["workers"] == 2 and report["engine"]["retried"] == {}
+    assert [r["instance"] for r in report["rows"]] == ["softmax"] and not report["stamp"]["partial"]
+    assert "Engine: Dask distributed on a local cluster, 2 workers." in (tmp_path / "out" / "bench.md").read_text()
