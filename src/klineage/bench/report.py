@@ -117,6 +117,22 @@ def _suite_shares(result: dict) -> list[str]:
     return lines
 
 
+def _engine_lines(engine: dict | None) -> list[str]:
+    """Where a distributed run ran (klineage.scale), which instances ran more than once (a worker lost mid-task)
+    and which failed on every try; nothing for the embedded single process."""
+    if not engine:
+        return []
+    line = f"Engine: Dask distributed on {engine['engine']}, {engine['workers']} workers."
+    if engine.get("retried"):
+        line += " Retried (a worker lost mid-task): " + ", ".join(
+            f"{name} ({n} attempts)" for name, n in engine["retried"].items()
+        )
+        line += "."
+    if engine.get("failed"):
+        line += " Failed on every attempt: " + "; ".join(f"{n}: {why}" for n, why in engine["failed"].items()) + "."
+    return [line, ""]
+
+
 def _heading(result: dict) -> list[str]:
     """Title, stamp, and what the run was: cut short, with which library, timed or not."""
     s = result["stamp"]
@@ -133,6 +149,7 @@ def _heading(result: dict) -> list[str]:
             + (f" Not finished: {', '.join(s['unfinished'])}." if s.get("unfinished") else ""),
             "",
         ]
+    lines += _engine_lines(result.get("engine"))
     evidence = next((t["evidence"] for t in result.get("trajectories", {}).values() if t.get("evidence")), None)
     if evidence:  # klineage's library, the same for every instance of a run
         lines += [evidence_line(evidence, s["timed"]), ""]

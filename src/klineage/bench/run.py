@@ -65,12 +65,7 @@ def run_bench(
     program is timed again after the methods finish, with its start, in a fresh process (a sandbox of its own, no
     warm server), beside the side-by-side time the row reports. `not_offered`: a suite's kernels left out before the
     run, with why (a package not installed), reported as they are."""
-    tally = _Tally(instances, methods, budget, device, _git_commit(settings.commit))
-    tally.not_offered = dict(not_offered or {})
-    done = _finished(earlier, instances, methods, budget, device) if earlier else set()
-    for name in done:  # every row, trajectory and reference of an instance is measured within one run: carried whole
-        tally.carry(earlier, name)
-    tally.ran = [i for i in instances if i.name in done]
+    tally, done = begin(instances, methods, budget, settings, device, earlier, not_offered)
     with Sandbox(warm=settings.warm) as sandbox:
         plan = _Plan(methods, budget, settings, device, library, memory, sandbox, on_progress, tally.commit, retime)
         for inst in instances:
@@ -84,6 +79,26 @@ def run_bench(
                 so_far["stamp"]["unfinished"] = [] if claim else [i.name for i in instances if i not in tally.ran]
                 on_instance(so_far)
     return tally.result(partial=False)
+
+
+def begin(
+    instances: list[Instance],
+    methods: list[str],
+    budget: int,
+    settings: Settings,
+    device: str,
+    earlier: dict | None,
+    not_offered: dict[str, str] | None,
+) -> tuple[_Tally, set[str]]:
+    """A run's tally before its first instance, with what `earlier` finished carried over; and those instances'
+    names (run_bench; bench.engine for a cluster)."""
+    tally = _Tally(instances, methods, budget, device, _git_commit(settings.commit))
+    tally.not_offered = dict(not_offered or {})
+    done = _finished(earlier, instances, methods, budget, device) if earlier else set()
+    for name in done:  # every row, trajectory and reference of an instance is measured within one run: carried whole
+        tally.carry(earlier, name)
+    tally.ran = [i for i in instances if i.name in done]
+    return tally, done
 
 
 @dataclass(frozen=True)
@@ -143,6 +158,20 @@ class _Tally:
         for key in ("rejections", "checks"):
             if name in earlier.get(key, {}):
                 getattr(self, key)[name] = earlier[key][name]
+
+    def absorb(self, other: _Tally) -> None:
+        """What another tally ran (a cluster task's one instance, bench.engine), added to this one."""
+        self.ran += other.ran
+        self.rows += other.rows
+        for key in ("trajectories", "references", "skipped", "costs", "rejections", "checks"):
+            getattr(self, key).update(getattr(other, key))
+
+    def in_order(self, instances: list[Instance]) -> None:
+        """Instances and rows in suite order (tasks end in any order), each instance's rows in method order as the
+        serial path appends them."""
+        at = {inst.name: i for i, inst in enumerate(instances)}
+        self.ran.sort(key=lambda inst: at.get(inst.name, len(at)))
+        self.rows.sort(key=lambda r: at.get(r.instance, len(at)))  # stable: each instance's methods keep their order
 
     def result(self, partial: bool) -> dict:
         """The report so far: its stamp (device, versions, budget, commits, date...), rows, summary and the rest."""

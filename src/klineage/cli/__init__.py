@@ -11,7 +11,7 @@ from klineage.cli.bench_commands import bench, bench_merge, memory
 from klineage.cli.common import Group
 from klineage.cli.gate_commands import audit, bundled_examples, check, examples
 from klineage.cli.mine_commands import effects, mine, mine_ecosystem, skills
-from klineage.cli.optimize_commands import demo, optimize
+from klineage.cli.optimize_commands import demo, optimize, optimize_many
 
 
 @click.group(cls=Group)
@@ -21,7 +21,7 @@ def main() -> None:
 
 
 # by stage: gates and mining, then optimizing, evaluation and agents (`klineage --help` sorts them by name)
-for command in (check, audit, examples, mine, mine_ecosystem, skills, effects, optimize, demo):
+for command in (check, audit, examples, mine, mine_ecosystem, skills, effects, optimize, optimize_many, demo):
     main.add_command(command)
 for command in (bench, bench_merge, memory, mcp_command, llm_compare):
     main.add_command(command)

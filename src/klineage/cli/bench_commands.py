@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from klineage.cli.common import console, progress_bar
+from klineage.cli.common import console, engine_options, progress_bar
 from klineage.config import Settings
 from klineage.workload import UserError
 
@@ -44,6 +44,7 @@ from klineage.workload import UserError
     is_flag=True,
     help="Time every final program again in a fresh process after the methods (always on for the wild suite).",
 )
+@engine_options
 @click.option("--json", "as_json", is_flag=True)
 def bench(
     suite_name,
@@ -58,17 +59,23 @@ def bench(
     out,
     resume,
     retime,
+    scheduler,
+    workers,
     as_json,
 ) -> None:
     """Run methods x instances of SUITE (heldout, naive, experts, wild, a folder, or several joined by commas) under one
     budget; write the report, and rewrite it after each instance so a run cut short keeps what it finished.
-    `--resume` continues such a run. Several processes split a suite by `--shard` or share a `--queue`;
+    `--resume` continues such a run. `--workers N` or `--scheduler ADDRESS` run the instances on a Dask cluster
+    (docs/scale.md); without them, several processes split a suite by `--shard` or share a `--queue`, and
     `klineage bench-merge` joins their reports."""
     from klineage.bench import Queue, markdown, run_bench, suite, write_report
     from klineage.bench import shard as take_shard
     from klineage.bench.report import plots_missing
     from klineage.check import resolve_device
     from klineage.optimize import METHODS
+    from klineage.scale import Engine
+
+    engine = Engine.of(scheduler, workers)
 
     wanted = [m.strip() for m in methods.split(",") if m.strip()]
     if bad := [m for m in wanted if m not in METHODS]:
@@ -93,6 +100,8 @@ def bench(
         chosen = [by_name[n] for n in names]  # in the order given: a queue hands out the longest first
     if shard and queue_dir:
         raise UserError("--shard and --queue both split the suite: give one")
+    if queue_dir and not engine.embedded:
+        raise UserError("--queue and --workers/--scheduler both share the suite out: give one")
     if shard:
         chosen = take_shard(chosen, shard)
     if not chosen:
@@ -105,22 +114,48 @@ def bench(
         except json.JSONDecodeError as e:
             raise UserError(f"--resume: {folder / 'bench.json'} is not a bench report ({e})") from None
     with progress_bar(as_json) as progress:
-        task = progress.add_task("bench", total=None)
-        result = run_bench(
-            chosen,
-            wanted,
-            budget,
-            settings,
-            dev,
-            library_dir,  # None: the data directory's library (optimize.proposer_for)
-            memory_path,
-            on_progress=lambda text: progress.update(task, description=text),
-            on_instance=lambda partial: write_report(partial, folder, plot=False),
-            earlier=earlier,
-            claim=Queue(queue_dir).claim if queue_dir else None,
-            retime=retime or wild,
-            not_offered=not_offered,
-        )
+        if engine.embedded:
+            task = progress.add_task("bench", total=None)
+            result = run_bench(
+                chosen,
+                wanted,
+                budget,
+                settings,
+                dev,
+                library_dir,  # None: the data directory's library (optimize.proposer_for)
+                memory_path,
+                on_progress=lambda text: progress.update(task, description=text),
+                on_instance=lambda partial: write_report(partial, folder, plot=False),
+                earlier=earlier,
+                claim=Queue(queue_dir).claim if queue_dir else None,
+                retime=retime or wild,
+                not_offered=not_offered,
+            )
+        else:
+            from klineage.bench.engine import run_bench_on
+
+            task = progress.add_task(f"bench on {len(chosen)} instances", total=len(chosen))
+
+            def finished(partial: dict) -> None:
+                write_report(partial, folder, plot=False)
+                progress.update(task, completed=len(partial["stamp"]["instances"]))
+
+            result = run_bench_on(
+                engine,
+                chosen,
+                wanted,
+                budget,
+                settings,
+                dev,
+                library_dir,
+                memory_path,
+                on_progress=lambda text: progress.update(task, description=text),
+                on_instance=finished,
+                earlier=earlier,
+                retime=retime or wild,
+                not_offered=not_offered,
+                on_cluster=progress.say,
+            )
     paths = write_report(result, folder)
     if as_json:
         click.echo(json.dumps({**result["summary"], "outputs": {k: str(v) for k, v in paths.items()}}, indent=2))

@@ -248,3 +248,21 @@ def with_llm(proposer, max_calls, max_tokens, repairs, mechanical=True):
     from klineage.llm_propose import llm_proposer
 
     return llm_proposer(proposer, llm_client(max_calls, max_tokens), mechanical, repairs)
+
+
+def engine_options(command):
+    """Where a command's tasks run (klineage.scale): neither option, here, one after another, as always."""
+    command = click.option(
+        "--workers",
+        type=int,
+        default=None,
+        help="Run the tasks on a local Dask cluster of this many worker processes (with --device cuda: at most one "
+        "per GPU, each seeing only its own). docs/scale.md",
+    )(command)
+    return click.option(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="Run the tasks on the running Dask cluster at ADDRESS (tcp://host:8786); GPU workers offer the resource "
+        "GPU=1. docs/scale.md",
+    )(command)

@@ -9,7 +9,15 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from klineage.cli.common import announce_workload, console, library_option, lineage_table, llm_client, progress_bar
+from klineage.cli.common import (
+    announce_workload,
+    console,
+    engine_options,
+    library_option,
+    lineage_table,
+    llm_client,
+    progress_bar,
+)
 from klineage.config import Settings
 from klineage.workload import UserError
 
@@ -316,12 +324,16 @@ def effects_import(file, home, as_json) -> None:
 )
 @click.option("--max-steps", type=int, default=None, help="Stop each walk after this many attempted steps (resumable).")
 @click.option("--no-probe", is_flag=True, help="Skip condition probing (skills keep their conditions unprobed).")
+@engine_options
 @click.option("--json", "as_json", is_flag=True)
-def mine_ecosystem(only, list_only, library_dir, device, walk_device, max_steps, no_probe, as_json) -> None:
+def mine_ecosystem(
+    only, list_only, library_dir, device, walk_device, max_steps, no_probe, scheduler, workers, as_json
+) -> None:
     """Mine the ecosystem experts: kernels of installed Triton libraries (Liger-Kernel's ops, flash-linear-attention,
     FlagGems' fused ops). Each expert's workload and program are written under $KLINEAGE_HOME/ecosystem at run time
-    and mined into the library with its installed modules; a package that is not installed is a row saying so."""
-    from dataclasses import asdict
+    and mined into the library with its installed modules; a package that is not installed is a row saying so.
+    `--workers N` / `--scheduler ADDRESS` mine the experts side by side on a Dask cluster, each into a library of
+    its own whose skills this process then saves into the library (docs/scale.md)."""
 
     from klineage.check import resolve_device
     from klineage.library import Library
@@ -337,8 +349,17 @@ def mine_ecosystem(only, list_only, library_dir, device, walk_device, max_steps,
     if list_only:
         _list_ecosystem(experts, as_json)
         return
+    from klineage.scale import Engine
+
+    engine = Engine.of(scheduler, workers)
     dev, settings = resolve_device(device), Settings.from_env()
     walk = _walk_device(dev, walk_device, retime=False)
+    if not engine.embedded:
+        rows, where = _mine_ecosystem_on(
+            engine, experts, library_dir, settings, dev, walk, max_steps, no_probe, as_json
+        )
+        _ecosystem_said(rows, where, dev, as_json)
+        return
     rows = []
     with (
         progress_bar(as_json) as progress,
@@ -369,6 +390,46 @@ def mine_ecosystem(only, list_only, library_dir, device, walk_device, max_steps,
             progress.say(_ecosystem_line(row))
             progress.advance(task)
         where = library.root
+    _ecosystem_said(rows, where, dev, as_json)
+
+
+def _mine_ecosystem_on(engine, experts, library_dir, settings, dev, walk, max_steps, no_probe, as_json):
+    """mine-ecosystem's experts as tasks on a Dask cluster (suites.ecosystem.mine_expert_apart); (rows in catalogue
+    order, the library). An expert whose task failed on every try is an error row, as a failure in the serial loop
+    is."""
+    from klineage.library import Library
+    from klineage.scale import cluster, dashboard, run_tasks
+    from klineage.suites.ecosystem import EcosystemRow, mine_expert_apart
+
+    rows = {}
+    settings = settings.replace(gpu_lock="")  # a worker owns its GPU (klineage.scale)
+    tasks = {e.name: (e.name, settings, dev, walk, max_steps, not no_probe) for e in experts}
+    with progress_bar(as_json) as progress, Library(library_dir or settings.library_dir) as library:
+        task = progress.add_task(f"mining {len(experts)} ecosystem experts on {dev}", total=len(experts))
+        with cluster(engine, dev == "cuda") as client:
+            progress.say(f"Dask dashboard: {dashboard(client) or 'none'}")
+
+            def done(outcome) -> None:
+                if outcome.ok:
+                    row, skills = outcome.value
+                    for skill in skills:
+                        library.save(skill)
+                else:
+                    e = next(e for e in experts if e.name == outcome.name)
+                    row = EcosystemRow(e.name, e.package, e.modules, "error", error=outcome.error[:300])
+                rows[outcome.name] = row
+                again = f" ({outcome.attempts} attempts)" if outcome.attempts > 1 else ""
+                progress.say(_ecosystem_line(row) + again)
+                progress.advance(task)
+
+            run_tasks(client, mine_expert_apart, tasks, dev == "cuda", done)
+        return [rows[e.name] for e in experts], library.root
+
+
+def _ecosystem_said(rows, where, dev, as_json) -> None:
+    """mine-ecosystem's table (or JSON) and its exit status: 1 where no expert was mined."""
+    from dataclasses import asdict
+
     if as_json:
         click.echo(json.dumps({"library": str(where), "device": dev, "rows": [asdict(r) for r in rows]}, indent=2))
     else:

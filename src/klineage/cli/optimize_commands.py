@@ -1,5 +1,5 @@
-"""The optimizing commands: `optimize` (skills applied to a program under a budget) and `demo` (mine, then
-optimize, end to end)."""
+"""The optimizing commands: `optimize` (skills applied to a program under a budget), `optimize-many` (every program
+of a folder, here or on a Dask cluster) and `demo` (mine, then optimize, end to end)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from klineage.cli.common import (
     EXAMPLES_DIR,
     announce_workload,
     console,
+    engine_options,
     library_option,
     lineage_table,
     llm_budget_options,
@@ -222,3 +223,67 @@ def optimize(
         console.print(wl.shrunk_line(), style="dim", markup=False)
     if paths:
         console.print(f"written: {', '.join(str(p) for p in paths.values())}", style="dim")
+
+
+@click.command("optimize-many")
+@click.argument("folder", type=click.Path(path_type=Path))
+@library_option
+@click.option("--budget", type=int, default=20, show_default=True, help="Gate evaluations per program.")
+@click.option(
+    "--method", type=click.Choice(["klineage", "blind", "memory", "autotune"]), default="klineage", show_default=True
+)
+@click.option("--memory", "memory_path", type=click.Path(path_type=Path), default=None)
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Each program's outputs under OUT/<name>, and OUT/summary.json (default: ./optimize-many-out).",
+)
+@engine_options
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def optimize_many(folder, library_dir, budget, method, memory_path, device, out, scheduler, workers, as_json) -> None:
+    """Optimize every program of FOLDER (one subfolder each, with workload.py and program.py or naive.py) as
+    `optimize` does one; `--workers N` / `--scheduler ADDRESS` run them side by side on a Dask cluster
+    (docs/scale.md)."""
+    from rich.table import Table
+
+    from klineage.check import resolve_device
+    from klineage.optimize import skill_library
+    from klineage.optimize_many import Run, targets, write_all
+    from klineage.optimize_many import optimize_many as run_many
+    from klineage.scale import Engine
+
+    if budget < 2:
+        raise UserError("--budget: at least 2 (the starting program's check is the first evaluation)")
+    engine = Engine.of(scheduler, workers)
+    settings = Settings.from_env()
+    if method == "klineage":
+        skill_library(settings, library_dir)  # no library: said before anything starts
+    found, dev = targets(folder), resolve_device(device)
+    run = Run(method, budget, settings, dev, library_dir, memory_path)
+    with progress_bar(as_json) as progress:
+        task = progress.add_task(f"optimizing {len(found)} programs on {dev} ({method})", total=len(found))
+
+        def done(r) -> None:
+            again = f" ({r.attempts} attempts)" if r.attempts > 1 else ""
+            progress.say(f"{r.name}: {r.error or r.trajectory.stop}{again}")
+            progress.advance(task)
+
+        results = run_many(found, run, engine, on_done=done, on_cluster=progress.say)
+    path = write_all(results, out or Path("optimize-many-out"))
+    if as_json:
+        click.echo(json.dumps({"summary": str(path), "programs": [r.summary() for r in results]}, indent=2))
+        return
+    table = Table(title=f"optimize-many {folder} ({method}, budget {budget}, {dev})", title_justify="left")
+    for column in ("program", "evaluations", "kept", "speedup", "stop", "attempts"):
+        table.add_column(column, overflow="fold")
+    for r in results:
+        s = r.summary()
+        if r.trajectory is None:
+            table.add_row(r.name, "-", "-", "-", f"error: {r.error[:120]}", str(r.attempts))
+            continue
+        speedup = f"{s['speedup']:.2f}x" if s["speedup"] else "n/a"
+        table.add_row(r.name, str(s["evaluations"]), str(s["kept"]), speedup, s["stop"], str(r.attempts))
+    console.print(table)
+    console.print(f"written: {path} and a folder per program beside it", style="dim")

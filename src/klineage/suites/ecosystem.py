@@ -597,3 +597,32 @@ def mine_expert(
         walk_s=round(walked[0] if walked else wall, 1),
         wall_s=round(wall, 1),
     )
+
+
+def mine_expert_apart(
+    name: str,
+    settings,
+    device: str,
+    walk_device: str | None = None,
+    max_steps: int | None = None,
+    probe: bool = True,
+) -> tuple[EcosystemRow, list]:
+    """One expert mined on a cluster worker (klineage.scale) into a library of its own, `<data dir>/ecosystem/<name>/
+    library`; (its row, its skills). The client saves the skills into the user's library, so only one process
+    ever writes that one (the judge owns writes), wherever the workers run."""
+    from klineage.library import Library
+    from klineage.scale import worker_sandbox
+
+    (expert,) = select([name])
+    with Library(settings.data_dir / "ecosystem" / name / "library") as own:
+        row = mine_expert(
+            expert,
+            own,
+            settings,
+            device,
+            walk_device,
+            sandbox=worker_sandbox(settings.warm),
+            max_steps=max_steps,
+            probe=probe,
+        )
+        return row, own.list()

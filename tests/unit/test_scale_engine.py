@@ -1,0 +1,75 @@
+"""The Dask engine's choices that need no cluster (klineage.scale): which engine the options give, one GPU per
+worker, what a report says of its engine, and a tally of tasks put back in suite order. The cluster itself:
+tests/interpreter/test_scale.py."""
+
+import pytest
+from click.testing import CliRunner
+
+from klineage.bench.report import _engine_lines
+from klineage.cli import main
+from klineage.scale import Engine, _local_spec, visible_gpus
+from klineage.workload import UserError
+
+pytest.importorskip("distributed")
+
+
+def test_the_options_choose_the_embedded_path_a_local_cluster_or_a_running_one():
+    assert Engine.of(None, None).embedded and Engine.of("", None) == Engine()
+    assert Engine.of(None, 2) == Engine(workers=2) and not Engine(workers=2).embedded
+    assert Engine.of("tcp://h:8786", None).scheduler == "tcp://h:8786"
+    with pytest.raises(UserError, match="give one"):
+        Engine.of("tcp://h:8786", 2)
+    with pytest.raises(UserError, match="positive"):
+        Engine.of(None, 0)
+
+
+def test_each_local_gpu_worker_sees_its_own_gpu_and_offers_it_once(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,5")
+    assert visible_gpus() == ["2", "5"]
+    spec = _local_spec(2, gpu=True)
+    options = [w["options"] for w in spec.values()]
+    assert [o["env"]["CUDA_VISIBLE_DEVICES"] for o in options] == ["2", "5"]
+    assert all(o["resources"] == {"GPU": 1} and o["nthreads"] == 1 for o in options)
+    with pytest.raises(UserError, match="at most one worker per GPU"):
+        _local_spec(3, gpu=True)
+    cpu = _local_spec(3, gpu=False)
+    assert len(cpu) == 3 and all("resources" not in w["options"] for w in cpu.values())
+
+
+def test_the_report_names_the_engine_the_retried_and_the_failed():
+    assert _engine_lines(None) == []
+    engine = {"engine": "a local cluster", "workers": 2, "retried": {"softmax": 2}, "failed": {"matmul": "boom"}}
+    line = _engine_lines(engine)[0]
+    assert line.startswith("Engine: Dask distributed on a local cluster, 2 workers.")
+    assert "Retried (a worker lost mid-task): softmax (2 attempts)." in line and "matmul: boom" in line
+
+
+def test_a_queue_and_a_cluster_both_sharing_the_suite_out_is_one_error_line(tmp_path):
+    args = ["bench", "naive", "--methods", "autotune", "--queue", str(tmp_path / "q"), "--workers", "2"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and "give one" in result.output and result.output.count("\n") == 1
+    both = CliRunner().invoke(main, ["optimize-many", str(tmp_path), "--workers", "2", "--scheduler", "tcp://h:1"])
+    assert both.exit_code == 2 and "give one" in both.output
+
+
+def test_instances_ended_in_any_order_are_put_back_in_suite_order(settings):
+    from klineage.bench.metrics import Row
+    from klineage.bench.run import _Tally
+    from klineage.bench.suites import suite
+
+    a, b = suite("naive", settings)[:2]
+
+    def part(inst):
+        tally = _Tally([inst], ["x", "y"], 1, "cpu", "c")
+        tally.ran.append(inst)
+        fields = {f: None for f in Row.__dataclass_fields__} | {"instance": inst.name, "escapes": [], "unchecked": []}
+        tally.rows += [Row(**{**fields, "method": m}) for m in ("x", "y")]
+        tally.costs[inst.name] = {"references_s": 0}
+        return tally
+
+    whole = _Tally([a, b], ["x", "y"], 1, "cpu", "c")
+    whole.absorb(part(b))
+    whole.absorb(part(a))
+    whole.in_order([a, b])
+    assert [i.name for i in whole.ran] == [a.name, b.name] and set(whole.costs) == {a.name, b.name}
+    assert [(r.instance, r.method) for r in whole.rows] == [(a.name, "x"), (a.name, "y"), (b.name, "x"), (b.name, "y")]
