@@ -54,20 +54,20 @@ def test_a_queue_and_a_cluster_both_sharing_the_suite_out_is_one_error_line(tmp_
 
 def test_instances_ended_in_any_order_are_put_back_in_suite_order(settings):
     from klineage.bench.metrics import Row
-    from klineage.bench.run import _Tally
+    from klineage.bench.run import Tally
     from klineage.bench.suites import suite
 
     a, b = suite("naive", settings)[:2]
 
     def part(inst):
-        tally = _Tally([inst], ["x", "y"], 1, "cpu", "c")
+        tally = Tally([inst], ["x", "y"], 1, "cpu", "c")
         tally.ran.append(inst)
         fields = {f: None for f in Row.__dataclass_fields__} | {"instance": inst.name, "escapes": [], "unchecked": []}
         tally.rows += [Row(**{**fields, "method": m}) for m in ("x", "y")]
         tally.costs[inst.name] = {"references_s": 0}
         return tally
 
-    whole = _Tally([a, b], ["x", "y"], 1, "cpu", "c")
+    whole = Tally([a, b], ["x", "y"], 1, "cpu", "c")
     whole.absorb(part(b))
     whole.absorb(part(a))
     whole.in_order([a, b])

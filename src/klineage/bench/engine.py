@@ -2,7 +2,7 @@
 
 One task per instance, not per (instance, method): an instance's methods share its measurements (optimize's
 `memo`: the start's checks and times) and its references time every method's final program side by side in one
-job, so splitting the methods apart would change the rows. Each task runs bench.run's own `_run_instance` in a
+job, so splitting the methods apart would change the rows. Each task runs bench.run's own `run_instance` in a
 worker (with that worker's sandbox) and sends its tally back; the client alone writes the report, after every
 instance that finishes, so a run cut short or a worker lost keeps what finished. The rows are the serial path's:
 the same code on the same instance, put back in suite order."""
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from klineage.bench.run import _Plan, _run_instance, _Tally, begin
+from klineage.bench.run import BenchPlan, Tally, begin, run_instance
 from klineage.bench.suites import Instance
 from klineage.config import Settings
 from klineage.scale import Attempt, Engine, Outcome, cluster, dashboard, engine_report, run_tasks, worker_sandbox
@@ -21,7 +21,7 @@ from klineage.scale import Attempt, Engine, Outcome, cluster, dashboard, engine_
 
 @dataclass(frozen=True)
 class InstanceTask:
-    """What every instance task of one run shares (bench.run._Plan without the sandbox, which is the worker's)."""
+    """What every instance task of one run shares (bench.run.BenchPlan without the sandbox, which is the worker's)."""
 
     methods: list[str]
     budget: int
@@ -33,12 +33,12 @@ class InstanceTask:
     retime: bool = False
 
 
-def bench_instance(inst: Instance, task: InstanceTask) -> _Tally:
+def bench_instance(inst: Instance, task: InstanceTask) -> Tally:
     """One instance, every method, on a worker: what bench.run's serial loop does for it, into a tally of its own."""
-    tally = _Tally([inst], task.methods, task.budget, task.device, task.commit)
+    tally = Tally([inst], task.methods, task.budget, task.device, task.commit)
     tally.ran.append(inst)
     sandbox = worker_sandbox(task.settings.warm)
-    plan = _Plan(
+    plan = BenchPlan(
         task.methods,
         task.budget,
         task.settings,
@@ -50,7 +50,7 @@ def bench_instance(inst: Instance, task: InstanceTask) -> _Tally:
         task.commit,
         task.retime,
     )
-    _run_instance(inst, plan, tally)
+    run_instance(inst, plan, tally)
     return tally
 
 

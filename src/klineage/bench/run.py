@@ -67,12 +67,12 @@ def run_bench(
     run, with why (a package not installed), reported as they are."""
     tally, done = begin(instances, methods, budget, settings, device, earlier, not_offered)
     with Sandbox(warm=settings.warm) as sandbox:
-        plan = _Plan(methods, budget, settings, device, library, memory, sandbox, on_progress, tally.commit, retime)
+        plan = BenchPlan(methods, budget, settings, device, library, memory, sandbox, on_progress, tally.commit, retime)
         for inst in instances:
             if inst.name in done or (claim is not None and not claim(inst.name)):
                 continue
             tally.ran.append(inst)
-            _run_instance(inst, plan, tally)  # False: its start failed, reported as skipped; the suite goes on
+            run_instance(inst, plan, tally)  # False: its start failed, reported as skipped; the suite goes on
             if on_instance and inst is not instances[-1]:  # a skipped start too: a run cut short keeps its rejections
                 so_far = tally.result(partial=True)
                 # a queue's next instance is not this process's to name: bench-merge names what nobody finished
@@ -89,10 +89,10 @@ def begin(
     device: str,
     earlier: dict | None,
     not_offered: dict[str, str] | None,
-) -> tuple[_Tally, set[str]]:
+) -> tuple[Tally, set[str]]:
     """A run's tally before its first instance, with what `earlier` finished carried over; and those instances'
     names (run_bench; bench.engine for a cluster)."""
-    tally = _Tally(instances, methods, budget, device, _git_commit(settings.commit))
+    tally = Tally(instances, methods, budget, device, _git_commit(settings.commit))
     tally.not_offered = dict(not_offered or {})
     done = _finished(earlier, instances, methods, budget, device) if earlier else set()
     for name in done:  # every row, trajectory and reference of an instance is measured within one run: carried whole
@@ -102,7 +102,7 @@ def begin(
 
 
 @dataclass(frozen=True)
-class _Plan:
+class BenchPlan:
     """What every instance of one bench run shares: the methods and their budget, where they run, what they read."""
 
     methods: list[str]
@@ -122,7 +122,7 @@ class _Plan:
 
 
 @dataclass
-class _Tally:
+class Tally:
     """What a bench run has so far, per instance: rows, trajectories, references, skipped starts and costs."""
 
     suite: list[Instance]  # every instance offered
@@ -159,7 +159,7 @@ class _Tally:
             if name in earlier.get(key, {}):
                 getattr(self, key)[name] = earlier[key][name]
 
-    def absorb(self, other: _Tally) -> None:
+    def absorb(self, other: Tally) -> None:
         """What another tally ran (a cluster task's one instance, bench.engine), added to this one."""
         self.ran += other.ran
         self.rows += other.rows
@@ -201,7 +201,7 @@ class _Tally:
         }
 
 
-def _run_instance(inst: Instance, plan: _Plan, tally: _Tally) -> bool:
+def run_instance(inst: Instance, plan: BenchPlan, tally: Tally) -> bool:
     """Every method on one instance, then its references and each final program's escapes, into `tally`. False
     when its workload does not load or its start fails its gates here (then skipped, with why; a wild instance's
     rejection classified, bench.rejections)."""
@@ -240,7 +240,7 @@ def _run_instance(inst: Instance, plan: _Plan, tally: _Tally) -> bool:
 
 
 def _optimize_each(
-    inst: Instance, workload: Workload, plan: _Plan, memo: dict, trajectories: dict
+    inst: Instance, workload: Workload, plan: BenchPlan, memo: dict, trajectories: dict
 ) -> dict[str, Trajectory]:
     """Each method's run from the instance's start, its trajectory kept as it ends; the final trajectories."""
     finals: dict[str, Trajectory] = {}
@@ -264,7 +264,7 @@ def _optimize_each(
     return finals
 
 
-def _time_references(inst: Instance, workload: Workload, finals: dict[str, Trajectory], plan: _Plan) -> dict:
+def _time_references(inst: Instance, workload: Workload, finals: dict[str, Trajectory], plan: BenchPlan) -> dict:
     """PyTorch eager, torch.compile, the start, the expert and each method's final program timed side by side in
     one job (references_job): per name, its time and spread; or the job's error."""
     plan.say(f"{inst.name}: references")
@@ -283,7 +283,7 @@ def _time_references(inst: Instance, workload: Workload, finals: dict[str, Traje
     return ref
 
 
-def _timing_job(inst: Instance, workload: Workload, distinct: list, plan: _Plan) -> Job:
+def _timing_job(inst: Instance, workload: Workload, distinct: list, plan: BenchPlan) -> Job:
     """The job that times `distinct` programs side by side with the references (references_job)."""
     request = GateRequest(str(workload.path), inst.start, plan.device, plan.settings)
     return Job(
@@ -295,7 +295,7 @@ def _timing_job(inst: Instance, workload: Workload, distinct: list, plan: _Plan)
     )
 
 
-def _retime(inst: Instance, workload: Workload, finals: dict[str, Trajectory], plan: _Plan) -> dict:
+def _retime(inst: Instance, workload: Workload, finals: dict[str, Trajectory], plan: BenchPlan) -> dict:
     """The start and each method's final program timed again after the methods finished, in a fresh process: a
     sandbox of its own without a warm server, so nothing of the run's processes (caches, autotune picks, a warm
     allocator) carries over. Per name, its time; or the job's error."""
@@ -311,7 +311,7 @@ def _retime(inst: Instance, workload: Workload, finals: dict[str, Trajectory], p
     return {name: timed[p.hash] for name, p in named}
 
 
-def _row(inst: Instance, workload: Workload, method: str, t: Trajectory, ref: dict, memo: dict, plan: _Plan) -> Row:
+def _row(inst: Instance, workload: Workload, method: str, t: Trajectory, ref: dict, memo: dict, plan: BenchPlan) -> Row:
     """One method's row on the instance: its final program re-checked for escapes, its times over the references'."""
     plan.say(f"{inst.name}: {method}: re-checking for escapes")
     if ("escapes", t.best.hash) not in memo:  # methods that ended on the same program: checked once
