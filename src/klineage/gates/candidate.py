@@ -288,20 +288,11 @@ def package_root() -> str:
 
 
 def installed_roots(program: Program) -> list[str]:
-    """Where the installed packages of the modules a program overrides live, when outside the interpreter's prefix
-    (a `pip install --target` directory on PYTHONPATH, as under /tmp): the rewritten copy imports its package's other
-    modules and their dependencies from there, and a masked /tmp hid them (fla's copy failed on `fla.backends`)."""
-    import importlib.util
+    """The site directories a program's carried copies of installed modules import their package from, by the one
+    rule of what a confined process may read (isolation.site_dirs)."""
+    from klineage.isolation import site_dirs
 
-    roots = set()
-    for dotted in program.modules:
-        try:
-            spec = importlib.util.find_spec(dotted.split(".")[0])
-        except (ImportError, ValueError):
-            continue
-        for location in (spec.submodule_search_locations or []) if spec else []:
-            roots.add(str(Path(location).resolve().parent))  # the site directory: the package's dependencies too
-    return sorted(roots)
+    return sorted({str(Path(p).resolve()) for p in site_dirs({dotted.split(".")[0] for dotted in program.modules})})
 
 
 def start(spec: Spec) -> Candidate:
