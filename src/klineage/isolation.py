@@ -183,7 +183,19 @@ def confine(c: Confinement) -> IsolationReport:
     found.append(_flag("dumpable", PR_SET_DUMPABLE, 0, "not dumpable"))
     found += _checked_paths(c, masked)
     found.append(_close_fds(c.keep_fds))
+    global _confined
+    _confined = True
     return IsolationReport(tuple(found))
+
+
+# set once `confine` ran in this process: what only a confined process may do (import a self-reference workload's
+# original program, klineage.reference.original_model) asks `confined()` first
+_confined = False
+
+
+def confined() -> bool:
+    """Whether this process confined itself (`confine`): a candidate or a reference process, never a judge."""
+    return _confined
 
 
 def _own_group() -> Mechanism:

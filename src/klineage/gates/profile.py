@@ -30,7 +30,7 @@ from klineage.gates.answers import (
     timing,
 )
 from klineage.gates.autotune import AUTOTUNED, SettledTuners
-from klineage.gates.candidate import judged, running, spec_for, task
+from klineage.gates.candidate import CandidateGone, judged, running, spec_for, task
 from klineage.gates.common import GateRequest, Verdict, build, input_set, input_sets, prepare_workload, rotating
 from klineage.program import Program
 
@@ -84,7 +84,7 @@ def profile_job(request: GateRequest) -> Verdict:
 
 def _profile(request: GateRequest, candidate) -> Verdict:
     from klineage.timing import roofline
-    from klineage.workload import case_roofline, make_case_init_inputs
+    from klineage.workload import case_roofline
 
     workload, wl_module = prepare_workload(request, interpret=False)
     case_name = workload.bench_case()
@@ -101,10 +101,7 @@ def _profile(request: GateRequest, candidate) -> Verdict:
         if index is None or index >= settings.rotate_sets or "outputs" not in answer:
             raise AnswerError(f"no last timed call on one of the {settings.rotate_sets} input sets: {index!r}")
         outputs = values_back(frame, answer["outputs"], "cuda")
-        reference = build(wl_module.Model, make_case_init_inputs(wl_module, case)).cuda()
-        inputs = input_set(wl_module, case, index, cache_dir=settings.inputs_dir)  # the same generator, seed
-        timed = timed_output_finding(workload, wl_module, reference, {index: inputs}, [(index, outputs)])
-        del reference, inputs
+        timed = _timed_check(request, workload, wl_module, case_name, index, outputs)
         if timed is not None:
             return Verdict(
                 "profile",
@@ -306,6 +303,33 @@ def keeping_last(model, sets: list[list], last: list):
         return out
 
     return call
+
+
+def _timed_check(request: GateRequest, workload, wl_module, case_name: str, index: int, outputs: list):
+    """timed_output_finding of the last timed call, against the workload's Model built here, or, for a
+    self-reference workload, against its original program in a reference process (gates.confined) started for it:
+    third-party code never runs in the judge."""
+    from klineage.gates.confined import REFERENCE_ERROR, ReferenceUnavailable, confined_model, start_reference
+    from klineage.workload import make_case_init_inputs
+
+    case = workload.cases[case_name]
+    init = make_case_init_inputs(wl_module, case)
+    inputs = input_set(wl_module, case, index, cache_dir=request.settings.inputs_dir)  # the same generator, seed
+    try:
+        process = start_reference(request)
+    except ReferenceUnavailable as e:
+        return Finding(REFERENCE_ERROR, str(e))
+    try:
+        if process is None:
+            reference = build(wl_module.Model, init).cuda()
+        else:
+            reference = confined_model(process, case_name, init, "cuda")
+        return timed_output_finding(workload, wl_module, reference, {index: inputs}, [(index, outputs)])
+    except CandidateGone as e:  # only the reference process answers here
+        return Finding(e.code, e.detail)
+    finally:
+        if process is not None:
+            process.close()
 
 
 def timed_output_finding(workload, wl_module, reference, sets: list[list], last: list):
