@@ -83,6 +83,23 @@ def profile_job(request: GateRequest) -> Verdict:
 
 
 def _profile(request: GateRequest, candidate) -> Verdict:
+    """The profile, with a self-reference workload's reference process started first: a process forked after CUDA
+    is up in the judge could not use CUDA, and the timed-output check needs its reference (gates.confined)."""
+    from klineage.gates.confined import REFERENCE_ERROR, ReferenceUnavailable, start_reference
+
+    try:
+        reference = start_reference(request)
+    except ReferenceUnavailable as e:
+        return Verdict("profile", "fail", REFERENCE_ERROR, str(e))
+    try:
+        return _profiled(request, candidate, reference)
+    finally:
+        if reference is not None:
+            reference.close()
+
+
+def _profiled(request: GateRequest, candidate, reference) -> Verdict:
+    from klineage.gates.confined import REFERENCE_ERROR
     from klineage.timing import roofline
     from klineage.workload import case_roofline
 
@@ -101,7 +118,9 @@ def _profile(request: GateRequest, candidate) -> Verdict:
         if index is None or index >= settings.rotate_sets or "outputs" not in answer:
             raise AnswerError(f"no last timed call on one of the {settings.rotate_sets} input sets: {index!r}")
         outputs = values_back(frame, answer["outputs"], "cuda")
-        timed = _timed_check(request, workload, wl_module, case_name, index, outputs)
+        timed = _timed_check(request, workload, wl_module, (case_name, index), outputs, reference)
+        if timed is not None and timed.code == REFERENCE_ERROR:  # the reference's failure, not the program's
+            return Verdict("profile", "fail", timed.code, timed.detail, evidence={"case": case_name})
         if timed is not None:
             return Verdict(
                 "profile",
@@ -305,31 +324,25 @@ def keeping_last(model, sets: list[list], last: list):
     return call
 
 
-def _timed_check(request: GateRequest, workload, wl_module, case_name: str, index: int, outputs: list):
-    """timed_output_finding of the last timed call, against the workload's Model built here, or, for a
-    self-reference workload, against its original program in a reference process (gates.confined) started for it:
-    third-party code never runs in the judge."""
-    from klineage.gates.confined import REFERENCE_ERROR, ReferenceUnavailable, confined_model, start_reference
+def _timed_check(request: GateRequest, workload, wl_module, timed: tuple[str, int], outputs: list, process):
+    """timed_output_finding of the last timed call (its case and input set), against the workload's Model built
+    here, or, for a self-reference workload, against its original program in the reference process (`process`,
+    gates.confined): third-party code never runs in the judge."""
+    from klineage.gates.confined import confined_model
     from klineage.workload import make_case_init_inputs
 
+    case_name, index = timed
     case = workload.cases[case_name]
     init = make_case_init_inputs(wl_module, case)
     inputs = input_set(wl_module, case, index, cache_dir=request.settings.inputs_dir)  # the same generator, seed
-    try:
-        process = start_reference(request)
-    except ReferenceUnavailable as e:
-        return Finding(REFERENCE_ERROR, str(e))
     try:
         if process is None:
             reference = build(wl_module.Model, init).cuda()
         else:
             reference = confined_model(process, case_name, init, "cuda")
         return timed_output_finding(workload, wl_module, reference, {index: inputs}, [(index, outputs)])
-    except CandidateGone as e:  # only the reference process answers here
+    except CandidateGone as e:  # only the reference process answers here (the candidate's turn is over)
         return Finding(e.code, e.detail)
-    finally:
-        if process is not None:
-            process.close()
 
 
 def timed_output_finding(workload, wl_module, reference, sets: list[list], last: list):
