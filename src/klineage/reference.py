@@ -74,23 +74,6 @@ def original_model(path: str) -> type:
     return sys.modules[name].ModelNew
 
 
-def declared_reference(workload: Path) -> str | None:
-    """The original program a self-reference workload names (`REFERENCE_PROGRAM`, a literal path), read from its
-    text as gates.candidate.declared_reads reads READS: the judge forks the reference process before it imports the
-    workload. None for any other workload."""
-    try:
-        tree = ast.parse(Path(workload).read_text())
-    except (OSError, SyntaxError, ValueError):
-        return None
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "REFERENCE_PROGRAM" for t in node.targets
-        ):
-            value = node.value.value if isinstance(node.value, ast.Constant) else None
-            return value if isinstance(value, str) else None
-    return None
-
-
 def load_self_reference(inputs: Path, program: Program, data_dir: Path) -> Workload:
     """The workload that makes `program` its own reference, loaded; every error names the user's files (the inputs
     file, the original program), never the generated workload. The original is not imported here (it runs only in a

@@ -33,12 +33,30 @@ class ReferenceUnavailable(RuntimeError):
     """The reference process could not be started (its program is gone, did not import, or never said hello)."""
 
 
+def declared_reference(workload: Path) -> str | None:
+    """The original program a self-reference workload names (`REFERENCE_PROGRAM`, a literal path: klineage.reference
+    writes it), read from its text as gates.candidate.declared_reads reads READS: the judge forks the reference
+    process before it imports the workload. None for any other workload."""
+    import ast
+
+    try:
+        tree = ast.parse(Path(workload).read_text())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "REFERENCE_PROGRAM" for t in node.targets
+        ):
+            value = node.value.value if isinstance(node.value, ast.Constant) else None
+            return value if isinstance(value, str) else None
+    return None
+
+
 def reference_spec(request) -> Spec | None:
     """The Spec of the reference process for a gate request whose workload names an original program
     (REFERENCE_PROGRAM, read from the workload's text); None for any other workload. No kernel cache shared with
     anyone (a candidate's cache could hold a cubin it planted), nothing of the data directory or home readable."""
     from klineage.program import load_program
-    from klineage.reference import declared_reference
 
     path = declared_reference(Path(request.workload_path))
     if path is None:
