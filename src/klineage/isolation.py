@@ -23,6 +23,7 @@ import shutil
 import signal
 import stat
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -182,7 +183,19 @@ def confine(c: Confinement) -> IsolationReport:
     found.append(_flag("dumpable", PR_SET_DUMPABLE, 0, "not dumpable"))
     found += _checked_paths(c, masked)
     found.append(_close_fds(c.keep_fds))
+    global _confined
+    _confined = True
     return IsolationReport(tuple(found))
+
+
+# set once `confine` ran in this process: what only a confined process may do (import a self-reference workload's
+# original program, klineage.reference.original_model) asks `confined()` first
+_confined = False
+
+
+def confined() -> bool:
+    """Whether this process confined itself (`confine`): a candidate or a reference process, never a judge."""
+    return _confined
 
 
 def _own_group() -> Mechanism:
@@ -351,23 +364,32 @@ def _needed(c: Confinement) -> list[str]:
     return [p for p in real if not any(q != p and _inside(p, q) for q in real)]
 
 
-def site_dirs() -> list[str]:
-    """The directories on sys.path that hold installed distributions (a `*.dist-info` or `*.egg-info` entry): where
-    pip installs. A working directory or a project root on sys.path is not one, so it stays hidden where hidden."""
+def site_dirs(packages: Iterable[str] = ()) -> list[str]:
+    """The directories on sys.path that hold installed distributions (a `*.dist-info` or `*.egg-info` entry: where
+    pip installs), or one of the top-level `packages` (a package on PYTHONPATH without a dist-info, whose modules a
+    program carries rewritten copies of: the copy imports its package's other modules and their dependencies from
+    there, and a masked /tmp hid them, fla's copy failed on `fla.backends`). The one rule of what site directories
+    a confined process may read. A working directory or a project root on sys.path is neither, so it stays hidden
+    where hidden."""
     import sys
 
+    wanted = {p for p in packages if p}
     found = []
     for entry in sys.path:
         try:
-            if (
-                entry
-                and os.path.isdir(entry)
-                and any(name.endswith((".dist-info", ".egg-info")) for name in os.listdir(entry))
-            ):
+            if entry and os.path.isdir(entry) and _holds_installed(os.listdir(entry), wanted):
                 found.append(entry)
         except OSError:
             continue
     return found
+
+
+def _holds_installed(names: list[str], packages: set[str]) -> bool:
+    """A directory listing with a distribution's metadata, or one of `packages` (a folder or a module file)."""
+    return any(
+        name.endswith((".dist-info", ".egg-info")) or name in packages or name.removesuffix(".py") in packages
+        for name in names
+    )
 
 
 def _hide(c: Confinement, needed: list[str], root: bool) -> list[str]:

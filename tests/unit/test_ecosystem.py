@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from klineage.cli import main
 from klineage.gates.candidate import installed_roots
+from klineage.isolation import site_dirs
 from klineage.program import Program, load_program, module_file, with_installed_modules
 from klineage.suites.ecosystem import (
     ECOSYSTEM,
@@ -114,8 +115,10 @@ def test_module_file_runs_no_package_init(tmp_path, monkeypatch):
     assert module_file("explosive.missing") is None and module_file("no_such_top_level_pkg.x") is None
     program = with_installed_modules(Program(name="p", source="import torch\n"), ["explosive.sub.kernels"])
     assert program.modules == {"explosive.sub.kernels": "X = 1\n"}
-    # the candidate may read where that package is installed (its other modules, its dependencies)
-    assert installed_roots(program) == [str((tmp_path / "site").resolve())]
+    # the candidate may read where that package is installed (its other modules, its dependencies), though the
+    # folder holds no dist-info: the one site-directory rule (isolation.site_dirs) names it for this program only
+    assert str((tmp_path / "site").resolve()) in installed_roots(program)
+    assert str(tmp_path / "site") not in site_dirs()
 
 
 def test_select():

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from klineage.cli import main
 from klineage.config import Settings, clip
-from klineage.program import load_program
+from klineage.program import Program, load_program
 from klineage.reference import load_self_reference
 from klineage.workload import WorkloadError
 from tests.conftest import EXAMPLES
@@ -77,13 +77,13 @@ def test_an_inputs_file_with_just_get_inputs_makes_a_workload_and_errors_name_th
             load_self_reference(bad, program, tmp_path / "home")
         assert str(error.value).startswith(f"inputs file {bad}: ") and said in str(error.value)
         assert "self_reference" not in str(error.value)  # never the generated workload
+    # the original is not imported here (only a confined process runs it: its import error fails the check,
+    # tests/interpreter/test_confined_reference.py); one that does not parse is refused now, named as the user's
     broken = tmp_path / "broken.py"
-    broken.write_text("import no_such_module_here\n" + (RMS / "naive.py").read_text())
+    broken.write_text("def forward(:\n" + (RMS / "naive.py").read_text())
     with pytest.raises(WorkloadError) as error:
-        load_self_reference(inputs, load_program(broken), tmp_path / "home")
-    assert str(error.value) == (
-        f"the original program {broken}: ModuleNotFoundError: No module named 'no_such_module_here'"
-    )
+        load_self_reference(inputs, Program("broken", broken.read_text(), path=broken), tmp_path / "home")
+    assert str(error.value) == f"the original program {broken}: syntax error at line 1: invalid syntax"
 
 
 def test_clip_keeps_whole_lines_or_words_and_says_how_much_was_left_out():

@@ -49,6 +49,9 @@ class Spec:
     autotune_picks: bool = True  # every autotuner runs one chosen config (a check); off: as Triton does (timing)
     device_memory: float | None = None  # on a GPU, the fraction of its memory the candidate may allocate
     others: tuple[Program, ...] = ()  # more programs a task installs (a timed pair's child, the references)
+    # a self-reference workload's original program, run as the reference (gates.confined): it answers `reference`
+    # requests (a plain forward, no guards: it is not judged) and nothing a candidate is asked
+    reference: bool = False
 
 
 class CandidateGone(RuntimeError):
@@ -288,20 +291,11 @@ def package_root() -> str:
 
 
 def installed_roots(program: Program) -> list[str]:
-    """Where the installed packages of the modules a program overrides live, when outside the interpreter's prefix
-    (a `pip install --target` directory on PYTHONPATH, as under /tmp): the rewritten copy imports its package's other
-    modules and their dependencies from there, and a masked /tmp hid them (fla's copy failed on `fla.backends`)."""
-    import importlib.util
+    """The site directories a program's carried copies of installed modules import their package from, by the one
+    rule of what a confined process may read (isolation.site_dirs)."""
+    from klineage.isolation import site_dirs
 
-    roots = set()
-    for dotted in program.modules:
-        try:
-            spec = importlib.util.find_spec(dotted.split(".")[0])
-        except (ImportError, ValueError):
-            continue
-        for location in (spec.submodule_search_locations or []) if spec else []:
-            roots.add(str(Path(location).resolve().parent))  # the site directory: the package's dependencies too
-    return sorted(roots)
+    return sorted({str(Path(p).resolve()) for p in site_dirs({dotted.split(".")[0] for dotted in program.modules})})
 
 
 def start(spec: Spec) -> Candidate:
@@ -552,7 +546,9 @@ class _Served:
             return {}, {"error": {"code": "import_error", "detail": self.import_error}}
         if op == "init":
             return self._init(frame)
-        if op == "call":
+        if op == "reference" and self.spec.reference:
+            return self._reference(frame)
+        if op == "call" and not self.spec.reference:
             return self._call(frame)
         if op == "task" and frame.meta.get("task") in TASKS:
             module_name, function = TASKS[frame.meta["task"]].split(":")
@@ -623,6 +619,25 @@ class _Served:
         made, back = pack_values(inputs, "in")
         tensors.update(made)
         return tensors, {"runs": described, "inputs": back, "launches": launches, **self._evidence()}
+
+    def _reference(self, frame: Frame) -> tuple[dict, dict]:
+        """The reference process's forward: the original program on the inputs sent, as a user calls it (no_grad,
+        the first autotune config: a reference need not be the fastest), its outputs and the inputs as they are
+        afterwards (in-place results) handed back as values."""
+        import torch
+
+        from klineage.gates.common import sync
+
+        meta = frame.meta
+        if self.picks is not None:
+            self.picks.choose(0)
+        inputs = unpack_inputs(frame, meta["inputs"], self.spec.device)
+        with torch.no_grad():
+            outputs = flatten_outputs(self.models[meta["case"]](*inputs))
+            sync(self.spec.device)
+        tensors, outs = pack_values([_plain(o) for o in outputs], "o")
+        made, back = pack_values(inputs, "in")
+        return {**tensors, **made}, {"outputs": outs, "inputs": back}
 
     def _evidence(self) -> dict:
         from klineage.cuda_on_cpu import used

@@ -1,8 +1,10 @@
 """The correctness gate: every output compared with a float64 reference on the workload's cases and fresh seeds,
 under run-time guards (poisoned buffers, input mutation, two runs agreeing, launch traces, no PyTorch compute in
 forward), then the static findings. Runs inside a sandbox child, the judge; the program runs in a candidate process
-the judge forks before anything else (gates.candidate) and only its outputs' values come back. The judge passes a
-program on what it compares itself; the candidate's own findings can only fail it. `plan_trials` is also the
+the judge forks before anything else (gates.candidate) and only its outputs' values come back. A self-reference
+workload's reference (an existing program, someone else's code) runs in a reference process of its own
+(gates.confined), and only its outputs' values come back too. The judge passes a program on what it compares
+itself; the candidate's own findings can only fail it. `plan_trials` is also the
 audit's plan."""
 
 from __future__ import annotations
@@ -76,6 +78,22 @@ def written_lines(program) -> dict[str, set[int]]:
 
 
 def _correctness(request: GateRequest, candidate, started: float) -> Verdict:
+    """The check, with a self-reference workload's reference process (gates.confined) started first, before the
+    workload is imported here, and ended after."""
+    from klineage.gates.confined import REFERENCE_ERROR, ReferenceUnavailable, start_reference
+
+    try:
+        reference = start_reference(request)
+    except ReferenceUnavailable as e:
+        return Verdict("correctness", "fail", REFERENCE_ERROR, str(e), seconds=time.perf_counter() - started)
+    try:
+        return _checked(request, candidate, reference, started)
+    finally:
+        if reference is not None:
+            reference.close()
+
+
+def _checked(request: GateRequest, candidate, reference, started: float) -> Verdict:
     from klineage.guards import static_findings
 
     device = request.device
@@ -84,6 +102,7 @@ def _correctness(request: GateRequest, candidate, started: float) -> Verdict:
     except Exception as e:
         return Verdict("correctness", "fail", "import_error", f"{type(e).__name__}: {e}")
     state = _TrialState(device, candidate, host_ops=tuple(workload.host_ops), input_cache=request.settings.inputs_dir)
+    state.reference = reference
     if request.settings.check_draw is not None:  # a walk's checks replay (Settings.check_draw)
         state.draw = request.settings.check_draw
         state.rng = random.Random(state.draw)
@@ -159,8 +178,7 @@ def _run_trials(
         try:
             if trial.case not in state.models:
                 init = make_case_init_inputs(wl_module, workload.cases[trial.case])
-                ref_model = build(wl_module.Model, init).to(state.device)
-                state.models[trial.case] = (ref_model, copy.deepcopy(ref_model).double())
+                state.models[trial.case] = _reference_models(wl_module, trial.case, init, state)
                 tensors, described = pack_values(init, "init")
                 meta = {"op": "init", "case": trial.case, "init": described, "host_ops": list(state.host_ops)}
                 state.candidate.request(meta, tensors, body_limit=0)
@@ -186,6 +204,17 @@ def _run_trials(
                 if name != DOMAIN_CASE  # the named cases: the drawn one runs once, with the first configs
             ]
     return None, run
+
+
+def _reference_models(wl_module, case: str, init: list, state: _TrialState) -> tuple:
+    """The reference for a case in its dtypes and in float64: built here from the workload's Model, or, for a
+    self-reference workload, built in its reference process (one model: it runs in its own dtypes only)."""
+    if state.reference is not None:
+        from klineage.gates.confined import confined_model
+
+        return confined_model(state.reference, case, init, state.device), None
+    ref_model = build(wl_module.Model, init).to(state.device)
+    return ref_model, copy.deepcopy(ref_model).double()
 
 
 DOMAIN_CASE = "domain"
@@ -291,6 +320,7 @@ class _TrialState:
     rng: random.Random = field(init=False)
     user_like_runs: int = 0  # runs made like a user's call (USER_LIKE_SHARE)
     cuda_mapped: dict = field(default_factory=dict)  # CUDA the program used, mapped to the CPU (cuda_on_cpu)
+    reference: object = None  # a self-reference workload's reference process (gates.confined), else None
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.draw)
@@ -298,8 +328,8 @@ class _TrialState:
 
 def _run_trial(workload, wl_module, trial: Trial, runs: int, state: _TrialState, users=()) -> Finding | None:
     """Send one trial's inputs to the candidate, which runs the program `runs` times (those with a seed in `users`
-    like a user's call); then compute the reference (in this process only, after the runs) and judge each run on
-    the values that came back."""
+    like a user's call); then compute the reference (after the runs: in this process, or in the reference process
+    of a self-reference workload) and judge each run on the values that came back."""
     import torch
 
     from klineage.workload import make_case_inputs, on_device
@@ -414,7 +444,7 @@ def _reference(wl_module, ref_model, ref64_model, originals: list) -> tuple[list
     with torch.no_grad():
         ref_inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in originals]
         expected = flatten_outputs(ref_model(*ref_inputs))
-        if getattr(wl_module, "NATIVE_REFERENCE", False):
+        if getattr(wl_module, "NATIVE_REFERENCE", False) or ref64_model is None:
             # the reference is an existing kernel (klineage.reference): it runs in its own dtypes only, so its
             # outputs (and in-place results) are the answer, compared with the dtype's tolerances
             ref64_inputs = [

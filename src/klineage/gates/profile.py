@@ -30,7 +30,7 @@ from klineage.gates.answers import (
     timing,
 )
 from klineage.gates.autotune import AUTOTUNED, SettledTuners
-from klineage.gates.candidate import judged, running, spec_for, task
+from klineage.gates.candidate import CandidateGone, judged, running, spec_for, task
 from klineage.gates.common import GateRequest, Verdict, build, input_set, input_sets, prepare_workload, rotating
 from klineage.program import Program
 
@@ -83,8 +83,25 @@ def profile_job(request: GateRequest) -> Verdict:
 
 
 def _profile(request: GateRequest, candidate) -> Verdict:
+    """The profile, with a self-reference workload's reference process started first: a process forked after CUDA
+    is up in the judge could not use CUDA, and the timed-output check needs its reference (gates.confined)."""
+    from klineage.gates.confined import REFERENCE_ERROR, ReferenceUnavailable, start_reference
+
+    try:
+        reference = start_reference(request)
+    except ReferenceUnavailable as e:
+        return Verdict("profile", "fail", REFERENCE_ERROR, str(e))
+    try:
+        return _profiled(request, candidate, reference)
+    finally:
+        if reference is not None:
+            reference.close()
+
+
+def _profiled(request: GateRequest, candidate, reference) -> Verdict:
+    from klineage.gates.confined import REFERENCE_ERROR
     from klineage.timing import roofline
-    from klineage.workload import case_roofline, make_case_init_inputs
+    from klineage.workload import case_roofline
 
     workload, wl_module = prepare_workload(request, interpret=False)
     case_name = workload.bench_case()
@@ -101,10 +118,9 @@ def _profile(request: GateRequest, candidate) -> Verdict:
         if index is None or index >= settings.rotate_sets or "outputs" not in answer:
             raise AnswerError(f"no last timed call on one of the {settings.rotate_sets} input sets: {index!r}")
         outputs = values_back(frame, answer["outputs"], "cuda")
-        reference = build(wl_module.Model, make_case_init_inputs(wl_module, case)).cuda()
-        inputs = input_set(wl_module, case, index, cache_dir=settings.inputs_dir)  # the same generator, seed
-        timed = timed_output_finding(workload, wl_module, reference, {index: inputs}, [(index, outputs)])
-        del reference, inputs
+        timed = _timed_check(request, workload, wl_module, (case_name, index), outputs, reference)
+        if timed is not None and timed.code == REFERENCE_ERROR:  # the reference's failure, not the program's
+            return Verdict("profile", "fail", timed.code, timed.detail, evidence={"case": case_name})
         if timed is not None:
             return Verdict(
                 "profile",
@@ -306,6 +322,27 @@ def keeping_last(model, sets: list[list], last: list):
         return out
 
     return call
+
+
+def _timed_check(request: GateRequest, workload, wl_module, timed: tuple[str, int], outputs: list, process):
+    """timed_output_finding of the last timed call (its case and input set), against the workload's Model built
+    here, or, for a self-reference workload, against its original program in the reference process (`process`,
+    gates.confined): third-party code never runs in the judge."""
+    from klineage.gates.confined import confined_model
+    from klineage.workload import make_case_init_inputs
+
+    case_name, index = timed
+    case = workload.cases[case_name]
+    init = make_case_init_inputs(wl_module, case)
+    inputs = input_set(wl_module, case, index, cache_dir=request.settings.inputs_dir)  # the same generator, seed
+    try:
+        if process is None:
+            reference = build(wl_module.Model, init).cuda()
+        else:
+            reference = confined_model(process, case_name, init, "cuda")
+        return timed_output_finding(workload, wl_module, reference, {index: inputs}, [(index, outputs)])
+    except CandidateGone as e:  # only the reference process answers here (the candidate's turn is over)
+        return Finding(e.code, e.detail)
 
 
 def timed_output_finding(workload, wl_module, reference, sets: list[list], last: list):

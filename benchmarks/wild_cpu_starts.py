@@ -1,0 +1,74 @@
+"""The wild suite's starts on the CPU, and nothing else: per catalogue entry, does its self-reference workload load,
+and does its start pass the gates a bench's start passes on the CPU (compile, correctness), against the original
+program computed in its reference process (gates.confined)? What `klineage bench wild --budget 1` decides before any
+method runs, without the methods, the check against PyTorch's op and the report (docs/RESULTS.md#wild).
+
+    KLINEAGE_HOME=DIR KLINEAGE_SEEDS=2 GEMS_VENDOR=nvidia PYTHONPATH=src:.:SITE \\
+        python benchmarks/wild_cpu_starts.py --out starts.jsonl [--shard 0/2] [--instances a,b] [--last a,b]
+
+One JSON line per entry, appended as it finishes (an entry already in --out is not run again)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from klineage.bench.suites import wild_instances
+from klineage.check import check
+from klineage.config import Settings
+from klineage.sandbox import Sandbox
+from klineage.workload import UserError, load_workload
+
+START_GATES = ("compile", "correctness")  # optimize.CANDIDATE_GATES on the CPU
+
+
+def start_row(inst, settings: Settings, sandbox: Sandbox) -> dict:
+    """One entry's load and start verdicts as a JSON-able row."""
+    began = time.perf_counter()
+    try:
+        workload = load_workload(inst.workload)
+    except UserError as e:
+        return {"instance": inst.name, "load": False, "why": str(e)[:500], "seconds": time.perf_counter() - began}
+    report = check(workload, inst.start, settings, "cpu", START_GATES, sandbox)
+    failed = next((v for v in report.verdicts if not v.passed), None)
+    return {
+        "instance": inst.name,
+        "load": True,
+        "start": "pass" if failed is None else "fail",
+        "gate": failed.gate if failed else "",
+        "code": failed.code if failed else "",
+        "why": failed.reason[:500] if failed else "",
+        "seconds": round(time.perf_counter() - began, 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--shard", default="0/1", help="I/N: every N-th entry from the I-th")
+    parser.add_argument("--instances", default="", help="only these, comma-separated")
+    parser.add_argument("--last", default="", help="these run after the others (known to be slow)")
+    args = parser.parse_args()
+    settings = Settings.from_env()
+    instances, left = wild_instances(settings)
+    done = {json.loads(line)["instance"] for line in args.out.read_text().splitlines()} if args.out.is_file() else set()
+    chosen = set(filter(None, args.instances.split(",")))
+    last = list(filter(None, args.last.split(",")))
+    ordered = [i for i in instances if i.name not in last] + [i for i in instances if i.name in last]
+    index, count = (int(n) for n in args.shard.split("/"))
+    mine = [i for n, i in enumerate(ordered) if n % count == index and (not chosen or i.name in chosen)]
+    print(f"{len(instances)} offered, {len(left)} not offered; this shard runs {len(mine)}", flush=True)
+    with Sandbox(warm=True) as sandbox:
+        for inst in mine:
+            if inst.name in done:
+                continue
+            row = start_row(inst, settings, sandbox)
+            print(json.dumps(row), flush=True)
+            with args.out.open("a") as f:
+                f.write(json.dumps(row) + "\n")
+
+
+if __name__ == "__main__":
+    main()
