@@ -2,7 +2,7 @@ import textwrap
 from pathlib import Path
 
 from klineage.transforms.autotune_single_config import AutotuneSingleConfig
-from tests.transforms.roundtrip import round_trip
+from tests.transforms.roundtrip import assert_round_trips, round_trip
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "src" / "klineage" / "examples"
 
@@ -111,8 +111,14 @@ def test_skips():
         '        triton.Config({"BLOCK": 256}, num_warps=4),\n    ]',
         '[triton.Config({"BLOCK": b}) for b in [256, 1024] if b > n_min]',
     )
-    assert comprehension != EXPERT and t.sites(comprehension) == []  # a filtered comprehension
-    assert t.sites(comprehension.replace(" if b > n_min", "").replace("[256, 1024]", "sizes()")) == []  # run time
+    # a filtered comprehension, a list built at run time: what the first config is is known only where it runs,
+    # so the autotuner stays over the list cut to its first config
+    assert comprehension != EXPERT
+    for runtime in (comprehension, comprehension.replace(" if b > n_min", "").replace("[256, 1024]", "sizes()")):
+        (site,) = t.sites(runtime)
+        assert (
+            site.after.startswith("@triton.autotune(") and "][:1]," in site.after and "config_list" not in site.params
+        )
     # the host reads the autotuner object: not only launches
     assert t.sites(EXPERT + "\nprint(k.best_config)\n") == []
     # a pre_hook has no launch equivalent: the first config stays in the decorator, the launches as they are
@@ -236,13 +242,64 @@ def test_comprehension_configs_expand_and_heuristics_stay():
     assert round_trip(t, COMPREHENSION) == 1  # the redo puts the autotune back under the heuristics
 
 
-def test_comprehension_without_common_values_or_too_large_is_skipped():
+def test_comprehension_not_expanded_keeps_the_autotuner_over_its_first_config():
+    """Where the list cannot be expanded here (branches without a common value, a run-time range, over
+    MAX_EXPANDED) or a wrapper stands above the autotune, no launch can pass its first config: the autotuner stays,
+    over the list cut to its first config (`[:1]`)."""
     t = AutotuneSingleConfig()
     disjoint = COMPREHENSION.replace("[2, 4, 8] if IS_AMD", "[32] if IS_AMD")
-    assert t.sites(disjoint) == []
     huge = COMPREHENSION.replace("for s in [1, 2]", "for s in list(range(1000))")
-    assert t.sites(huge) == []
     big = COMPREHENSION.replace("for s in [1, 2]", "for s in [" + ", ".join(map(str, range(50))) + "]")
-    assert t.sites(big) == []  # 2 x 3 x 50 configs: over MAX_EXPANDED
-    # a decorator other than heuristics above the autotune: not a form this knows
-    assert t.sites(COMPREHENSION.replace("@triton.heuristics(", "@other(")) == []
+    wrapped = COMPREHENSION.replace("@triton.heuristics(", "@other(")
+    for source in (disjoint, huge, big, wrapped):
+        (site,) = t.sites(source)
+        assert "config_list" not in site.params or source is wrapped
+        simplified = t.simplify(source, site)
+        assert "][:1]," in simplified or "configs=[triton.Config(" in simplified
+        assert "@triton.autotune(" in simplified and "(x, n)" in simplified  # the launch as it was
+        assert_round_trips(t, source)
+
+
+LIBRARY_TUNER = textwrap.dedent(
+    """\
+    import triton
+    import triton.language as tl
+
+    from mylib import cached_entry, runtime, tuner
+
+
+    @cached_entry()
+    @tuner(
+        configs=runtime.configs_for("rowwise"),
+        key=["n"],
+    )
+    @triton.jit
+    def k(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+    def launch(x, n):
+        k[lambda META: (triton.cdiv(n, META["BLOCK"]),)](x, n)
+    """
+)
+
+
+def test_a_library_autotuner_over_a_run_time_list_keeps_its_first_config():
+    """FlagGems's construct (`@libentry()` over `@libtuner(configs=runtime.get_tuned_config(...), key=[...])`, on 4
+    of its 6 fused experts): any decorator given configs= and key= is an autotuner; under a wrapper that may read it,
+    or over a list built at run time, the simple form keeps it over the first config (`[:1]`), the wrapper in place,
+    and the redo restores the decorator verbatim."""
+    t = AutotuneSingleConfig()
+    (site,) = t.sites(LIBRARY_TUNER)
+    simplified = t.simplify(LIBRARY_TUNER, site)
+    assert 'configs=runtime.configs_for("rowwise")[:1],' in simplified
+    assert simplified.index("@cached_entry()") < simplified.index("@tuner(")
+    assert "placement" not in site.params and "config_list" not in site.params
+    assert t.sites(simplified) == []  # already the simple form
+    assert_round_trips(t, LIBRARY_TUNER)
+    # a literal Triton autotune under such a wrapper keeps the autotuner too, over its first literal config
+    literal = EXPERT.replace("@triton.autotune(", "@cached_entry()\n@triton.autotune(")
+    (wrapped,) = t.sites(literal)
+    assert '@triton.autotune(\n    configs=[triton.Config({"BLOCK": 1024}' in t.simplify(literal, wrapped)
+    assert_round_trips(t, literal)

@@ -218,33 +218,70 @@ class _Launches(cst.CSTTransformer):
         return updated_node
 
 
+def is_autotuner(decorator: cst.Decorator) -> bool:
+    """An autotuning decorator: Triton's by name, or any call given both `configs=` and `key=` (an Autotuner of a
+    library's own: FlagGems's `@libtuner(configs=runtime.get_tuned_config("gated_activation"), key=["M", "N"])`,
+    on 4 of its 6 fused experts; issue 31 found no transform covering it)."""
+    if decorator_name(decorator) in AUTOTUNE:
+        return True
+    call = decorator.decorator
+    keywords = {a.keyword.value for a in call.args if a.keyword is not None} if isinstance(call, cst.Call) else set()
+    return {"configs", "key"} <= keywords
+
+
 def _autotune_at(fn: cst.FunctionDef) -> int | None:
-    """Where the kernel's autotune decorator is: the outermost, or below `@triton.heuristics` decorators only (FLA
-    stacks `@triton.heuristics({'IS_VARLEN': ...})` over its autotune; the heuristics then wrap the plain kernel)."""
+    """Where the kernel's autotune decorator is, the outermost autotuner above its @triton.jit. Above it may stand
+    `@triton.heuristics` (FLA stacks `@triton.heuristics({'IS_VARLEN': ...})` over its autotune; the heuristics then
+    wrap the plain kernel) or another wrapper (`_wrapped`: FlagGems's `@libentry()`)."""
     for i, d in enumerate(fn.decorators):
-        name = decorator_name(d)
-        if name in AUTOTUNE:
+        if is_autotuner(d):
             return i
-        if name not in HEURISTICS:
+        if decorator_name(d) in ("triton.jit", "jit"):
             return None
     return None
 
 
+def _wrapped(fn: cst.FunctionDef, at: int) -> bool:
+    """Whether a decorator other than heuristics stands above the autotuner: that wrapper may read the autotuner
+    object (FlagGems's libentry asks `fn.best_config`), so the simple form keeps the autotuner over one config."""
+    return any(decorator_name(d) not in HEURISTICS for d in fn.decorators[:at])
+
+
 def _one_config(fn: cst.FunctionDef, module: cst.Module) -> cst.Decorator | None:
-    """The kernel's autotune decorator where it is the outermost and tunes over one literal triton.Config."""
-    decorator = fn.decorators[0]
-    if decorator_name(decorator) not in AUTOTUNE or not isinstance(decorator.decorator, cst.Call):
+    """The kernel's autotune decorator where it tunes over one config: a literal list of one triton.Config, or any
+    list cut to its first (`EXPR[:1]`, the simple form of a list built at run time)."""
+    at = _autotune_at(fn)
+    if at is None or not isinstance(fn.decorators[at].decorator, cst.Call):
         return None
+    decorator = fn.decorators[at]
     configs = _arg(decorator.decorator, "configs", 0)
+    if configs is not None and _first_only(configs.value) is not None:
+        return decorator
     calls = config_list(configs.value, module) if configs is not None else None
     return decorator if calls is not None and len(calls) == 1 else None
 
 
+def _first_only(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The list `expr` cuts to its first element (`LIST[:1]`), or None."""
+    if not isinstance(expr, cst.Subscript) or len(expr.slice) != 1:
+        return None
+    part = expr.slice[0].slice
+    if not isinstance(part, cst.Slice) or part.lower is not None or part.step is not None:
+        return None
+    return expr.value if isinstance(part.upper, cst.Integer) and part.upper.value == "1" else None
+
+
 def _first_config_only(call: cst.Call, module: cst.Module) -> cst.Call:
-    """The autotune call with its config list cut to the first config, written out as a literal list."""
+    """The autotune call with its config list cut to the first config: written out as a literal list where the list
+    is literal, else `EXPR[:1]` (a list built at run time, FlagGems's `runtime.get_tuned_config(...)`: an autotuner
+    over one config runs it without benchmarking, whatever the list holds)."""
     configs = _arg(call, "configs", 0)
-    first = config_list(configs.value, module)[0]
-    return call.deep_replace(configs, configs.with_changes(value=cst.List([cst.Element(first)])))
+    calls = config_list(configs.value, module)
+    if calls:
+        cut: cst.BaseExpression = cst.List([cst.Element(calls[0])])
+    else:
+        cut = cst.Subscript(configs.value, [cst.SubscriptElement(cst.Slice(lower=None, upper=cst.Integer("1")))])
+    return call.deep_replace(configs, configs.with_changes(value=cut))
 
 
 def kernel_launches(module: cst.Module, kernel: str) -> list[cst.Call] | None:
@@ -275,8 +312,11 @@ class AutotuneSingleConfig(Transform):
     A config list built by a comprehension over literal lists (FLA's `[triton.Config({'BT': BT}, num_warps=w) for
     BT in [16, 32] for w in [2, 4]]`, its lists literal, bound to module-level names, or `A if C else B` of two
     such lists, whose common elements count) is expanded in its order: its first config is the simple form's.
-    Skipped: config lists built at run time (FlagGems' `runtime.get_tuned_config(...)`), kernels whose name is used
-    other than to launch it, kernels never launched here, launches that already pass a config key.
+    A config list built at run time (FlagGems' `runtime.get_tuned_config(...)`), an autotuner under another wrapper
+    (FlagGems's `@libentry()`, which reads the autotuner's best config) and a library's own autotuner (any decorator
+    given `configs=` and `key=`: FlagGems's `@libtuner`) keep the decorator over the first config alone
+    (`configs=EXPR[:1]`); the redo restores the decorator verbatim. Skipped: kernels whose name is used other than
+    to launch it, kernels never launched here, launches that already pass a config key.
 
     Conditions: autotuning runs the kernel several times on the same buffers while it benchmarks, so a launch must
     be idempotent (idempotent_launch). A kernel that accumulates (atomic_add into an output, `+=` into a buffer
@@ -345,10 +385,16 @@ class AutotuneSingleConfig(Transform):
             configs, key = _arg(call, "configs", 0), _arg(call, "key", 1)
             if configs is None or key is None:
                 continue
+            if _first_only(configs.value) is not None:
+                continue  # already the simple form
             calls = config_list(configs.value, module)
             kwargs = config_launch_kwargs(calls[0]) if calls else None
             launches = kernel_launches(module, stmt.name.value)
-            if kwargs is None and calls is not None and len(calls) > 1:
+            if calls is None or _wrapped(stmt, at) or decorator_name(decorator) not in AUTOTUNE:
+                # a list built at run time, an autotuner under a wrapper that may read it, or a library's own
+                # autotuner (its other behaviour is its own): the first config alone, kept in the decorator
+                launches = None
+            elif kwargs is None and len(calls) > 1:
                 launches = None  # the first config alone, kept in the decorator (its pre_hook runs there)
             elif kwargs is None or launches is None:
                 continue
@@ -359,10 +405,13 @@ class AutotuneSingleConfig(Transform):
                 if a.keyword is not None and a.keyword.value not in ("configs", "key"):
                     params[a.keyword.value] = _code(a.value)
             params["decorator"] = _code(call)
-            if at > 0:  # the redo puts it back there (FLA's order; the matmul expert's autotune wraps its heuristics)
+            # the redo puts it back there (FLA's order; the matmul expert's autotune wraps its heuristics)
+            if at > 0 and not _wrapped(stmt, at):
                 params["placement"] = "under_heuristics"
             # the configs themselves, also when a helper returns them: what a forward walk carries to other kernels
-            params["config_list"] = "[" + ", ".join(_code(c) for c in calls) + "]"
+            # (none from a list built at run time: what it holds is known only where it runs)
+            if calls:
+                params["config_list"] = "[" + ", ".join(_code(c) for c in calls) + "]"
             yield stmt, decorator, params, kwargs, launches
 
     def _plain_sites(self, module: cst.Module):
@@ -371,7 +420,7 @@ class AutotuneSingleConfig(Transform):
         for stmt in module.body:
             if not isinstance(stmt, cst.FunctionDef) or not is_kernel(stmt):
                 continue
-            if any(decorator_name(d) in AUTOTUNE for d in stmt.decorators):
+            if any(is_autotuner(d) for d in stmt.decorators):
                 if (one := _one_config(stmt, module)) is not None:
                     yield stmt, None, one
                 continue
@@ -444,9 +493,11 @@ class AutotuneSingleConfig(Transform):
             decorator = self._decorator(params)
             configs = _arg(decorator, "configs", 0)
             calls = config_list(configs.value, module) if configs is not None else None
-            if one is not None and calls:  # the config list back in the decorator, whatever its configs carry
-                whole = one.with_changes(decorator=decorator)
-                return module.deep_replace(fn, fn.with_changes(decorators=[whole, *fn.decorators[1:]])).code
+            if one is not None and (calls or "config_list" not in params):
+                # the config list back in the decorator, whatever its configs carry (a list built at run time too)
+                at = fn.decorators.index(one)
+                placed = [*fn.decorators[:at], one.with_changes(decorator=decorator), *fn.decorators[at + 1 :]]
+                return module.deep_replace(fn, fn.with_changes(decorators=placed)).code
             kwargs = config_launch_kwargs(calls[0]) if calls and one is None else None
             if kwargs is None:
                 raise ValueError(f"configs {params.get('configs')!r}: not a literal list of triton.Config")
