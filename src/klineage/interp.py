@@ -404,3 +404,22 @@ def _patch_small_gaps(interpreter) -> None:
     interpreter._implicit_cvt = implicit_cvt
     if not hasattr(tl.dtype, "value"):
         tl.dtype.value = property(lambda self: self)
+    _patch_bool_splat(interpreter)
+
+
+def _patch_bool_splat(interpreter) -> None:
+    """A comparison's handle holds bool data under its operands' dtype (the interpreter's binary_op), and splat
+    builds its array in the handle's dtype: `tl.broadcast_to(prev != prev, (B,))` of a scalar came out as float32
+    zeros and ones, and `~` of it raised in numpy's bitwise_xor (FlagGems's cummax and cummin, whose loop kernel
+    carries a scalar maximum: RESULTS.md#wild). A splat of bool data stays bool."""
+    import numpy as np
+
+    original = interpreter.InterpreterBuilder.create_splat
+
+    def create_splat(self, ret_ty, arg):
+        if getattr(arg.data, "dtype", None) == np.bool_:
+            value = arg.data[0] if arg.data.ndim else arg.data
+            return interpreter.TensorHandle(np.full(ret_ty.shape, value, dtype=np.bool_), arg.dtype.scalar)
+        return original(self, ret_ty, arg)
+
+    interpreter.InterpreterBuilder.create_splat = create_splat
