@@ -405,6 +405,7 @@ def _patch_small_gaps(interpreter) -> None:
     if not hasattr(tl.dtype, "value"):
         tl.dtype.value = property(lambda self: self)
     _patch_bool_splat(interpreter)
+    _patch_host_pointer_args(interpreter)
 
 
 def _patch_bool_splat(interpreter) -> None:
@@ -423,3 +424,35 @@ def _patch_bool_splat(interpreter) -> None:
         return original(self, ret_ty, arg)
 
     interpreter.InterpreterBuilder.create_splat = create_splat
+
+
+def _patch_host_pointer_args(interpreter) -> None:
+    """A launch argument that is a pointer but not a tensor (FlagGems's StridedBuffer: a tensor's storage seen with
+    other strides and an offset, what its flip, glu and masked_fill pass) made the interpreter's host copy raise:
+    it asks every pointer argument for `new_empty` (AttributeError: 'StridedBuffer' object has no attribute
+    'new_empty'; RESULTS.md#wild). On the CPU the argument's memory is host memory already, its `data_ptr()` the
+    address the kernel must see: it goes through as it is (a torch tensor, or Triton's own TensorWrapper, still
+    takes the interpreter's path)."""
+    import torch
+    from triton.runtime.jit import TensorWrapper
+
+    original = interpreter.GridExecutor._init_args_hst
+
+    def host_resident(arg) -> bool:
+        if isinstance(arg, torch.Tensor | TensorWrapper) or not hasattr(arg, "data_ptr"):
+            return False
+        device = getattr(arg, "device", None)
+        return device is not None and torch.device(device).type == "cpu"
+
+    class _Kept:  # a stand-in without data_ptr: the interpreter passes it through, and it is swapped back after
+        def __init__(self, arg):
+            self.arg = arg
+
+    def init_args_hst(self, args_dev, kwargs):
+        args = [_Kept(a) if host_resident(a) else a for a in args_dev]
+        named = {k: _Kept(v) if host_resident(v) else v for k, v in kwargs.items()}
+        args_hst, kwargs_hst = original(self, args, named)
+        back = [a.arg if isinstance(a, _Kept) else a for a in args_hst]
+        return back, {k: v.arg if isinstance(v, _Kept) else v for k, v in kwargs_hst.items()}
+
+    interpreter.GridExecutor._init_args_hst = init_args_hst
