@@ -406,6 +406,7 @@ def _patch_small_gaps(interpreter) -> None:
         tl.dtype.value = property(lambda self: self)
     _patch_bool_splat(interpreter)
     _patch_host_pointer_args(interpreter)
+    _patch_lang_lookup(interpreter)
 
 
 def _patch_bool_splat(interpreter) -> None:
@@ -456,3 +457,23 @@ def _patch_host_pointer_args(interpreter) -> None:
         return back, {k: v.arg if isinstance(v, _Kept) else v for k, v in kwargs_hst.items()}
 
     interpreter.GridExecutor._init_args_hst = init_args_hst
+
+
+def _patch_lang_lookup(interpreter) -> None:
+    """The interpreter patches `triton.language` as the kernel's module names it, and asserts that it names it:
+    a kernel whose module imports only `triton` (FlagGems's flip: `@triton.jit def copy_func(x): return x`) failed
+    "triton.language must be visible from within jit'd function", where the compiler needs no such name
+    (RESULTS.md#wild). Such a kernel gets `triton.language` patched as any other."""
+    import inspect
+    from types import SimpleNamespace
+
+    import triton.language as tl
+
+    original = interpreter._patch_lang
+
+    def patch_lang(fn):
+        if any(inspect.ismodule(v) and v in (tl, tl.core) for v in fn.__globals__.values()):
+            return original(fn)
+        return original(SimpleNamespace(__globals__={"tl": tl}))
+
+    interpreter._patch_lang = patch_lang

@@ -35,3 +35,4 @@ def test_bf16_arithmetic_scalars_libdevice_and_autotune(sandbox):
     assert errors["dtype_value"] == 0.0
     assert errors["bool_splat"] == 0.0  # a scalar comparison broadcast came out float32: `~` raised in numpy
     assert errors["pointer_object"] == 0.0  # a pointer that is no tensor: the host copy asked it for new_empty
+    assert errors["no_lang_module"] == 0.0  # a jit function whose module never imports triton.language
