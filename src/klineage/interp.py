@@ -30,6 +30,10 @@
 9. `range` / `tl.range` loop variables were Python ints; the compiler makes them int32 (int64 with an int64
    bound) scalar tensors, and FLA's chunk_h.py calls `i_t.to(tl.int64)` on one. The same rewrite wraps each such
    loop's values (`tl.static_range` keeps its ints, as in the compiler).
+10. `tl.reduce` / `tl.associative_scan` with a combine function of the kernel's own (Welford's in FlagGems's var
+   and std, a product, cummax's value-index pairs) ran the combine once per element in Python: a 128x128 var took
+   over 300 s and timed out its gate. The same left fold, vectorized over every other axis
+   (_patch_reduce_scan_loops).
 
 CUDA in host code (`device="cuda"`, `torch.cuda.*`, Triton's driver) is not the interpreter's: klineage.cuda_on_cpu.
 
@@ -407,6 +411,7 @@ def _patch_small_gaps(interpreter) -> None:
     _patch_bool_splat(interpreter)
     _patch_host_pointer_args(interpreter)
     _patch_lang_lookup(interpreter)
+    _patch_reduce_scan_loops(interpreter)
 
 
 def _patch_bool_splat(interpreter) -> None:
@@ -477,3 +482,95 @@ def _patch_lang_lookup(interpreter) -> None:
         return original(SimpleNamespace(__globals__={"tl": tl}))
 
     interpreter._patch_lang = patch_lang
+
+
+def _patch_reduce_scan_loops(interpreter) -> None:
+    """`ReduceOps.generic_reduce` and `ScanOps.generic_scan` (a combine function other than the built-in sum, max,
+    min, argmax, argmin, cumsum, cumprod) call the combine on one element at a time: n calls of Python, each
+    building Triton tensors, for a block of n elements (FlagGems's var, std, prod_dim, cummax, cummin timed out
+    their 300 s gate on a 128x128 case: RESULTS.md#wild). Here whole slices are combined at once, in about
+    log2(len(axis)) calls, as a GPU combines them in a tree: a reduction pairs neighbours (x0 with x1, x2 with x3,
+    ...), a scan is Hillis and Steele's (element i takes i - d's partial, d doubling).
+    Both keep every left operand to the left of its right one, so any associative combine, which Triton asks of
+    one, gives what a fold gives (up to rounding, which the compiler's tree changes too). A combine that branches
+    on its values (`if`, a conditional expression, a loop, `and`/`or`) would see a whole slice where it expects one
+    element: it keeps the element-wise original."""
+    import ast
+    import functools
+    import inspect
+    import textwrap
+
+    import numpy as np
+    import triton.language as tl
+
+    @functools.lru_cache(maxsize=256)
+    def elementwise(fn) -> bool:
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        except (OSError, TypeError, SyntaxError):
+            return False
+        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.FunctionDef) else []
+        branches = (ast.If, ast.IfExp, ast.While, ast.For, ast.BoolOp, ast.Try, ast.Match)
+        return bool(body) and not any(isinstance(node, branches) for stmt in body for node in ast.walk(stmt))
+
+    def power_of_two(n: int) -> bool:
+        return n > 0 and n & (n - 1) == 0  # every block of Triton's; halving keeps the shapes Triton's too
+
+    def combine(self, dtypes, left, right):
+        """The combine over two lists of equal-shape arrays (axis first), as arrays in the inputs' dtypes."""
+        a = [self.to_tensor(x, t) for x, t in zip(left, dtypes, strict=True)]
+        b = [self.to_tensor(x, t) for x, t in zip(right, dtypes, strict=True)]
+        result = self.combine_fn.fn(*a, *b)
+        result = result if isinstance(result, tuple) else (result,)
+        out = []
+        for r, x in zip(result, left, strict=True):
+            o = np.empty_like(x)
+            o[...] = r.handle.data.reshape(x.shape) if isinstance(r, tl.core.tensor) else r  # the original's cast
+            out.append(o)
+        return out
+
+    original_reduce = interpreter.ReduceOps.generic_reduce
+    original_scan = interpreter.ScanOps.generic_scan
+
+    def generic_reduce(self, input):
+        original_axis = self.axis
+        flat, axis = self.unravel(input, self.axis)
+        shape = flat[0].handle.data.shape
+        if not shape or not power_of_two(shape[axis % len(shape)]) or not elementwise(self.combine_fn.fn):
+            return original_reduce(self, input)
+        axis %= len(shape)
+        dtypes = [arg.dtype for arg in flat]
+        xs = [np.moveaxis(arg.handle.data, axis, 0) for arg in flat]
+        while (n := xs[0].shape[0]) > 1:
+            h = n // 2
+            paired = combine(self, dtypes, [x[0 : 2 * h : 2] for x in xs], [x[1 : 2 * h : 2] for x in xs])
+            xs = paired
+        out = []
+        for x, t in zip(xs, dtypes, strict=True):
+            a = x[0]
+            if self.keep_dims:
+                a = np.expand_dims(a, axis) if original_axis is not None else a.reshape((1,) * len(shape))
+            elif original_axis is None:
+                a = a.item()
+            out.append(self.to_tensor(a, t))
+        return out
+
+    def generic_scan(self, input):
+        shape = input[0].handle.data.shape
+        if not shape or not power_of_two(shape[self.axis % len(shape)]) or not elementwise(self.combine_fn.fn):
+            return original_scan(self, input)
+        axis = self.axis % len(shape)
+        dtypes = [arg.dtype for arg in input]
+        xs = [np.moveaxis(arg.handle.data, axis, 0).copy() for arg in input]
+        n, d = shape[axis], 1
+        while d < n:
+            # every block shape stays the full one (Triton's blocks are powers of two): element i combines i - d's
+            # partial with its own; the first d combine themselves with themselves and are thrown away
+            shifted = [np.concatenate([x[:d], x[: n - d]]) for x in xs]
+            combined = combine(self, dtypes, shifted, xs)
+            xs = [np.concatenate([x[:d], c[d:]]) for x, c in zip(xs, combined, strict=True)]
+            d *= 2
+        return [self.to_tensor(np.moveaxis(x, 0, axis), t) for x, t in zip(xs, dtypes, strict=True)]
+
+    interpreter.ReduceOps.generic_reduce = generic_reduce
+    interpreter.ScanOps.generic_scan = generic_scan
