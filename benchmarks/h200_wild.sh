@@ -5,13 +5,17 @@
 #
 #   bash benchmarks/h200_wild.sh start MINUTES BUDGET POLL_S   # copy the tree to $RUN, launch the pipeline, poll
 #   bash benchmarks/h200_wild.sh poll POLL_S                   # wait up to POLL_S (at most 540), pack into $OUT
+#   DEVICE=cpu bash benchmarks/h200_wild.sh walks DIR JOBS     # here, without a GPU: every walk into DIR/home-NAME,
+#                                                              # JOBS at a time (a device run's PRIOR)
 #
 # The pipeline, all of it stopped at MINUTES after the start (what finished is kept):
 #   T. the GPU tests not yet run on the H200 since the judge moved out of the candidate (GPU_TESTS_K), beside A;
 #   A. every expert mined on the GPU, walked and timed (`klineage mine-ecosystem --only NAME`, and the six bundled
 #      experts through `klineage mine`), MINE_JOBS at a time, each in its own data directory, --max-steps
 #      MAX_STEPS --no-probe (probing on the GPU does not fit this budget: the skills keep their conditions unprobed);
-#      mining stops at A_MINUTES and the finished walks' skills are merged into one library;
+#      mining stops at A_MINUTES and the finished walks' skills are merged into one library; with PRIOR=DIR (a
+#      `walks` folder made on a CPU, carried) each walk resumes from DIR/home-NAME with `--walk-device cpu`: the
+#      steps walked there are timed on the GPU, and a walk the CPU left unfinished goes on on this machine's CPU;
 #   B. `klineage bench wild` with METHODS under BUDGET, SHARDS processes sharing one queue, each rewriting its report
 #      after every instance and re-timing every final program in a fresh process (always on for the wild suite).
 # Jobs take turns at the GPU's clock through KLINEAGE_GPU_LOCK (klineage.sandbox.gpu_turn).
@@ -32,15 +36,18 @@ METHODS="${METHODS:-klineage,blind,autotune}"
 INSTANCES="${INSTANCES:-}"        # comma-separated wild instances (empty: the whole suite)
 ECOSYSTEM="${ECOSYSTEM-all}"      # comma-separated ecosystem experts, "all", or empty for none
 BUNDLED="${BUNDLED-matmul attention rmsnorm cross_entropy swiglu softmax}"
+SITE="${SITE:-/tmp/site}"          # the packages' folder (.whl installed there once; here: one made by hand)
+PRIOR="${PRIOR:-}"                # a `walks` folder made without a GPU (carried): its steps are timed here
+GPU_TESTS_FILES="${GPU_TESTS_FILES:-tests/gpu/test_gates_gpu.py tests/gpu/test_optimize_gpu.py}"
 GPU_TESTS_K="${GPU_TESTS_K-neutral_rewrite_of_an_autotuned or honest_profile_records or cheat_fails_on_gpu or control_passes_on_gpu}"
 mkdir -p "$OUT"
 
 env_setup() {
-    if [ -d .whl ] && [ ! -f /tmp/site/.done ]; then
-        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-            .whl/*.whl && touch /tmp/site/.done
+    if [ -d .whl ] && [ ! -f "$SITE/.done" ]; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" \
+            .whl/*.whl && touch "$SITE/.done"
     fi
-    export PYTHONPATH="/tmp/site:$PWD/src:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+    export PYTHONPATH="$SITE:$PWD/src:$PWD${PYTHONPATH:+:$PYTHONPATH}"
     export KLINEAGE_SEED_CASE=tiny PYTHONUNBUFFERED=1 KLINEAGE_INPUT_CACHE=/dev/shm/klineage-inputs
     export KLINEAGE_PROGRESS_LINES=1 GEMS_VENDOR=nvidia KLINEAGE_GPU_LOCK=/tmp/klineage-gpu0.lock
     # bytecode under a prefix of our own: the image's torch ships none and sets PYTHONDONTWRITEBYTECODE (h200_eval.sh)
@@ -67,15 +74,20 @@ bundled_args() {  # bundled_args NAME: the workload, the expert and the installe
 }
 
 mine_one() {  # mine_one KIND NAME END: one expert walked and timed in $R/home-NAME, stopped at END
-    local kind=$1 name=$2 end=$3 t0 rc
+    local kind=$1 name=$2 end=$3 t0 rc walk=()
     t0=$(date +%s)
+    if [ -n "$PRIOR" ] && [ -d "$PRIOR/home-$name" ]; then
+        rm -rf "$R/home-$name" && cp -r "$PRIOR/home-$name" "$R/home-$name" && walk=(--walk-device cpu)
+    fi
     if [ "$kind" = ecosystem ]; then
         KLINEAGE_HOME="$R/home-$name" timeout "$(left_s "$end")" python3 -m klineage mine-ecosystem --only "$name" \
-            --device "$DEVICE" --max-steps "$MAX_STEPS" --no-probe --json >"$R/mine-$name.json" 2>"$R/mine-$name.log"
+            --device "$DEVICE" "${walk[@]}" --max-steps "$MAX_STEPS" --no-probe --json \
+            >"$R/mine-$name.json" 2>"$R/mine-$name.log"
     else
         # shellcheck disable=SC2046
         KLINEAGE_HOME="$R/home-$name" timeout "$(left_s "$end")" python3 -m klineage mine $(bundled_args "$name") \
-            --device "$DEVICE" --max-steps "$MAX_STEPS" --no-probe --json >"$R/mine-$name.json" 2>"$R/mine-$name.log"
+            --device "$DEVICE" "${walk[@]}" --max-steps "$MAX_STEPS" --no-probe --json \
+            >"$R/mine-$name.json" 2>"$R/mine-$name.log"
     fi
     rc=$?
     stage "mined $kind $name: rc $rc, $(($(date +%s) - t0)) s"
@@ -96,6 +108,33 @@ with Library(r / "home" / "library") as merged:
 EOF2
 }
 
+expert_names() {  # the experts to mine, as "KIND NAME" entries in the array names
+    names=()
+    if [ "$ECOSYSTEM" = all ]; then
+        while read -r n; do names+=("ecosystem $n"); done < <(python3 -c \
+            "from klineage.suites.ecosystem import select; print('\n'.join(e.name for e in select()))")
+    elif [ -n "$ECOSYSTEM" ]; then
+        for n in ${ECOSYSTEM//,/ }; do names+=("ecosystem $n"); done
+    fi
+    for n in $BUNDLED; do names+=("bundled $n"); done
+}
+
+walks() {  # walks DIR JOBS: every expert walked here on the CPU into DIR/home-NAME (no timing); a device run's PRIOR
+    local dir=$1 jobs=$2 entry kind name
+    R="$dir" && mkdir -p "$R"
+    env_setup
+    export KLINEAGE_GPU_LOCK=""
+    expert_names
+    stage "walks here: ${#names[@]} experts, $jobs at a time, max $MAX_STEPS steps, device $DEVICE"
+    for entry in "${names[@]}"; do
+        while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do sleep 1; done
+        read -r kind name <<<"$entry"
+        mine_one "$kind" "$name" "$(($(date +%s) + 86400))" &
+    done
+    wait
+    stage "walks done"
+}
+
 pipeline() {
     local minutes=$1 budget=$2 t0 deadline a_end names pids=() i
     t0=$(date +%s)
@@ -111,17 +150,10 @@ print('torch', torch.__version__, 'triton', triton.__version__, 'gpus', torch.cu
     python3 -m klineage mine-ecosystem --list >"$R/ecosystem-list.txt" 2>&1
     if [ -n "$GPU_TESTS_K" ] && [ "$DEVICE" = cuda ]; then
         (timeout "$(left_s "$a_end")" python3 -m pytest -p no:cacheprovider -v --tb=long --tier gpu -n 2 \
-            tests/gpu/test_gates_gpu.py tests/gpu/test_optimize_gpu.py -k "$GPU_TESTS_K" >"$R/gpu-tests.log" 2>&1
+            $GPU_TESTS_FILES -k "$GPU_TESTS_K" >"$R/gpu-tests.log" 2>&1
             stage "gpu tests: rc $? ($(grep -cE ' PASSED' "$R/gpu-tests.log") passed, $(grep -cE ' FAILED|ERROR ' "$R/gpu-tests.log") failed)") &
     fi
-    names=()
-    if [ "$ECOSYSTEM" = all ]; then
-        while read -r n; do names+=("ecosystem $n"); done < <(python3 -c \
-            "from klineage.suites.ecosystem import select; print('\n'.join(e.name for e in select()))")
-    elif [ -n "$ECOSYSTEM" ]; then
-        for n in ${ECOSYSTEM//,/ }; do names+=("ecosystem $n"); done
-    fi
-    for n in $BUNDLED; do names+=("bundled $n"); done
+    expert_names
     stage "mining ${#names[@]} experts, $MINE_JOBS at a time, until $(date -u -d "@$a_end" +%H:%M:%S)"
     for entry in "${names[@]}"; do
         while [ "$(jobs -rp | wc -l)" -ge "$((MINE_JOBS + 1))" ]; do sleep 1; done  # + the tests' job
@@ -197,9 +229,10 @@ start)
     poll "$poll_s"
     ;;
 pipeline) pipeline "$2" "$3" ;;
+walks) walks "$2" "${3:-2}" ;;
 poll) poll "$2" ;;
 *)
-    echo "usage: $0 start MINUTES BUDGET POLL_S | poll POLL_S" >&2
+    echo "usage: $0 start MINUTES BUDGET POLL_S | poll POLL_S | walks DIR JOBS" >&2
     exit 2
     ;;
 esac

@@ -1,10 +1,12 @@
-"""The wild suite's starts on the CPU, and nothing else: per catalogue entry, does its self-reference workload load,
-and does its start pass the gates a bench's start passes on the CPU (compile, correctness), against the original
-program computed in its reference process (gates.confined)? What `klineage bench wild --budget 1` decides before any
-method runs, without the methods, the check against PyTorch's op and the report (docs/RESULTS.md#wild).
+"""The wild suite's starts on the CPU (or a GPU: --device cuda), and nothing else: per catalogue entry, does its
+self-reference workload load, and does its start pass the gates a bench's start passes on the CPU (compile,
+correctness), against the original program computed in its reference process (gates.confined)? What `klineage bench
+wild --budget 1` decides before any method runs, without the methods, the check against PyTorch's op and the report
+(docs/RESULTS.md#wild). On a GPU a start passes every gate (compile, correctness, profile), as `optimize`'s does.
 
     KLINEAGE_HOME=DIR KLINEAGE_SEEDS=2 GEMS_VENDOR=nvidia PYTHONPATH=src:.:SITE \\
-        python benchmarks/wild_cpu_starts.py --out starts.jsonl [--shard 0/2] [--instances a,b] [--last a,b]
+        python benchmarks/wild_cpu_starts.py --out starts.jsonl [--shard 0/2] [--instances a,b] [--last a,b] \\
+        [--device cuda]
 
 One JSON line per entry, appended as it finishes (an entry already in --out is not run again)."""
 
@@ -18,20 +20,21 @@ from pathlib import Path
 from klineage.bench.suites import wild_instances
 from klineage.check import check
 from klineage.config import Settings
+from klineage.gates import GATES
 from klineage.sandbox import Sandbox
 from klineage.workload import UserError, load_workload
 
 START_GATES = ("compile", "correctness")  # optimize.CANDIDATE_GATES on the CPU
 
 
-def start_row(inst, settings: Settings, sandbox: Sandbox) -> dict:
+def start_row(inst, settings: Settings, sandbox: Sandbox, device: str = "cpu") -> dict:
     """One entry's load and start verdicts as a JSON-able row."""
     began = time.perf_counter()
     try:
         workload = load_workload(inst.workload)
     except UserError as e:
         return {"instance": inst.name, "load": False, "why": str(e)[:500], "seconds": time.perf_counter() - began}
-    report = check(workload, inst.start, settings, "cpu", START_GATES, sandbox)
+    report = check(workload, inst.start, settings, device, START_GATES if device == "cpu" else GATES, sandbox)
     failed = next((v for v in report.verdicts if not v.passed), None)
     return {
         "instance": inst.name,
@@ -41,6 +44,7 @@ def start_row(inst, settings: Settings, sandbox: Sandbox) -> dict:
         "code": failed.code if failed else "",
         "why": failed.reason[:500] if failed else "",
         "seconds": round(time.perf_counter() - began, 1),
+        "device": device,
     }
 
 
@@ -50,6 +54,7 @@ def main() -> None:
     parser.add_argument("--shard", default="0/1", help="I/N: every N-th entry from the I-th")
     parser.add_argument("--instances", default="", help="only these, comma-separated")
     parser.add_argument("--last", default="", help="these run after the others (known to be slow)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     args = parser.parse_args()
     settings = Settings.from_env()
     instances, left = wild_instances(settings)
@@ -64,7 +69,7 @@ def main() -> None:
         for inst in mine:
             if inst.name in done:
                 continue
-            row = start_row(inst, settings, sandbox)
+            row = start_row(inst, settings, sandbox, args.device)
             print(json.dumps(row), flush=True)
             with args.out.open("a") as f:
                 f.write(json.dumps(row) + "\n")
