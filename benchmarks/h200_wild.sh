@@ -38,6 +38,7 @@ ECOSYSTEM="${ECOSYSTEM-all}"      # comma-separated ecosystem experts, "all", or
 BUNDLED="${BUNDLED-matmul attention rmsnorm cross_entropy swiglu softmax}"
 SITE="${SITE:-/tmp/site}"          # the packages' folder (.whl installed there once; here: one made by hand)
 PRIOR="${PRIOR:-}"                # a `walks` folder made without a GPU (carried): its steps are timed here
+WALK_DEVICE="${WALK_DEVICE:-}"    # cpu: a walk not in PRIOR is walked on this machine's CPU, then timed
 GPU_TESTS_FILES="${GPU_TESTS_FILES:-tests/gpu/test_gates_gpu.py tests/gpu/test_optimize_gpu.py}"
 GPU_TESTS_K="${GPU_TESTS_K-neutral_rewrite_of_an_autotuned or honest_profile_records or cheat_fails_on_gpu or control_passes_on_gpu}"
 mkdir -p "$OUT"
@@ -79,6 +80,7 @@ mine_one() {  # mine_one KIND NAME END: one expert walked and timed in $R/home-N
     if [ -n "$PRIOR" ] && [ -d "$PRIOR/home-$name" ]; then
         rm -rf "$R/home-$name" && cp -r "$PRIOR/home-$name" "$R/home-$name" && walk=(--walk-device cpu)
     fi
+    [ "$WALK_DEVICE" = cpu ] && [ "$DEVICE" = cuda ] && walk=(--walk-device cpu)
     if [ "$kind" = ecosystem ]; then
         KLINEAGE_HOME="$R/home-$name" timeout "$(left_s "$end")" python3 -m klineage mine-ecosystem --only "$name" \
             --device "$DEVICE" "${walk[@]}" --max-steps "$MAX_STEPS" --no-probe --json \
@@ -190,7 +192,7 @@ pack() {
             echo "bench-merge failed: $(tail -1 "$R/report.log")"
     fi
     tar -czf "$OUT/results.tgz" -C "$(dirname "$R")" --exclude='cache.sqlite' --exclude='inputs' \
-        --exclude='*.lock' "$(basename "$R")"
+        --exclude='*.lock' --exclude='kernels' --exclude='ecosystem' --exclude='wild' "$(basename "$R")"
     cp "$R/stages.txt" "$OUT/" 2>/dev/null
     [ -f "$R/report/bench.md" ] && cp "$R/report/bench.md" "$OUT/bench.md"
 }
