@@ -8,8 +8,8 @@ import signal
 
 import pytest
 
-from klineage.scale import Engine, cluster, run_tasks
-from tests.fixtures.scale_tasks import raises, slow_square, write_verdicts
+from klineage.scale import Engine, Task, cluster, run_graph, run_tasks
+from tests.fixtures.scale_tasks import raises, slow_square, where, write_verdicts
 
 pytest.importorskip("distributed")
 
@@ -43,6 +43,31 @@ def test_a_worker_killed_mid_task_loses_nothing_and_its_task_reruns_elsewhere():
     assert sorted(o.name for o in done) == ["t0", "t1", "t2", "t3"]  # each told as it ended
     # a task that raises is a value with why, after its one retry
     assert not failing["r"].ok and "no square for 3" in failing["r"].error and failing["r"].attempts == 2
+
+
+def test_a_mixed_local_cluster_walks_anywhere_and_times_only_on_its_gpu_worker_after_the_walk(monkeypatch):
+    """One GPU worker and two CPU-only workers; per expert a walk (no GPU) and then its timing (GPU=1), as
+    mine-ecosystem --walk-device cpu --device cuda submits them. No GPU here: the GPU worker is handed a device
+    name that nothing opens, and the tasks only say where they ran."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7")
+    tasks = {}
+    for e in ("a", "b", "c", "d"):
+        tasks[f"{e}:walk"] = Task(where, (e,))
+        tasks[e] = Task(where, (), gpu=True, after=f"{e}:walk")
+    with cluster(Engine(workers=1, cpu_workers=2), gpu=True) as client:
+        info = client.scheduler_info()["workers"].values()
+        out = run_graph(client, tasks)
+    offered = sorted((w["name"], w.get("resources", {}).get("GPU", 0)) for w in info)
+    assert offered == [("klineage-0", 1), ("klineage-cpu-0", 0), ("klineage-cpu-1", 0)]
+    assert all(o.ok for o in out.values()), [o.error for o in out.values()]
+    for e in ("a", "b", "c", "d"):
+        walked, timed = out[f"{e}:walk"].value, out[e].value
+        assert timed[:2] == ("klineage-0", "7")  # the GPU worker, seeing its GPU
+        assert timed[2] == (walked,) and walked[2] == (e,)  # after the walk, with its value
+    # a walk ran on whichever worker was free, CPU-only workers (which see no GPU) included
+    walks = {out[f"{e}:walk"].value[:2] for e in "abcd"}
+    assert walks <= {("klineage-0", "7"), ("klineage-cpu-0", ""), ("klineage-cpu-1", "")}
+    assert walks & {("klineage-cpu-0", ""), ("klineage-cpu-1", "")}
 
 
 def test_two_workers_writing_the_verdict_cache_at_once_lose_no_verdict(tmp_path):

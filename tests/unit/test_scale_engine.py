@@ -73,3 +73,33 @@ def test_instances_ended_in_any_order_are_put_back_in_suite_order(settings):
     whole.in_order([a, b])
     assert [i.name for i in whole.ran] == [a.name, b.name] and set(whole.costs) == {a.name, b.name}
     assert [(r.instance, r.method) for r in whole.rows] == [(a.name, "x"), (a.name, "y"), (b.name, "x"), (b.name, "y")]
+
+
+def test_cpu_workers_are_added_to_a_local_cluster_only():
+    assert Engine.of(None, 2, 3) == Engine(workers=2, cpu_workers=3)
+    assert Engine(workers=2, cpu_workers=3).local_workers == 5
+    assert Engine.of(None, 2, None) == Engine.of(None, 2, 0) == Engine(workers=2)
+    with pytest.raises(UserError, match="give --workers N with it"):
+        Engine.of("tcp://h:8786", None, 2)  # a running cluster has the workers it was started with
+    with pytest.raises(UserError, match="give --workers N with it"):
+        Engine.of(None, None, 2)
+
+
+def test_a_mixed_local_cluster_gives_its_cpu_workers_no_gpu(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,5")
+    spec = _local_spec(2, gpu=True, cpu_workers=3)
+    gpu = [w["options"] for n, w in spec.items() if not n.startswith("klineage-cpu-")]
+    cpu = [w["options"] for n, w in spec.items() if n.startswith("klineage-cpu-")]
+    assert len(gpu) == 2 and len(cpu) == 3
+    assert all(o["resources"] == {"GPU": 1} for o in gpu)
+    assert [o["env"]["CUDA_VISIBLE_DEVICES"] for o in gpu] == ["2", "5"]
+    # no GPU resource (a timing task never goes there) and no GPU seen (an interpreter job opens no CUDA context)
+    assert all("resources" not in o and o["env"] == {"CUDA_VISIBLE_DEVICES": ""} for o in cpu)
+    assert all(o["nthreads"] == 1 for o in gpu + cpu)
+
+
+def test_a_task_may_follow_only_an_earlier_one():
+    from klineage.scale import Task, run_graph
+
+    with pytest.raises(ValueError, match="not an earlier task"):
+        run_graph(None, {"b": Task(print, after="a"), "a": Task(print)})
