@@ -201,3 +201,23 @@ def test_the_bench_command_on_workers_writes_a_report_that_names_its_engine(tmp_
     assert report["engine"]["workers"] == 2 and report["engine"]["retried"] == {}
     assert [r["instance"] for r in report["rows"]] == ["softmax"] and not report["stamp"]["partial"]
     assert "Engine: Dask distributed on a local cluster, 2 workers." in (tmp_path / "out" / "bench.md").read_text()
+
+
+def test_a_walk_task_walks_on_the_cpu_and_its_timing_task_times_only_a_finished_walk(settings):
+    """The two tasks of mine-ecosystem --walk-device cpu --device cuda, called here: the walk is recorded where the
+    timing task looks; cut by --max-steps, it is not timed (that needs a GPU) but said to resume."""
+    from pathlib import Path
+
+    from klineage.suites.ecosystem_tasks import Walked, time_expert, walk_expert
+
+    walked = walk_expert("liger_relu_squared", settings, max_steps=1)
+    assert walked.status == "walked" and not walked.finished and walked.walk_s > 0, walked
+    assert (
+        Path(walked.records).parent == settings.data_dir / "lineages"
+        and (Path(walked.records) / "steps.jsonl").is_file()
+    )
+    row, skills = time_expert(walked, settings, "cuda")
+    assert row.status == "error" and "unfinished" in row.error and not skills
+    assert (
+        time_expert(Walked("liger_relu_squared", status="not installed"), settings, "cuda")[0].status == "not installed"
+    )

@@ -83,6 +83,8 @@ def test_cpu_workers_are_added_to_a_local_cluster_only():
         Engine.of("tcp://h:8786", None, 2)  # a running cluster has the workers it was started with
     with pytest.raises(UserError, match="give --workers N with it"):
         Engine.of(None, None, 2)
+    result = CliRunner().invoke(main, ["mine-ecosystem", "--cpu-workers", "2", "--device", "cpu"])
+    assert result.exit_code == 2 and "--cpu-workers adds CPU-only workers" in result.output
 
 
 def test_a_mixed_local_cluster_gives_its_cpu_workers_no_gpu(monkeypatch):
@@ -98,8 +100,42 @@ def test_a_mixed_local_cluster_gives_its_cpu_workers_no_gpu(monkeypatch):
     assert all(o["nthreads"] == 1 for o in gpu + cpu)
 
 
+def test_a_walk_on_the_cpu_timed_on_a_gpu_is_two_tasks_per_expert(settings):
+    from klineage.scale import submission
+    from klineage.suites.ecosystem import mine_expert_apart, select
+    from klineage.suites.ecosystem_tasks import expert_tasks, time_expert, walk_expert
+
+    experts = select(["gems_reglu", "liger_relu_squared"])
+    tasks = expert_tasks(experts, settings, "cuda", "cpu", 5, True)
+    assert list(tasks) == ["gems_reglu:walk", "gems_reglu", "liger_relu_squared:walk", "liger_relu_squared"]
+    walk, timing = tasks["gems_reglu:walk"], tasks["gems_reglu"]
+    assert walk.function is walk_expert and not walk.gpu and walk.resources is None and not walk.after
+    assert timing.function is time_expert and timing.resources == {"GPU": 1} and timing.after == "gems_reglu:walk"
+    # submitted: the timing gets the walk's future first (Dask waits for it and passes its value), and its GPU
+    walked = object()
+    args, keywords = submission(timing, "run1", "gems_reglu", {"gems_reglu:walk": walked})
+    assert args[-1][0] is walked and args[1] is time_expert and keywords["resources"] == {"GPU": 1}
+    assert submission(walk, "run1", "gems_reglu:walk", {})[1]["resources"] is None
+    # walked and timed on one device: one task each, a GPU where it times
+    same = expert_tasks(experts, settings, "cuda", "cuda", None, True)
+    assert list(same) == ["gems_reglu", "liger_relu_squared"]
+    assert all(t.function is mine_expert_apart and t.resources == {"GPU": 1} and not t.after for t in same.values())
+    assert all(t.resources is None for t in expert_tasks(experts, settings, "cpu", "cpu", None, True).values())
+
+
 def test_a_task_may_follow_only_an_earlier_one():
     from klineage.scale import Task, run_graph
 
     with pytest.raises(ValueError, match="not an earlier task"):
         run_graph(None, {"b": Task(print, after="a"), "a": Task(print)})
+
+
+def test_a_timing_task_says_why_it_times_nothing_without_the_walks_records(settings, tmp_path):
+    from klineage.suites.ecosystem_tasks import Walked, time_expert
+
+    row, skills = time_expert(Walked("gems_reglu", status="error", error="boom"), settings, "cuda")
+    assert (row.status, row.error, skills) == ("error", "boom", [])
+    row, _ = time_expert(Walked("gems_reglu", records=str(tmp_path / "elsewhere"), finished=True), settings, "cuda")
+    assert row.status == "error" and "not on this worker's file system" in row.error
+    row, _ = time_expert(Walked("gems_reglu", records=str(tmp_path), walk_s=3.0), settings, "cuda")
+    assert "unfinished" in row.error and row.walk_s == 3.0

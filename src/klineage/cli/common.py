@@ -266,3 +266,14 @@ def engine_options(command):
         help="Run the tasks on the running Dask cluster at ADDRESS (tcp://host:8786); GPU workers offer the resource "
         "GPU=1. docs/scale.md",
     )(command)
+
+
+def cpu_workers_option(command):
+    """CPU-only workers beside a local cluster's GPU workers (klineage.scale): for the tasks that need no GPU."""
+    return click.option(
+        "--cpu-workers",
+        type=int,
+        default=None,
+        help="With --workers N: start this many more local workers that see no GPU and offer none; they take the "
+        "tasks that need no GPU (the walks of --walk-device cpu --device cuda). docs/scale.md",
+    )(command)
