@@ -203,6 +203,39 @@ def test_the_bench_command_on_workers_writes_a_report_that_names_its_engine(tmp_
     assert "Engine: Dask distributed on a local cluster, 2 workers." in (tmp_path / "out" / "bench.md").read_text()
 
 
+def test_memory_build_on_two_workers_writes_the_single_processs_knowledge_base(settings, tmp_path, monkeypatch):
+    """Two instances, a knowledge base that held one entry before: the cluster's file is the single process's,
+    written by the client alone (the workers write nothing there)."""
+    import json
+    import shutil
+
+    from click.testing import CliRunner
+
+    from klineage.bench.memory import build_memory
+    from klineage.bench.suites import suite
+    from klineage.cli import main
+    from tests.conftest import EXAMPLES
+
+    folder = tmp_path / "suite"
+    for name in ("softmax", "rmsnorm"):
+        (folder / name).mkdir(parents=True)
+        for file in ("workload.py", "naive.py"):
+            shutil.copy(EXAMPLES / name / file, folder / name / file)
+    earlier = [{"features": {}, "transform": "x", "params": {}, "speedup": None, "passed": True, "source": "old"}]
+    here, spread = tmp_path / "here.json", tmp_path / "spread.json"
+    for path in (here, spread):
+        path.write_text(json.dumps(earlier))
+    added, skipped = build_memory(suite(str(folder), settings), settings, "cpu", 2, here)
+    monkeypatch.setenv("KLINEAGE_HOME", str(settings.data_dir))
+    monkeypatch.setenv("KLINEAGE_SEEDS", str(settings.seeds))
+    args = ["memory", "build", "--suite", str(folder), "--budget", "2", "--device", "cpu", "--out", str(spread)]
+    result = CliRunner().invoke(main, [*args, "--workers", "2"])
+    assert result.exit_code == 0, result.output
+    assert added >= 2 and not skipped and f"{added} outcomes from 2 runs remembered" in result.output
+    assert json.loads(spread.read_text()) == json.loads(here.read_text())
+    assert json.loads(spread.read_text())[0]["source"] == "old"
+
+
 def test_a_walk_task_walks_on_the_cpu_and_its_timing_task_times_only_a_finished_walk(settings):
     """The two tasks of mine-ecosystem --walk-device cpu --device cuda, called here: the walk is recorded where the
     timing task looks; cut by --max-steps, it is not timed (that needs a GPU) but said to resume."""

@@ -139,3 +139,56 @@ def test_a_timing_task_says_why_it_times_nothing_without_the_walks_records(setti
     assert row.status == "error" and "not on this worker's file system" in row.error
     row, _ = time_expert(Walked("gems_reglu", records=str(tmp_path), walk_s=3.0), settings, "cuda")
     assert "unfinished" in row.error and row.walk_s == 3.0
+
+
+def test_the_single_process_ways_to_share_a_suite_are_refused_on_a_cluster(tmp_path):
+    for command in (["bench", "naive", "--methods", "autotune"], ["memory", "build", "--suite", "naive"]):
+        for engine in (["--workers", "2"], ["--scheduler", "tcp://h:1"]):
+            result = CliRunner().invoke(main, [*command, "--shard", "1/2", *engine])
+            assert result.exit_code == 2 and "--shard and --workers/--scheduler" in result.output, result.output
+
+
+def test_workers_take_no_gpu_lock_file(settings, monkeypatch, tmp_path):
+    """KLINEAGE_GPU_LOCK is the embedded path's: every engine path hands its workers settings without it."""
+    import contextlib
+
+    import klineage.bench.engine as bench_engine
+    import klineage.bench.memory as bench_memory
+    import klineage.scale as scale
+    from klineage.bench.suites import suite
+
+    locked = settings.replace(gpu_lock=str(tmp_path / "gpu.lock"))
+    handed: list = []
+
+    @contextlib.contextmanager
+    def no_cluster(engine, gpu):
+        yield None
+
+    def capture(client, function, tasks, gpu=False, on_done=None, on_start=None):
+        handed.extend(a for args in tasks.values() for a in args)
+        return {}
+
+    def capture_graph(client, tasks, on_done=None, on_start=None):
+        handed.extend(a for t in tasks.values() for a in t.args)
+        for name in tasks:  # every task ends without running: rows saying so
+            on_done(scale.Outcome(name, error="not run"))
+        return {}
+
+    for module in (bench_engine, bench_memory):
+        monkeypatch.setattr(module, "cluster", no_cluster)
+        monkeypatch.setattr(module, "run_tasks", capture)
+        monkeypatch.setattr(module, "engine_report", lambda *a: scale.EngineReport("here", 0))
+    monkeypatch.setattr(scale, "cluster", no_cluster)
+    monkeypatch.setattr(scale, "run_graph", capture_graph)
+    monkeypatch.setattr(scale, "dashboard", lambda client: "")
+    (one,) = [i for i in suite("naive", settings) if i.name == "softmax"]
+    bench_engine.run_bench_on(Engine(workers=2), [one], ["autotune"], 1, locked, "cpu", None)
+    bench_memory.build_memory_on(Engine(workers=2), [one], locked, "cpu", 1, tmp_path / "memory.json")
+    from klineage.cli.mine_commands import _mine_ecosystem_on
+    from klineage.suites.ecosystem import select
+
+    _mine_ecosystem_on(
+        Engine(workers=2), select(["gems_reglu"]), tmp_path / "lib", locked, "cuda", "cpu", 1, True, True
+    )
+    given = [a for a in handed if hasattr(a, "gpu_lock")] + [a.settings for a in handed if hasattr(a, "settings")]
+    assert len(given) == 4 and all(s.gpu_lock == "" for s in given)
