@@ -15,7 +15,7 @@ from pathlib import Path
 from klineage.config import Settings, write_whole
 from klineage.optimize import optimize, proposer_for
 from klineage.program import load_program
-from klineage.scale import Engine, Outcome, cluster, dashboard, run_tasks, worker_sandbox
+from klineage.scale import Engine, Outcome, cluster, dashboard, run_tasks, worker_sandbox, worker_settings
 from klineage.trajectory import Trajectory, write_outputs
 from klineage.workload import UserError, load_workload
 
@@ -118,7 +118,7 @@ def optimize_many(
                 if on_done:
                     on_done(out[-1])
         return out
-    run = Run(run.method, run.budget, run.settings.replace(gpu_lock=""), run.device, run.library, run.memory)
+    run = Run(run.method, run.budget, worker_settings(run.settings), run.device, run.library, run.memory)
     ended: dict[str, Optimized] = {}
 
     def done(outcome: Outcome) -> None:

@@ -6,7 +6,9 @@ The engine is chosen by the user: `Engine()` is the embedded path (nothing here 
 own sandbox); `Engine(scheduler=ADDRESS)` uses a running cluster (`dask scheduler` + `dask worker`, dask-jobqueue,
 dask-kubernetes: docs/scale.md). A task that needs a GPU requires the resource `GPU: 1`, and a GPU worker offers
 exactly one, so two timing tasks never share a GPU. Locally each GPU worker sees only its own GPU
-(CUDA_VISIBLE_DEVICES set in its environment by its nanny).
+(CUDA_VISIBLE_DEVICES set in its environment by its nanny); `cpu_workers` more offer no GPU and take only the
+tasks that need none (a walk gated through Triton's interpreter). A task may follow another (`Task.after`): it
+starts once that one has ended, with its value as first argument.
 
 Fault tolerance is Dask's: a worker that dies mid-task (killed, out of memory, its node lost) has its task rerun on
 another worker, up to `distributed.scheduler.allowed-failures` times (3 by default); a task that raises runs once
@@ -39,19 +41,32 @@ class Engine:
 
     scheduler: str = ""
     workers: int = 0
+    cpu_workers: int = 0  # local workers besides `workers` that offer no GPU (tasks that need none)
 
     @property
     def embedded(self) -> bool:
         return not self.scheduler and not self.workers
 
     @staticmethod
-    def of(scheduler: str | None, workers: int | None) -> Engine:
-        """From the CLI's --scheduler and --workers: one or neither, a positive count."""
+    def of(scheduler: str | None, workers: int | None, cpu_workers: int | None = None) -> Engine:
+        """From the CLI's --scheduler, --workers and --cpu-workers: a running cluster, or a local one of a positive
+        count (and as many CPU workers more), or neither. A running cluster has the workers it was given."""
         if scheduler and workers:
             raise UserError("--scheduler and --workers both choose the cluster: give one")
         if workers is not None and workers < 1:
             raise UserError(f"--workers {workers}: expected a positive number of worker processes")
-        return Engine(scheduler or "", workers or 0)
+        if cpu_workers:
+            if cpu_workers < 0:
+                raise UserError(f"--cpu-workers {cpu_workers}: expected a number of worker processes")
+            if scheduler or not workers:
+                # a running cluster's CPU workers are started with it (docs/scale.md); alone they would time nothing
+                raise UserError("--cpu-workers adds CPU-only workers to a local cluster: give --workers N with it")
+        return Engine(scheduler or "", workers or 0, cpu_workers or 0)
+
+    @property
+    def local_workers(self) -> int:
+        """How many worker processes a local cluster starts: the GPU (or plain) workers and the CPU-only ones."""
+        return self.workers + self.cpu_workers
 
 
 @dataclass(frozen=True)
@@ -69,6 +84,22 @@ class Outcome:
     @property
     def ok(self) -> bool:
         return not self.error
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task of a run: `function(*args)` on a worker; with `gpu`, on one that offers the GPU resource (it
+    times). With `after`, the name of an earlier task of the same run: this one starts once that one has ended, and
+    gets its value as first argument (a walk made on a CPU worker, then timed on a GPU worker)."""
+
+    function: Callable
+    args: tuple = ()
+    gpu: bool = False
+    after: str = ""
+
+    @property
+    def resources(self) -> dict[str, int] | None:
+        return {"GPU": 1} if self.gpu else None
 
 
 @dataclass(frozen=True)
@@ -94,21 +125,26 @@ def visible_gpus() -> list[str]:
     return [str(i) for i, line in enumerate(out.stdout.splitlines()) if line.startswith("GPU ")]
 
 
-def _local_spec(workers: int, gpu: bool) -> dict:
+def _local_spec(workers: int, gpu: bool, cpu_workers: int = 0) -> dict:
     """One nanny-kept worker process per entry, one thread each. With `gpu`, worker i sees only the i-th visible
-    GPU and offers it as the resource GPU=1; there may not be more workers than GPUs (two would share one)."""
+    GPU and offers it as the resource GPU=1; there may not be more workers than GPUs (two would share one). The
+    `cpu_workers` more see no GPU (CUDA_VISIBLE_DEVICES empty) and offer none: a task that times never goes there."""
     from distributed import Nanny
 
     gpus = visible_gpus() if gpu else []
     if gpu and workers > len(gpus):
         raise UserError(f"--workers {workers}: this machine shows {len(gpus)} GPU(s); at most one worker per GPU")
     spec = {}
+    # memory_limit 0: the nanny must not kill a worker for memory its sandbox children hold (they have limits)
+    base: dict = {"nthreads": 1, "memory_limit": 0, "silence_logs": 40}
     for i in range(workers):
-        # memory_limit 0: the nanny must not kill a worker for memory its sandbox children hold (they have limits)
-        options: dict = {"nthreads": 1, "memory_limit": 0, "silence_logs": 40}
+        options = dict(base)
         if gpu:
             options |= {"resources": {"GPU": 1}, "env": {"CUDA_VISIBLE_DEVICES": gpus[i]}}
         spec[f"klineage-{i}"] = {"cls": Nanny, "options": options}
+    for i in range(cpu_workers):
+        # hidden from every GPU, so an interpreter job there never opens a CUDA context on a GPU worker's card
+        spec[f"klineage-cpu-{i}"] = {"cls": Nanny, "options": base | {"env": {"CUDA_VISIBLE_DEVICES": ""}}}
     return spec
 
 
@@ -139,9 +175,10 @@ def cluster(engine: Engine, gpu: bool) -> Iterator[Any]:
             yield client
         return
     scheduler = {"cls": Scheduler, "options": {"dashboard_address": ":0"}}
-    with SpecCluster(workers=_local_spec(engine.workers, gpu), scheduler=scheduler, silence_logs=40) as local:
+    spec = _local_spec(engine.workers, gpu, engine.cpu_workers)
+    with SpecCluster(workers=spec, scheduler=scheduler, silence_logs=40) as local:
         with Client(local) as client:
-            client.wait_for_workers(engine.workers, timeout=120)
+            client.wait_for_workers(engine.local_workers, timeout=120)
             yield client
 
 
@@ -184,11 +221,35 @@ def run_tasks(
     on_done: Callable[[Outcome], None] | None = None,
     on_start: Callable[[Attempt], None] | None = None,
 ) -> dict[str, Outcome]:
-    """`function(*args)` for each (name, args) of `tasks` on the cluster, a GPU each with `gpu`; per name, its
-    Outcome, in the order `tasks` gave them. `on_done` gets each outcome as it ends (in the order they end: a
-    report written there keeps what finished), `on_start` each attempt as the scheduler hears of it."""
+    """`function(*args)` for each (name, args) of `tasks` on the cluster, a GPU each with `gpu`: run_graph's
+    tasks that all do the same and follow none."""
+    return run_graph(client, {name: Task(function, args, gpu) for name, args in tasks.items()}, on_done, on_start)
+
+
+def submission(task: Task, run: str, name: str, futures: dict[str, Any]) -> tuple[tuple, dict]:
+    """What `client.submit` gets for `task` (args, keywords): the attempt wrapper, the task's function and
+    arguments (after the future of the task it follows, which Dask resolves to that task's value on the worker and
+    waits for), its resources. One retry: a task that raises runs once more."""
+    args = (futures[task.after], *task.args) if task.after else task.args
+    keywords = {"key": f"{name}-{run}", "pure": False, "retries": 1, "resources": task.resources}
+    return (_attempt, task.function, run, name, args), keywords
+
+
+def run_graph(
+    client,
+    tasks: dict[str, Task],
+    on_done: Callable[[Outcome], None] | None = None,
+    on_start: Callable[[Attempt], None] | None = None,
+) -> dict[str, Outcome]:
+    """Each task of `tasks` on the cluster, those that follow another after it; per name, its Outcome, in the order
+    `tasks` gave them. `on_done` gets each outcome as it ends (in the order they end: a report written there keeps
+    what finished), `on_start` each attempt as the scheduler hears of it. A task whose predecessor failed on every
+    try fails with that error, without running."""
     from distributed import as_completed
 
+    for i, (name, task) in enumerate(tasks.items()):
+        if task.after and task.after not in list(tasks)[:i]:
+            raise ValueError(f"task {name} follows {task.after!r}, not an earlier task of the run")
     run = uuid.uuid4().hex[:12]
     seen: dict[str, list[str]] = {name: [] for name in tasks}
     lock = threading.Lock()
@@ -203,16 +264,14 @@ def run_tasks(
             on_start(Attempt(run, msg["task"], msg["worker"], int(msg["pid"])))
 
     client.subscribe_topic(TOPIC, heard)
-    resources = {"GPU": 1} if gpu else None
-    futures = {
-        client.submit(
-            _attempt, function, run, name, args, key=f"{name}-{run}", pure=False, retries=1, resources=resources
-        ): name
-        for name, args in tasks.items()
-    }
+    by_name: dict[str, Any] = {}
+    for name, task in tasks.items():
+        args, keywords = submission(task, run, name, by_name)
+        by_name[name] = client.submit(*args, **keywords)
+    futures = {future: name for name, future in by_name.items()}
     outcomes: dict[str, Outcome] = {}
     try:
-        for future in as_completed(futures):
+        for future in as_completed(list(futures)):
             name = futures[future]
             if future.status == "finished":
                 value, error = future.result(), ""
@@ -220,6 +279,7 @@ def run_tasks(
                 value, error = None, f"{type(future.exception()).__name__}: {future.exception()}"
             where = _attempts(client, run, name, seen, lock)
             outcomes[name] = Outcome(name, value, error, max(1, len(where)), tuple(where))
+            # the scheduler keeps a value a later task still needs (and can make it again), released here or not
             future.release()
             if on_done:
                 on_done(outcomes[name])
@@ -238,6 +298,13 @@ def _attempts(client, run: str, name: str, seen: dict, lock: threading.Lock) -> 
     with lock:
         heard = list(seen.get(name, []))
     return logged if len(logged) >= len(heard) else heard
+
+
+def worker_settings(settings):
+    """The settings a task takes to its worker: without the client's GPU lock file (KLINEAGE_GPU_LOCK), which is
+    the embedded path's way for processes sharing GPUs to take turns. A worker owns its GPU (one per GPU, the GPU
+    resource); a lock named by the client would make every worker on every GPU take turns on one file."""
+    return settings.replace(gpu_lock="")
 
 
 _SANDBOXES: dict[bool, Any] = {}

@@ -8,8 +8,8 @@ import signal
 
 import pytest
 
-from klineage.scale import Engine, cluster, run_tasks
-from tests.fixtures.scale_tasks import raises, slow_square, write_verdicts
+from klineage.scale import Engine, Task, cluster, run_graph, run_tasks
+from tests.fixtures.scale_tasks import raises, slow_square, where, write_verdicts
 
 pytest.importorskip("distributed")
 
@@ -43,6 +43,31 @@ def test_a_worker_killed_mid_task_loses_nothing_and_its_task_reruns_elsewhere():
     assert sorted(o.name for o in done) == ["t0", "t1", "t2", "t3"]  # each told as it ended
     # a task that raises is a value with why, after its one retry
     assert not failing["r"].ok and "no square for 3" in failing["r"].error and failing["r"].attempts == 2
+
+
+def test_a_mixed_local_cluster_walks_anywhere_and_times_only_on_its_gpu_worker_after_the_walk(monkeypatch):
+    """One GPU worker and two CPU-only workers; per expert a walk (no GPU) and then its timing (GPU=1), as
+    mine-ecosystem --walk-device cpu --device cuda submits them. No GPU here: the GPU worker is handed a device
+    name that nothing opens, and the tasks only say where they ran."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7")
+    tasks = {}
+    for e in ("a", "b", "c", "d"):
+        tasks[f"{e}:walk"] = Task(where, (e,))
+        tasks[e] = Task(where, (), gpu=True, after=f"{e}:walk")
+    with cluster(Engine(workers=1, cpu_workers=2), gpu=True) as client:
+        info = client.scheduler_info()["workers"].values()
+        out = run_graph(client, tasks)
+    offered = sorted((w["name"], w.get("resources", {}).get("GPU", 0)) for w in info)
+    assert offered == [("klineage-0", 1), ("klineage-cpu-0", 0), ("klineage-cpu-1", 0)]
+    assert all(o.ok for o in out.values()), [o.error for o in out.values()]
+    for e in ("a", "b", "c", "d"):
+        walked, timed = out[f"{e}:walk"].value, out[e].value
+        assert timed[:2] == ("klineage-0", "7")  # the GPU worker, seeing its GPU
+        assert timed[2] == (walked,) and walked[2] == (e,)  # after the walk, with its value
+    # a walk ran on whichever worker was free, CPU-only workers (which see no GPU) included
+    walks = {out[f"{e}:walk"].value[:2] for e in "abcd"}
+    assert walks <= {("klineage-0", "7"), ("klineage-cpu-0", ""), ("klineage-cpu-1", "")}
+    assert walks & {("klineage-cpu-0", ""), ("klineage-cpu-1", "")}
 
 
 def test_two_workers_writing_the_verdict_cache_at_once_lose_no_verdict(tmp_path):
@@ -176,3 +201,56 @@ def test_the_bench_command_on_workers_writes_a_report_that_names_its_engine(tmp_
     assert report["engine"]["workers"] == 2 and report["engine"]["retried"] == {}
     assert [r["instance"] for r in report["rows"]] == ["softmax"] and not report["stamp"]["partial"]
     assert "Engine: Dask distributed on a local cluster, 2 workers." in (tmp_path / "out" / "bench.md").read_text()
+
+
+def test_memory_build_on_two_workers_writes_the_single_processs_knowledge_base(settings, tmp_path, monkeypatch):
+    """Two instances, a knowledge base that held one entry before: the cluster's file is the single process's,
+    written by the client alone (the workers write nothing there)."""
+    import json
+    import shutil
+
+    from click.testing import CliRunner
+
+    from klineage.bench.memory import build_memory
+    from klineage.bench.suites import suite
+    from klineage.cli import main
+    from tests.conftest import EXAMPLES
+
+    folder = tmp_path / "suite"
+    for name in ("softmax", "rmsnorm"):
+        (folder / name).mkdir(parents=True)
+        for file in ("workload.py", "naive.py"):
+            shutil.copy(EXAMPLES / name / file, folder / name / file)
+    earlier = [{"features": {}, "transform": "x", "params": {}, "speedup": None, "passed": True, "source": "old"}]
+    here, spread = tmp_path / "here.json", tmp_path / "spread.json"
+    for path in (here, spread):
+        path.write_text(json.dumps(earlier))
+    added, skipped = build_memory(suite(str(folder), settings), settings, "cpu", 2, here)
+    monkeypatch.setenv("KLINEAGE_HOME", str(settings.data_dir))
+    monkeypatch.setenv("KLINEAGE_SEEDS", str(settings.seeds))
+    args = ["memory", "build", "--suite", str(folder), "--budget", "2", "--device", "cpu", "--out", str(spread)]
+    result = CliRunner().invoke(main, [*args, "--workers", "2"])
+    assert result.exit_code == 0, result.output
+    assert added >= 2 and not skipped and f"{added} outcomes from 2 runs remembered" in result.output
+    assert json.loads(spread.read_text()) == json.loads(here.read_text())
+    assert json.loads(spread.read_text())[0]["source"] == "old"
+
+
+def test_a_walk_task_walks_on_the_cpu_and_its_timing_task_times_only_a_finished_walk(settings):
+    """The two tasks of mine-ecosystem --walk-device cpu --device cuda, called here: the walk is recorded where the
+    timing task looks; cut by --max-steps, it is not timed (that needs a GPU) but said to resume."""
+    from pathlib import Path
+
+    from klineage.suites.ecosystem_tasks import Walked, time_expert, walk_expert
+
+    walked = walk_expert("liger_relu_squared", settings, max_steps=1)
+    assert walked.status == "walked" and not walked.finished and walked.walk_s > 0, walked
+    assert (
+        Path(walked.records).parent == settings.data_dir / "lineages"
+        and (Path(walked.records) / "steps.jsonl").is_file()
+    )
+    row, skills = time_expert(walked, settings, "cuda")
+    assert row.status == "error" and "unfinished" in row.error and not skills
+    assert (
+        time_expert(Walked("liger_relu_squared", status="not installed"), settings, "cuda")[0].status == "not installed"
+    )

@@ -16,7 +16,17 @@ from pathlib import Path
 from klineage.bench.run import BenchPlan, Tally, begin, run_instance
 from klineage.bench.suites import Instance
 from klineage.config import Settings
-from klineage.scale import Attempt, Engine, Outcome, cluster, dashboard, engine_report, run_tasks, worker_sandbox
+from klineage.scale import (
+    Attempt,
+    Engine,
+    Outcome,
+    cluster,
+    dashboard,
+    engine_report,
+    run_tasks,
+    worker_sandbox,
+    worker_settings,
+)
 
 
 @dataclass(frozen=True)
@@ -76,9 +86,7 @@ def run_bench_on(
     `on_cluster` is told once where the cluster's dashboard is; `on_start` hears of every task attempt."""
     tally, done = begin(instances, methods, budget, settings, device, earlier, not_offered)
     todo = [i for i in instances if i.name not in done]
-    # a worker owns its GPU (one per GPU, the GPU resource): a lock file named by the client's environment would
-    # make every worker on every GPU take turns on one lock
-    task = InstanceTask(methods, budget, settings.replace(gpu_lock=""), device, library, memory, tally.commit, retime)
+    task = InstanceTask(methods, budget, worker_settings(settings), device, library, memory, tally.commit, retime)
     gpu = device == "cuda"
     failed: list[str] = []
     with cluster(engine, gpu) as client:

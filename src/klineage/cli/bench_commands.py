@@ -24,13 +24,19 @@ from klineage.workload import UserError
     default=None,
     help="Comma-separated instance names, run in the order given (default: the whole suite).",
 )
-@click.option("--shard", default=None, help="I/N: run every N-th instance from the I-th (split over GPUs).")
+@click.option(
+    "--shard",
+    default=None,
+    help="I/N: run every N-th instance from the I-th (split over GPUs). The single process's only: not with "
+    "--workers/--scheduler.",
+)
 @click.option(
     "--queue",
     "queue_dir",
     type=click.Path(path_type=Path),
     default=None,
-    help="A folder shared by the bench processes of one run: each takes the next instance none has taken.",
+    help="A folder shared by the bench processes of one run: each takes the next instance none has taken. The "
+    "single process's only: not with --workers/--scheduler.",
 )
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Report folder (default: ./bench-out).")
@@ -102,6 +108,8 @@ def bench(
         raise UserError("--shard and --queue both split the suite: give one")
     if queue_dir and not engine.embedded:
         raise UserError("--queue and --workers/--scheduler both share the suite out: give one")
+    if shard and not engine.embedded:
+        raise UserError("--shard and --workers/--scheduler both share the suite out: give one")
     if shard:
         chosen = take_shard(chosen, shard)
     if not chosen:
@@ -199,16 +207,28 @@ def memory() -> None:
     help="Instances whose blind optimization runs fill the knowledge base.",
 )
 @click.option("--budget", type=int, default=12, show_default=True)
-@click.option("--shard", default=None, help="I/N: every N-th instance from the I-th (parallel builds, joined after).")
+@click.option(
+    "--shard",
+    default=None,
+    help="I/N: every N-th instance from the I-th (parallel builds, joined after). The single process's only: "
+    "not with --workers/--scheduler, which share the instances out themselves.",
+)
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Default: $KLINEAGE_HOME/memory.json.")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
-def memory_build(suite_name, budget, shard, out, device) -> None:
-    """Run blind optimization on SUITE's starting programs and remember every outcome."""
+@engine_options
+def memory_build(suite_name, budget, shard, out, device, scheduler, workers) -> None:
+    """Run blind optimization on SUITE's starting programs and remember every outcome. `--workers N` or
+    `--scheduler ADDRESS` run one task per instance on a Dask cluster; this process alone writes the knowledge base,
+    after each instance (docs/scale.md)."""
     from klineage.bench import build_memory, suite
     from klineage.bench import shard as take_shard
     from klineage.check import resolve_device
     from klineage.optimize import memory_path
+    from klineage.scale import Engine
 
+    engine = Engine.of(scheduler, workers)
+    if shard and not engine.embedded:
+        raise UserError("--shard and --workers/--scheduler both share the suite out: give one")
     settings, dev = Settings.from_env(), resolve_device(device)
     chosen = suite(suite_name, settings)
     if shard:
@@ -216,13 +236,31 @@ def memory_build(suite_name, budget, shard, out, device) -> None:
     if not chosen:
         raise UserError(f"suite {suite_name} has no instances (experts: run `klineage mine` first)")
     path = out or memory_path(settings)
+    retried: dict[str, int] = {}
     with progress_bar(False) as progress:
-        task = progress.add_task("memory", total=None)
-        added, skipped = build_memory(
-            chosen, settings, dev, budget, path, on_progress=lambda text: progress.update(task, description=text)
-        )
+        if engine.embedded:
+            task = progress.add_task("memory", total=None)
+            added, skipped = build_memory(
+                chosen, settings, dev, budget, path, on_progress=lambda text: progress.update(task, description=text)
+            )
+        else:
+            from klineage.bench.memory import build_memory_on
+
+            task = progress.add_task(f"memory on {len(chosen)} instances", total=len(chosen))
+
+            def ended(text: str) -> None:
+                progress.say(text)
+                progress.advance(task)
+
+            added, skipped, ran = build_memory_on(
+                engine, chosen, settings, dev, budget, path, on_progress=ended, on_cluster=progress.say
+            )
+            retried = ran.retried
     for name, why in skipped.items():
         console.print(f"skipped {name}: {why}", style="yellow")
+    if retried:  # a worker lost mid-task: its instance ran again elsewhere, said as bench's report says it
+        again = ", ".join(f"{name} ({n} attempts)" for name, n in retried.items())
+        console.print(f"Retried (a worker lost mid-task): {again}")
     if len(skipped) == len(chosen):
         raise UserError(f"every instance of {suite_name} was skipped; nothing remembered")
     console.print(f"{added} outcomes from {len(chosen) - len(skipped)} runs remembered in {path}")

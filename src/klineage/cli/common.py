@@ -251,13 +251,15 @@ def with_llm(proposer, max_calls, max_tokens, repairs, mechanical=True):
 
 
 def engine_options(command):
-    """Where a command's tasks run (klineage.scale): neither option, here, one after another, as always."""
+    """Where a command's tasks run (klineage.scale): neither option, here, one after another, as always. The
+    single process's own ways to share a suite or a GPU (--shard, --queue, KLINEAGE_GPU_LOCK) are not the
+    cluster's: refused with either option (--shard, --queue), or not passed on to the workers (the lock)."""
     command = click.option(
         "--workers",
         type=int,
         default=None,
         help="Run the tasks on a local Dask cluster of this many worker processes (with --device cuda: at most one "
-        "per GPU, each seeing only its own). docs/scale.md",
+        "per GPU, each seeing only its own; KLINEAGE_GPU_LOCK is then not used). docs/scale.md",
     )(command)
     return click.option(
         "--scheduler",
@@ -265,4 +267,15 @@ def engine_options(command):
         metavar="ADDRESS",
         help="Run the tasks on the running Dask cluster at ADDRESS (tcp://host:8786); GPU workers offer the resource "
         "GPU=1. docs/scale.md",
+    )(command)
+
+
+def cpu_workers_option(command):
+    """CPU-only workers beside a local cluster's GPU workers (klineage.scale): for the tasks that need no GPU."""
+    return click.option(
+        "--cpu-workers",
+        type=int,
+        default=None,
+        help="With --workers N: start this many more local workers that see no GPU and offer none; they take the "
+        "tasks that need no GPU (the walks of --walk-device cpu --device cuda). docs/scale.md",
     )(command)

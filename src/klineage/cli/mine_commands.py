@@ -12,6 +12,7 @@ from rich.table import Table
 from klineage.cli.common import (
     announce_workload,
     console,
+    cpu_workers_option,
     engine_options,
     library_option,
     lineage_table,
@@ -320,20 +321,24 @@ def effects_import(file, home, as_json) -> None:
     type=click.Choice(["cpu", "cuda"]),
     default=None,
     help="As for `mine`: `--walk-device cpu --device cuda` times on the GPU the walks finished on a CPU (same data "
-    "directory).",
+    "directory). On a cluster (--workers/--scheduler) each expert is then two tasks: its walk on any worker, then "
+    "its timing on a GPU worker.",
 )
 @click.option("--max-steps", type=int, default=None, help="Stop each walk after this many attempted steps (resumable).")
 @click.option("--no-probe", is_flag=True, help="Skip condition probing (skills keep their conditions unprobed).")
 @engine_options
+@cpu_workers_option
 @click.option("--json", "as_json", is_flag=True)
 def mine_ecosystem(
-    only, list_only, library_dir, device, walk_device, max_steps, no_probe, scheduler, workers, as_json
+    only, list_only, library_dir, device, walk_device, max_steps, no_probe, scheduler, workers, cpu_workers, as_json
 ) -> None:
     """Mine the ecosystem experts: kernels of installed Triton libraries (Liger-Kernel's ops, flash-linear-attention,
     FlagGems' fused ops). Each expert's workload and program are written under $KLINEAGE_HOME/ecosystem at run time
     and mined into the library with its installed modules; a package that is not installed is a row saying so.
     `--workers N` / `--scheduler ADDRESS` mine the experts side by side on a Dask cluster, each into a library of
-    its own whose skills this process then saves into the library (docs/scale.md)."""
+    its own whose skills this process then saves into the library; with `--walk-device cpu --device cuda` each
+    expert's walk runs on any worker (`--cpu-workers M`: M local workers without a GPU) and its timing then on a GPU
+    worker (docs/scale.md)."""
 
     from klineage.check import resolve_device
     from klineage.library import Library
@@ -351,7 +356,7 @@ def mine_ecosystem(
         return
     from klineage.scale import Engine
 
-    engine = Engine.of(scheduler, workers)
+    engine = Engine.of(scheduler, workers, cpu_workers)
     dev, settings = resolve_device(device), Settings.from_env()
     walk = _walk_device(dev, walk_device, retime=False)
     if not engine.embedded:
@@ -394,36 +399,50 @@ def mine_ecosystem(
 
 
 def _mine_ecosystem_on(engine, experts, library_dir, settings, dev, walk, max_steps, no_probe, as_json):
-    """mine-ecosystem's experts as tasks on a Dask cluster (suites.ecosystem.mine_expert_apart); (rows in catalogue
-    order, the library). An expert whose task failed on every try is an error row, as a failure in the serial loop
-    is."""
+    """mine-ecosystem's experts as tasks on a Dask cluster (suites.ecosystem_tasks: per expert one task, or a walk
+    on any worker then its timing on a GPU worker); (rows in catalogue order, the library). An expert whose task
+    failed on every try is an error row, as a failure in the serial loop is."""
     from klineage.library import Library
-    from klineage.scale import cluster, dashboard, run_tasks
-    from klineage.suites.ecosystem import EcosystemRow, mine_expert_apart
+    from klineage.scale import cluster, dashboard, run_graph, worker_settings
+    from klineage.suites.ecosystem import EcosystemRow
+    from klineage.suites.ecosystem_tasks import expert_tasks
 
     rows = {}
-    settings = settings.replace(gpu_lock="")  # a worker owns its GPU (klineage.scale)
-    tasks = {e.name: (e.name, settings, dev, walk, max_steps, not no_probe) for e in experts}
+    settings = worker_settings(settings)
+    tasks = expert_tasks(experts, settings, dev, walk, max_steps, not no_probe)
+    by_name = {e.name: e for e in experts}
     with progress_bar(as_json) as progress, Library(library_dir or settings.library_dir) as library:
         task = progress.add_task(f"mining {len(experts)} ecosystem experts on {dev}", total=len(experts))
         with cluster(engine, dev == "cuda") as client:
             progress.say(f"Dask dashboard: {dashboard(client) or 'none'}")
 
             def done(outcome) -> None:
+                again = f" ({outcome.attempts} attempts)" if outcome.attempts > 1 else ""
+                if outcome.name not in by_name:  # a walk: its expert's row comes with its timing
+                    progress.say(_walk_line(outcome) + again)
+                    return
                 if outcome.ok:
                     row, skills = outcome.value
                     for skill in skills:
                         library.save(skill)
                 else:
-                    e = next(e for e in experts if e.name == outcome.name)
+                    e = by_name[outcome.name]
                     row = EcosystemRow(e.name, e.package, e.modules, "error", error=outcome.error[:300])
                 rows[outcome.name] = row
-                again = f" ({outcome.attempts} attempts)" if outcome.attempts > 1 else ""
                 progress.say(_ecosystem_line(row) + again)
                 progress.advance(task)
 
-            run_tasks(client, mine_expert_apart, tasks, dev == "cuda", done)
+            run_graph(client, tasks, done)
         return [rows[e.name] for e in experts], library.root
+
+
+def _walk_line(outcome) -> str:
+    """A walk task's end as one progress line (suites.ecosystem_tasks.Walked, or why the task has no value)."""
+    walked = outcome.value
+    if not outcome.ok or walked.status != "walked":
+        return f"{outcome.name}: {(outcome.error or walked.error or walked.status)[:200]}"
+    more = "" if walked.finished else ", unfinished (resumable)"
+    return f"{outcome.name}: walked on the CPU in {walked.walk_s:.0f} s{more}"
 
 
 def _ecosystem_said(rows, where, dev, as_json) -> None:

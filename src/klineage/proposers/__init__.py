@@ -18,11 +18,14 @@ from klineage.proposers.blind import BlindProposer
 from klineage.proposers.memory import (
     MemoryEntry,
     MemoryProposer,
+    append_memory,
     load_memory,
     memory_base,
+    memory_entries,
     memory_path,
     remember,
     remember_attempts,
+    write_memory,
 )
 from klineage.proposers.params import adapt, expert_tiles, numeric_neighbours, visible_code
 from klineage.proposers.skill import Screening, SkillProposer, screen
@@ -39,11 +42,13 @@ __all__ = [
     "Screening",
     "SkillProposer",
     "adapt",
+    "append_memory",
     "expert_tiles",
     "features",
     "launched_kernel",
     "load_memory",
     "memory_base",
+    "memory_entries",
     "memory_path",
     "numeric_neighbours",
     "remember",
@@ -51,4 +56,5 @@ __all__ = [
     "screen",
     "similarity",
     "visible_code",
+    "write_memory",
 ]

@@ -68,14 +68,32 @@ def remember(trajectory, workload: Workload, path: Path) -> int:
 def remember_attempts(attempts: list, feats: dict[str, float], source: str, path: Path) -> int:
     """Append attempts (klineage.optimize.Attempt) made on a program with features `feats`; `memory build` calls
     this after every attempt, so a build stopped at a deadline keeps what it learned."""
-    entries = load_memory(path)
+    return append_memory(memory_entries(attempts, feats, source), path)
+
+
+def memory_entries(attempts: list, feats: dict[str, float], source: str) -> list[MemoryEntry]:
+    """What the knowledge base keeps of attempts made on a program with features `feats`: the transform, its
+    parameters, the observed speedup (None where nothing was timed), whether it passed its gates."""
+    entries = []
     for a in attempts:
         c = a.candidate
         speedup = a.effect.get("speedup") if a.effect.get("measured") else None
         entries.append(MemoryEntry(feats, c.transform, c.params, speedup, a.outcome != "failed_gate", source))
+    return entries
+
+
+def append_memory(entries: list[MemoryEntry], path: Path) -> int:
+    """The knowledge base at `path` with `entries` after what it holds, written whole; how many were added."""
+    write_memory([*load_memory(path), *entries], path)
+    return len(entries)
+
+
+def write_memory(entries: list[MemoryEntry], path: Path) -> int:
+    """The knowledge base at `path` made exactly `entries` (written beside, then renamed over: a build ends by a
+    kill at its deadline); how many it holds."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_whole(path, json.dumps([asdict(e) for e in entries], indent=1))  # a build ends by a kill at its deadline
-    return len(attempts)
+    write_whole(path, json.dumps([asdict(e) for e in entries], indent=1))
+    return len(entries)
 
 
 def _remembered(program, module, transform, source, site, params) -> Program | None:

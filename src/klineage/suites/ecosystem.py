@@ -482,6 +482,16 @@ def write_expert(expert: EcosystemExpert, folder: Path) -> tuple[Path, Path]:
     return workload, program
 
 
+def expert_pair(expert: EcosystemExpert, settings) -> tuple:
+    """The expert's pair written under `<data dir>/ecosystem/<name>` and loaded: (workload, program with its
+    installed modules)."""
+    from klineage.program import load_program, with_installed_modules
+    from klineage.workload import load_workload
+
+    workload_path, program_path = write_expert(expert, settings.data_dir / "ecosystem" / expert.name)
+    return load_workload(workload_path), with_installed_modules(load_program(program_path), list(expert.modules))
+
+
 # --- mining the catalogue -------------------------------------------------------------------------------------------
 
 
@@ -535,9 +545,7 @@ def mine_expert(
     import time
 
     from klineage.mining import mine_into
-    from klineage.program import load_program, with_installed_modules
     from klineage.transform import TRANSFORMS, load_families
-    from klineage.workload import load_workload
 
     base = {"name": expert.name, "package": expert.package, "modules": expert.modules}
     if not expert.installed():
@@ -552,9 +560,7 @@ def mine_expert(
             on_phase(text)
 
     try:
-        workload_path, program_path = write_expert(expert, settings.data_dir / "ecosystem" / expert.name)
-        workload = load_workload(workload_path)
-        program = with_installed_modules(load_program(program_path), list(expert.modules))
+        workload, program = expert_pair(expert, settings)
         lineage, _, skills = mine_into(
             library,
             workload,
