@@ -484,6 +484,14 @@ def _patch_lang_lookup(interpreter) -> None:
     interpreter._patch_lang = patch_lang
 
 
+# what a combine may call only on one element: its answer depends on the shape it is given
+SHAPE_AWARE = frozenset(
+    "sum max min reduce associative_scan cumsum cumprod argmax argmin xor_sum reshape view broadcast broadcast_to "
+    "expand_dims arange full zeros zeros_like ones_like full_like permute trans join split sort flip histogram dot "
+    "dot_scaled gather cat interleave".split()
+)
+
+
 def _patch_reduce_scan_loops(interpreter) -> None:
     """`ReduceOps.generic_reduce` and `ScanOps.generic_scan` (a combine function other than the built-in sum, max,
     min, argmax, argmin, cumsum, cumprod) call the combine on one element at a time: n calls of Python, each
@@ -492,9 +500,11 @@ def _patch_reduce_scan_loops(interpreter) -> None:
     log2(len(axis)) calls, as a GPU combines them in a tree: a reduction pairs neighbours (x0 with x1, x2 with x3,
     ...), a scan is Hillis and Steele's (element i takes i - d's partial, d doubling).
     Both keep every left operand to the left of its right one, so any associative combine, which Triton asks of
-    one, gives what a fold gives (up to rounding, which the compiler's tree changes too). A combine that branches
-    on its values (`if`, a conditional expression, a loop, `and`/`or`) would see a whole slice where it expects one
-    element: it keeps the element-wise original."""
+    one, gives what a fold gives (up to rounding, which the compiler's tree changes too). A combine must not tell a
+    slice from an element: one that loops, or calls what looks at a shape (a reduction, a reshape, a broadcast),
+    keeps the element-wise original; one that branches on its values (asks a tensor of several elements for its
+    truth, which the interpreter answers True) gives up the slices at that moment and runs the original instead.
+    A branch on the dtype (FlagGems's `if is_floating(a)` in cummax's combine) is no such branch."""
     import ast
     import functools
     import inspect
@@ -510,8 +520,21 @@ def _patch_reduce_scan_loops(interpreter) -> None:
         except (OSError, TypeError, SyntaxError):
             return False
         body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.FunctionDef) else []
-        branches = (ast.If, ast.IfExp, ast.While, ast.For, ast.BoolOp, ast.Try, ast.Match)
-        return bool(body) and not any(isinstance(node, branches) for stmt in body for node in ast.walk(stmt))
+        loops = (ast.While, ast.For, ast.AsyncFor, ast.Try, ast.Match)
+        for node in (n for stmt in body for n in ast.walk(stmt)):
+            called = node.func if isinstance(node, ast.Call) else None
+            name = getattr(called, "attr", getattr(called, "id", ""))
+            if isinstance(node, loops) or name in SHAPE_AWARE:
+                return False
+        return bool(body)
+
+    class Branched(Exception):
+        """The combine asked a slice for its truth: it branches on values, so only elements may go through it."""
+
+    def truth(tensor) -> bool:
+        if tensor.handle.data.size > 1:
+            raise Branched
+        return bool(tensor.handle.data)
 
     def power_of_two(n: int) -> bool:
         return n > 0 and n & (n - 1) == 0  # every block of Triton's; halving keeps the shapes Triton's too
@@ -520,7 +543,18 @@ def _patch_reduce_scan_loops(interpreter) -> None:
         """The combine over two lists of equal-shape arrays (axis first), as arrays in the inputs' dtypes."""
         a = [self.to_tensor(x, t) for x, t in zip(left, dtypes, strict=True)]
         b = [self.to_tensor(x, t) for x, t in zip(right, dtypes, strict=True)]
-        result = self.combine_fn.fn(*a, *b)
+        # as the interpreter calls a device function: through its rewrite, whose `and`/`or`/`not` are elementwise
+        # (_patch_bool_ops); the interpreter's own element-wise loop calls the bare function
+        fn = self.combine_fn.rewrite() if hasattr(self.combine_fn, "rewrite") else self.combine_fn.fn
+        interpreted = tl.core.tensor.__dict__.get("__bool__")  # the interpreter's, set for the kernel's run
+        tl.core.tensor.__bool__ = truth
+        try:
+            result = fn(*a, *b)
+        finally:
+            if interpreted is None:
+                del tl.core.tensor.__bool__
+            else:
+                tl.core.tensor.__bool__ = interpreted
         result = result if isinstance(result, tuple) else (result,)
         out = []
         for r, x in zip(result, left, strict=True):
@@ -541,10 +575,11 @@ def _patch_reduce_scan_loops(interpreter) -> None:
         axis %= len(shape)
         dtypes = [arg.dtype for arg in flat]
         xs = [np.moveaxis(arg.handle.data, axis, 0) for arg in flat]
-        while (n := xs[0].shape[0]) > 1:
-            h = n // 2
-            paired = combine(self, dtypes, [x[0 : 2 * h : 2] for x in xs], [x[1 : 2 * h : 2] for x in xs])
-            xs = paired
+        try:
+            while xs[0].shape[0] > 1:
+                xs = combine(self, dtypes, [x[0::2] for x in xs], [x[1::2] for x in xs])
+        except Branched:
+            return original_reduce(self, input)
         out = []
         for x, t in zip(xs, dtypes, strict=True):
             a = x[0]
@@ -563,13 +598,16 @@ def _patch_reduce_scan_loops(interpreter) -> None:
         dtypes = [arg.dtype for arg in input]
         xs = [np.moveaxis(arg.handle.data, axis, 0).copy() for arg in input]
         n, d = shape[axis], 1
-        while d < n:
-            # every block shape stays the full one (Triton's blocks are powers of two): element i combines i - d's
-            # partial with its own; the first d combine themselves with themselves and are thrown away
-            shifted = [np.concatenate([x[:d], x[: n - d]]) for x in xs]
-            combined = combine(self, dtypes, shifted, xs)
-            xs = [np.concatenate([x[:d], c[d:]]) for x, c in zip(xs, combined, strict=True)]
-            d *= 2
+        try:
+            while d < n:
+                # every block shape stays the full one (Triton's blocks are powers of two): element i combines
+                # i - d's partial with its own; the first d combine themselves with themselves and are thrown away
+                shifted = [np.concatenate([x[:d], x[: n - d]]) for x in xs]
+                combined = combine(self, dtypes, shifted, xs)
+                xs = [np.concatenate([x[:d], c[d:]]) for x, c in zip(xs, combined, strict=True)]
+                d *= 2
+        except Branched:
+            return original_scan(self, input)
         return [self.to_tensor(np.moveaxis(x, 0, axis), t) for x, t in zip(xs, dtypes, strict=True)]
 
     interpreter.ReduceOps.generic_reduce = generic_reduce

@@ -37,11 +37,12 @@ def test_bf16_arithmetic_scalars_libdevice_and_autotune(sandbox):
     assert errors["pointer_object"] == 0.0  # a pointer that is no tensor: the host copy asked it for new_empty
     assert errors["no_lang_module"] == 0.0  # a jit function whose module never imports triton.language
     # combines of the kernel's own, in a tree: the same values as PyTorch's, in about log2(len) calls of Python
-    # (a block of 4x64 took 252 calls one element at a time; FlagGems's var timed out its gate so)
+    # (a block of 4x64 took 252 calls one element at a time; FlagGems's var timed out its gate so); FlagGems's
+    # cummax combine (a branch on the dtype, `and`/`not` on tensors) goes through in slices too
     assert errors["reduce_welford"] < 1e-4
     assert errors["reduce_first_argmax"] == 0.0  # the left operand stays left: ties keep the first index
     assert errors["scan_cummax"] == 0.0
     assert errors["reduce_branching"] == 0.0  # a combine that branches on values still runs element by element
     calls = errors["combine_calls"]
-    assert calls["welford"] <= 6 and calls["argmax_left"] <= 3 and calls["max_pair"] <= 6
-    assert calls["branching"] == 15
+    assert calls == {"welford": 6, "argmax_left": 3, "max_right": 6, "branching": 16}  # log2 of 64, 8, 64; then
+    # the branching one asked a slice for its truth once and ran on 15 pairs of elements
