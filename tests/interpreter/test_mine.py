@@ -95,6 +95,10 @@ def test_retime_measures_accepted_steps_again_and_keeps_the_earlier_measurement(
         retime(lineage, workload, settings, "cpu", sandbox)
     with pytest.raises(MiningError, match="unfinished"):  # two steps of a longer walk: not a walk to time yet
         recorded_walk(workload, load_program(EXPERT), settings, "cpu")
+    # as far as the cap asked: the same --max-steps on the GPU box takes it (both attempts were steps)
+    assert recorded_walk(workload, load_program(EXPERT), settings, "cpu", max_steps=2).steps == lineage.steps
+    with pytest.raises(MiningError, match="fewer than --max-steps 3"):
+        recorded_walk(workload, load_program(EXPERT), settings, "cpu", max_steps=3)
     with pytest.raises(MiningError, match="no walk of"):
         recorded_walk(workload, load_program(EXPERT), Settings(data_dir=tmp_path / "elsewhere"), "cpu")
 

@@ -49,7 +49,7 @@ def expert_tasks(
             tasks[e.name] = Task(mine_expert_apart, (e.name, settings, device, walk_device, max_steps, probe), gpu)
             continue
         tasks[walk_name(e.name)] = Task(walk_expert, (e.name, settings, max_steps))
-        tasks[e.name] = Task(time_expert, (settings, device, probe), gpu, after=walk_name(e.name))
+        tasks[e.name] = Task(time_expert, (settings, device, probe, max_steps), gpu, after=walk_name(e.name))
     return tasks
 
 
@@ -61,7 +61,7 @@ def walk_name(expert: str) -> str:
 def walk_expert(name: str, settings, max_steps: int | None = None) -> Walked:
     """The expert's walk on the CPU (mine.mine: resumed where recorded, every step gated through the interpreter),
     on any worker. Failures are values: a timing task then says why instead of timing."""
-    from klineage.mine import mine
+    from klineage.mine import mine, walked_far_enough
     from klineage.scale import worker_sandbox
 
     (expert,) = select([name])
@@ -74,10 +74,13 @@ def walk_expert(name: str, settings, max_steps: int | None = None) -> Walked:
     except Exception as e:  # a value, not a crash: the other experts still run
         return Walked(name, status="error", error=f"{type(e).__name__}: {str(e)[:300]}")
     records = settings.data_dir / "lineages" / lineage.id
-    return Walked(name, records=str(records), finished=lineage.finished, walk_s=time.perf_counter() - started)
+    finished = walked_far_enough(lineage, max_steps)
+    return Walked(name, records=str(records), finished=finished, walk_s=time.perf_counter() - started)
 
 
-def time_expert(walked: Walked, settings, device: str, probe: bool = True) -> tuple[EcosystemRow, list]:
+def time_expert(
+    walked: Walked, settings, device: str, probe: bool = True, max_steps: int | None = None
+) -> tuple[EcosystemRow, list]:
     """The walk's accepted steps timed on this worker's GPU and its conditions probed there, the skills saved into
     the expert's own library (mine_expert_apart with the walk made on the CPU); (its row, its skills). The row's
     `walk_s` is the walk task's, its `wall_s` both tasks'."""
@@ -89,8 +92,8 @@ def time_expert(walked: Walked, settings, device: str, probe: bool = True) -> tu
         # across nodes the data directory is each node's own: the walk's records must be where this worker looks
         why = f"the walk's records {walked.records} are not on this worker's file system (docs/scale.md)"
         return EcosystemRow(**base, status="error", error=why, walk_s=round(walked.walk_s, 1)), []
-    if not walked.finished:  # only a finished walk is timed (mine.recorded_walk): it resumes where it stopped
-        why = "the walk stopped unfinished (--max-steps); run again to resume it, then it is timed"
+    if not walked.finished:  # finished, or as far as max_steps asked (mine.recorded_walk): else it resumes later
+        why = "the walk stopped unfinished; run again to resume it, then it is timed"
         return EcosystemRow(**base, status="error", error=why, walk_s=round(walked.walk_s, 1)), []
-    row, skills = mine_expert_apart(walked.name, settings, device, "cpu", probe=probe)
+    row, skills = mine_expert_apart(walked.name, settings, device, "cpu", max_steps, probe=probe)
     return replace(row, walk_s=round(walked.walk_s, 1), wall_s=round(walked.walk_s + row.wall_s, 1)), skills
