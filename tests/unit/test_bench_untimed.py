@@ -1,6 +1,8 @@
 """A timed bench report names the candidates whose timing failed, so a method's result is not read as measured
 where it was not (run 22: memory's autotune list on the fp32 batched matmul, out of device memory)."""
 
+import pytest
+
 from klineage.bench.report import markdown, untimed_attempts
 
 
@@ -81,3 +83,35 @@ def test_the_report_names_references_timed_twice():
     result["references"] = {"rope": {"rounds": 2}, "softmax": {"rounds": 1}, "old": {}}
     text = markdown(result)
     assert "References timed twice (1; a program's spread in the first round was over 0.15" in text and "rope." in text
+
+
+def test_a_reference_that_does_not_compile_leaves_the_programs_timed(monkeypatch):
+    """Inductor failing on a wild program (its own reference; FlagGems's kernels on the H100: NameError 'tle' is not
+    defined) took every program's timing with it; now torch.compile's row carries the error, the programs their
+    times, and a missing compiled time is no ratio."""
+    import contextlib
+    from types import SimpleNamespace
+
+    import klineage.gates.candidate as candidate
+    from klineage.bench.references import references_job
+    from klineage.config import Settings
+    from klineage.timing import Timing
+
+    def answer(*medians, error=""):
+        timings = [Timing(m, m, m, m, m, 30, m).as_dict() for m in medians]
+        return SimpleNamespace(meta={"timings": timings, **({"torch_compile_error": error} if error else {})})
+
+    answers = [answer(0.5, 0.2, 0.3, error="CompilationError: NameError('tle is not defined')")]
+    monkeypatch.setattr(candidate, "spec_for", lambda *a, **k: None)
+    monkeypatch.setattr(candidate, "running", lambda spec: contextlib.nullcontext())
+    monkeypatch.setattr(candidate, "task", lambda *a, **k: answers.pop(0))
+    request = SimpleNamespace(settings=Settings(), workload_path="w.py")
+    timed = references_job((request, ["start", "final"]))
+    assert timed["torch_compile"] == {"error": "CompilationError: NameError('tle is not defined')"}
+    assert [timed[k]["ms"] for k in ("eager", "program0", "program1")] == [0.5, 0.2, 0.3]
+    answers.append(answer(0.5, 0.4, 0.2, 0.3))  # compiled: four timings, as before
+    timed = references_job((request, ["start", "final"]))
+    assert [timed[k]["ms"] for k in ("eager", "torch_compile", "program0", "program1")] == [0.5, 0.4, 0.2, 0.3]
+    answers.append(answer(0.5, 0.2, 0.3))  # three timings and no error: an answer that does not add up
+    with pytest.raises(ValueError, match="3 timings answered, 4 asked"):
+        references_job((request, ["start", "final"]))

@@ -27,7 +27,7 @@ def references_job(payload: tuple) -> dict:
     The programs run in a candidate process (gates.candidate: `references_task`), never in this one, the judge; a
     round whose noisiest program spreads over REFERENCE_SPREAD (or the payload's third item) is timed once more, as
     the judge decides. The payload: (request, programs[, spread limit])."""
-    from klineage.gates.answers import ListOf, Record, checked, timing
+    from klineage.gates.answers import ListOf, Record, checked, text, timing
     from klineage.gates.candidate import running, spec_for, task
 
     request, programs = payload[:2]
@@ -41,21 +41,28 @@ def references_job(payload: tuple) -> dict:
         "min_reps": s.profile_min_reps,
         "input_cache": str(s.inputs_dir) if s.inputs_dir is not None else None,
     }
-    shape = Record(required={"timings": ListOf(TIMING_SHAPE, 2 + len(programs))})
+    shape = Record(
+        required={"timings": ListOf(TIMING_SHAPE, 2 + len(programs))}, optional={"torch_compile_error": text(400)}
+    )
     spec = spec_for(request, interpret=False, autotune_picks=False, others=tuple(programs))
-    rounds = []
+    rounds, compile_error = [], None
     with running(spec) as candidate:
         for _ in range(2):  # a second round only where the first spread too wide
             answer = checked(task(candidate, "references", **meta).meta, shape)
+            compile_error = answer.get("torch_compile_error") or None
+            references = 1 if compile_error else 2
             timings = [timing(t) for t in answer["timings"]]
-            if len(timings) != 2 + len(programs):
-                raise ValueError(f"{len(timings)} timings answered, {2 + len(programs)} asked")
+            if len(timings) != references + len(programs):
+                raise ValueError(f"{len(timings)} timings answered, {references + len(programs)} asked")
             rounds.append(timings)
-            if _worst_program_spread(timings) <= spread_limit:
+            if _worst_program_spread(timings, references) <= spread_limit:
                 break
-    timings = steadier(rounds)
-    names = ["eager", "torch_compile"] + [f"program{i}" for i in range(len(programs))]
-    return {**{n: {"ms": t.median_ms, "spread": t.spread} for n, t in zip(names, timings)}, "rounds": len(rounds)}
+    timings = steadier(rounds, references)
+    names = ["eager"] + ([] if compile_error else ["torch_compile"]) + [f"program{i}" for i in range(len(programs))]
+    timed = {n: {"ms": t.median_ms, "spread": t.spread} for n, t in zip(names, timings, strict=True)}
+    if compile_error:  # torch.compile's failure is its own row's: the programs are timed all the same
+        timed["torch_compile"] = {"error": compile_error}
+    return {**timed, "rounds": len(rounds)}
 
 
 def references_task(served, frame) -> tuple[dict, dict]:
@@ -76,16 +83,24 @@ def references_task(served, frame) -> tuple[dict, dict]:
         cache = Path(meta["input_cache"]) if meta.get("input_cache") else None
         sets = input_sets(wl_module, case, int(meta["sets"]), cache_dir=cache, write_cache=False)
         eager = build(wl_module.Model, init).cuda()
-        compiled = torch.compile(build(wl_module.Model, init).cuda())
-        with torch.no_grad():  # compile now, beside other jobs: only the measurement takes the GPU alone
-            compiled(*sets[0])
-        torch.cuda.synchronize()
-        calls = [rotating(eager, sets), rotating(compiled, sets)]
+        calls = [rotating(eager, sets)]
+        try:
+            compiled = torch.compile(build(wl_module.Model, init).cuda())
+            with torch.no_grad():  # compile now, beside other jobs: only the measurement takes the GPU alone
+                compiled(*sets[0])
+            torch.cuda.synchronize()
+            calls.append(rotating(compiled, sets))
+        except Exception as e:  # Inductor's own failure on a program it cannot compile
+            # a wild program as its own reference: Inductor compiling FlagGems's kernels failed on the H100
+            # (NameError: 'tle' is not defined) and took every program's timing with it (RESULTS.md#wild)
+            torch._dynamo.reset()
+            served.timed["torch_compile_error"] = f"{type(e).__name__}: {str(e)[:300]}"
         for program in served.spec.others:
             calls.append(rotating(build(install(program).ModelNew, init).cuda(), sets))
         served.timed["calls"] = calls
     timed = time_calls(served.timed["calls"], float(meta["warmup_ms"]), float(meta["rep_ms"]), int(meta["min_reps"]))
-    return {}, {"timings": [t.as_dict() for t in timed]}
+    failed = served.timed.get("torch_compile_error")
+    return {}, {"timings": [t.as_dict() for t in timed], **({"torch_compile_error": failed} if failed else {})}
 
 
 # A references round whose noisiest program (start, expert or a final; not eager or torch.compile, whose own spread
@@ -97,14 +112,15 @@ def references_task(served, frame) -> tuple[dict, dict]:
 REFERENCE_SPREAD = 0.15
 
 
-def _worst_program_spread(timings: list) -> float:
-    return max((t.spread for t in timings[2:]), default=0.0)
+def _worst_program_spread(timings: list, references: int = 2) -> float:
+    return max((t.spread for t in timings[references:]), default=0.0)
 
 
-def steadier(rounds: list[list]) -> list:
-    """Of rounds timing the same calls side by side (eager, torch.compile, then the programs), the one whose
-    noisiest program spreads least: each round's programs stay timed together, never mixed across rounds."""
-    return min(rounds, key=_worst_program_spread)
+def steadier(rounds: list[list], references: int = 2) -> list:
+    """Of rounds timing the same calls side by side (eager, torch.compile where it compiled: `references`, then the
+    programs), the one whose noisiest program spreads least: each round's programs stay timed together, never mixed
+    across rounds."""
+    return min(rounds, key=lambda timings: _worst_program_spread(timings, references))
 
 
 @dataclass(frozen=True)

@@ -319,6 +319,7 @@ def _row(inst: Instance, workload: Workload, method: str, t: Trajectory, ref: di
     recheck = memo[("escapes", t.best.hash)]
     final_ms = ref.get(f"final:{method}", {}).get("ms")
     start_ms = ref.get("start", {}).get("ms")
+    compiled_ms = ref.get("torch_compile", {}).get("ms")  # none where Inductor could not compile the reference
     again = ref.get("retime", {})
     final_again, start_again = again.get(f"final:{method}", {}).get("ms"), again.get("start", {}).get("ms")
     tried = len(t.attempts)
@@ -328,7 +329,7 @@ def _row(inst: Instance, workload: Workload, method: str, t: Trajectory, ref: di
         speedup=start_ms / final_ms if start_ms and final_ms else None,
         expert_fraction=ref["expert"]["ms"] / final_ms if final_ms and "expert" in ref else None,
         roofline_fraction=t.roofline_fraction,
-        vs_torch_compile=ref["torch_compile"]["ms"] / final_ms if final_ms and "torch_compile" in ref else None,
+        vs_torch_compile=compiled_ms / final_ms if final_ms and compiled_ms else None,
         evaluations=t.evaluations,
         evaluations_to_95=t.evaluations_to(0.95),
         failed_share=sum(a.outcome == "failed_gate" for a in t.attempts) / tried if tried else 0.0,
