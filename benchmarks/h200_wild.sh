@@ -15,7 +15,8 @@
 #      MAX_STEPS --no-probe (probing on the GPU does not fit this budget: the skills keep their conditions unprobed);
 #      mining stops at A_MINUTES and the finished walks' skills are merged into one library; with PRIOR=DIR (a
 #      `walks` folder made on a CPU, carried) each walk resumes from DIR/home-NAME with `--walk-device cpu`: the
-#      steps walked there are timed on the GPU, and a walk the CPU left unfinished goes on on this machine's CPU;
+#      steps walked there are timed on the GPU (under the same --max-steps); a walk DIR/stages.txt does not list as
+#      mined there (it failed, or WALK_DEVICE=cpu and it is not in DIR) is walked on this machine's CPU first;
 #   B. `klineage bench wild` with METHODS under BUDGET, SHARDS processes sharing one queue, each rewriting its report
 #      after every instance and re-timing every final program in a fresh process (always on for the wild suite).
 # Jobs take turns at the GPU's clock through KLINEAGE_GPU_LOCK (klineage.sandbox.gpu_turn).
@@ -81,6 +82,13 @@ mine_one() {  # mine_one KIND NAME END: one expert walked and timed in $R/home-N
         rm -rf "$R/home-$name" && cp -r "$PRIOR/home-$name" "$R/home-$name" && walk=(--walk-device cpu)
     fi
     [ "$WALK_DEVICE" = cpu ] && [ "$DEVICE" = cuda ] && walk=(--walk-device cpu)
+    if [ ${#walk[@]} -gt 0 ] && ! grep -q "mined $kind $name: rc 0" "$PRIOR/stages.txt" 2>/dev/null; then
+        # not walked there (or its walk failed): walked here on the CPU first, for --walk-device cpu to time it
+        # shellcheck disable=SC2046
+        KLINEAGE_HOME="$R/home-$name" KLINEAGE_GPU_LOCK="" timeout "$(left_s "$end")" python3 -m klineage \
+            $([ "$kind" = ecosystem ] && echo "mine-ecosystem --only $name" || echo "mine $(bundled_args "$name")") \
+            --device cpu --max-steps "$MAX_STEPS" --no-probe --json >"$R/walk-$name.json" 2>"$R/walk-$name.log"
+    fi
     if [ "$kind" = ecosystem ]; then
         KLINEAGE_HOME="$R/home-$name" timeout "$(left_s "$end")" python3 -m klineage mine-ecosystem --only "$name" \
             --device "$DEVICE" "${walk[@]}" --max-steps "$MAX_STEPS" --no-probe --json \
