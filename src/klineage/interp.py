@@ -520,11 +520,11 @@ def _patch_reduce_scan_loops(interpreter) -> None:
         except (OSError, TypeError, SyntaxError):
             return False
         body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.FunctionDef) else []
-        loops = (ast.While, ast.For, ast.AsyncFor, ast.Try, ast.Match)
+        refused = (ast.While, ast.For, ast.AsyncFor, ast.Try, ast.Match)  # loops, and flow a slice would change
         for node in (n for stmt in body for n in ast.walk(stmt)):
             called = node.func if isinstance(node, ast.Call) else None
             name = getattr(called, "attr", getattr(called, "id", ""))
-            if isinstance(node, loops) or name in SHAPE_AWARE:
+            if isinstance(node, refused) or name in SHAPE_AWARE:
                 return False
         return bool(body)
 
@@ -536,8 +536,12 @@ def _patch_reduce_scan_loops(interpreter) -> None:
             raise Branched
         return bool(tensor.handle.data)
 
-    def power_of_two(n: int) -> bool:
-        return n > 0 and n & (n - 1) == 0  # every block of Triton's; halving keeps the shapes Triton's too
+    def in_slices(self, shape: tuple, axis: int) -> bool:
+        """Whether this reduction or scan may go through in slices: a block (whose length along the axis is a power
+        of two, as every block of Triton's is; halving keeps the shapes Triton's too) and a combine that is
+        elementwise as far as its source tells."""
+        n = shape[axis % len(shape)] if shape else 0
+        return n > 0 and n & (n - 1) == 0 and elementwise(self.combine_fn.fn)
 
     def combine(self, dtypes, left, right):
         """The combine over two lists of equal-shape arrays (axis first), as arrays in the inputs' dtypes."""
@@ -570,7 +574,7 @@ def _patch_reduce_scan_loops(interpreter) -> None:
         original_axis = self.axis
         flat, axis = self.unravel(input, self.axis)
         shape = flat[0].handle.data.shape
-        if not shape or not power_of_two(shape[axis % len(shape)]) or not elementwise(self.combine_fn.fn):
+        if not in_slices(self, shape, axis):
             return original_reduce(self, input)
         axis %= len(shape)
         dtypes = [arg.dtype for arg in flat]
@@ -592,7 +596,7 @@ def _patch_reduce_scan_loops(interpreter) -> None:
 
     def generic_scan(self, input):
         shape = input[0].handle.data.shape
-        if not shape or not power_of_two(shape[self.axis % len(shape)]) or not elementwise(self.combine_fn.fn):
+        if not in_slices(self, shape, self.axis):
             return original_scan(self, input)
         axis = self.axis % len(shape)
         dtypes = [arg.dtype for arg in input]

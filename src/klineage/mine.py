@@ -367,13 +367,8 @@ def recorded_walk(
             f"{workload.name} ({hint})"
         )
     if not walked_far_enough(lineage, max_steps):
-        capped = f" than --max-steps {max_steps}" if max_steps is not None else ""
-        raise MiningError(
-            f"the walk of {expert.name} recorded on {device} is unfinished, {len(lineage.steps)} attempts, "
-            f"fewer{capped} ({hint}; it resumes)"
-            if capped
-            else f"the walk of {expert.name} recorded on {device} is unfinished ({hint}; it resumes)"
-        )
+        short = f", {len(lineage.steps)} attempts, fewer than --max-steps {max_steps}" if max_steps is not None else ""
+        raise MiningError(f"the walk of {expert.name} recorded on {device} is unfinished{short} ({hint}; it resumes)")
     return lineage
 
 

@@ -247,9 +247,11 @@ def run_graph(
     try fails with that error, without running."""
     from distributed import as_completed
 
-    for i, (name, task) in enumerate(tasks.items()):
-        if task.after and task.after not in list(tasks)[:i]:
+    earlier: set[str] = set()
+    for name, task in tasks.items():
+        if task.after and task.after not in earlier:
             raise ValueError(f"task {name} follows {task.after!r}, not an earlier task of the run")
+        earlier.add(name)
     run = uuid.uuid4().hex[:12]
     seen: dict[str, list[str]] = {name: [] for name in tasks}
     lock = threading.Lock()
