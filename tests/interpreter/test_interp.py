@@ -43,6 +43,12 @@ def test_bf16_arithmetic_scalars_libdevice_and_autotune(sandbox):
     assert errors["reduce_first_argmax"] == 0.0  # the left operand stays left: ties keep the first index
     assert errors["scan_cummax"] == 0.0
     assert errors["reduce_branching"] == 0.0  # a combine that branches on values still runs element by element
+    # the grid's patch of tl (tl, tl.tensor, tl.math, tl's descriptors: 4 walks) and the first device call's of
+    # the modules it names (up to 6 more), once: before, each of the 30 device calls (24 tl.sum, 6 tl.zeros)
+    # walked them again, 3 ms a call: 181 walks
+    assert errors["patches_per_grid"] <= 10
+    assert errors["row_sums"] < 1e-5
+    assert errors["restored_after_grid"] == 0.0  # the grid's own patch is still undone when it ends
     calls = errors["combine_calls"]
     assert calls == {"welford": 6, "argmax_left": 3, "max_right": 6, "branching": 16}  # log2 of 64, 8, 64; then
     # the branching one asked a slice for its truth once and ran on 15 pairs of elements
