@@ -88,8 +88,10 @@ class PolicyReport:
         if self.trusted:
             told = f"{_count(self.information)}, information only" if self.informed else "not judged"
             return f"policy: trusted ({told})"
-        said = f"refused, {_count(self.findings)}" if self.refused else "passed"
-        return f"policy: untrusted ({self.author}), {', '.join(self.judged) or 'nothing'} judged: {said}"
+        # the static rules' verdict alone, apart from the gates' above it ("program judged: passed" under a
+        # correctness failure read as the program's verdict)
+        said = f"refused, {_count(self.findings)}" if self.refused else "no finding"
+        return f"policy: untrusted ({self.author}); static rules over {', '.join(self.judged) or 'nothing'}: {said}"
 
     def as_dict(self) -> dict:
         return {
