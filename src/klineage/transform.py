@@ -223,7 +223,16 @@ def is_kernel(fn: cst.FunctionDef) -> bool:
 
 
 def is_autotuned(fn: cst.FunctionDef) -> bool:
-    return any(decorator_name(d) in ("triton.autotune", "autotune") for d in fn.decorators)
+    """Triton's autotuner, or a library's own that takes `configs=` as it does (FlagGems's `@libtuner(configs=...,
+    key=...)` on 24 of its ops): its configs set the launch's knobs, and a launch passing one again raises
+    "got multiple values for keyword argument 'num_warps'" (every launch_knobs candidate on FlagGems's max_dim, amax
+    and min_dim failed so on the H100, RESULTS.md#wild-h100)."""
+    return any(decorator_name(d) in ("triton.autotune", "autotune") or _takes_configs(d) for d in fn.decorators)
+
+
+def _takes_configs(decorator: cst.Decorator) -> bool:
+    call = decorator.decorator
+    return isinstance(call, cst.Call) and any(a.keyword is not None and a.keyword.value == "configs" for a in call.args)
 
 
 def kernel_names(module: cst.Module) -> set[str]:

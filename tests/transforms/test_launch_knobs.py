@@ -86,4 +86,10 @@ def test_skips():
     assert t.sites("import triton\n@triton.jit\ndef k(x, B):\n    pass\nk[(1,)](x, num_warps=4, B=2)\n") == []
     auto = "import triton\n@triton.autotune(configs=[], key=[])\n@triton.jit\ndef k(x):\n    pass\nk[(1,)](x)\n"
     assert t.optimize_sites(auto) == []
+    # a library's own autotuner (FlagGems's libtuner): its configs own the knobs just the same
+    tuned = "import triton\n@libentry()\n@libtuner(configs=get(), key=['M'])\n@triton.jit\ndef k(x):\n    pass\n"
+    assert t.optimize_sites(tuned + "k[(1,)](x)\n") == []
+    assert t.sites(tuned + "k[(1,)](x, 1, num_warps=4)\n") == []
+    assert t.optimize_sites(tuned.replace("@libtuner(configs=get(), key=['M'])\n", "")) == []  # no launch
+    assert len(t.optimize_sites(tuned.replace("@libtuner(configs=get(), key=['M'])\n", "") + "k[(1,)](x)\n")) == 1
     assert t.sites("def broken(:\n") == []
