@@ -91,3 +91,19 @@ def test_a_scalar_added_into_an_address_is_an_integer_and_never_pinned():
         n for n in cst.parse_module(source).body if isinstance(n, cst.FunctionDef) and n.name.value == "rope_kernel"
     ]
     assert "half" not in scalar_params(kernel)
+
+
+def test_a_pointer_made_into_an_address_in_a_local_first_is_never_pinned():
+    """FlagGems's reductions build each address in a local (`inp_ptrs = inp + offset`, then `tl.load(inp_ptrs)`):
+    `inp` was offered a pin, `inp.to(tl.float32) + offset`, which failed to compile on the H100 (RESULTS.md#wild-h100);
+    a scalar beside them still is offered."""
+    source = (
+        "import triton\nimport triton.language as tl\n@triton.jit\n"
+        "def k(inp, out, M, eps, BLOCK: tl.constexpr):\n"
+        "    offset = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+        "    inp_ptrs = inp + offset\n"
+        "    x = tl.load(inp_ptrs, mask=offset < M)\n"
+        "    out_ptrs = out + offset\n"
+        "    tl.store(out_ptrs, x * eps, mask=offset < M)\n"
+    )
+    assert [s.before for s in T.optimize_sites(source)] == ["tl.store(out_ptrs, x * eps, mask=offset < M)"]

@@ -64,7 +64,23 @@ def scalar_params(fn: cst.FunctionDef) -> set[str]:
             if isinstance(node.target, cst.Name):
                 pointers.add(node.target.value)
 
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    bound.append((target.target.value, names_in(node.value)))
+
+    bound: list[tuple[str, set[str]]] = []
     fn.body.visit(V())
+    # an address made in a local first (`inp_ptrs = inp + offset`, then `tl.load(inp_ptrs)`: FlagGems's reductions
+    # all do) makes what it was made of pointers or offsets too: pinned, `inp.to(tl.float32) + offset` failed to
+    # compile on every FlagGems max/min/argmax candidate that had it (RESULTS.md#wild-h100)
+    grew = True
+    while grew:
+        grew = False
+        for name, made_of in bound:
+            if name in pointers and not made_of <= pointers:
+                pointers.update(made_of)
+                grew = True
     return names - pointers
 
 
