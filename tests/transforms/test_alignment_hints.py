@@ -69,3 +69,20 @@ def test_simplified_parses_and_no_pattern_no_sites():
     host = "import triton.language as tl\ndef f(x, n):\n    y = tl.multiple_of(x, n)\n    return y\n"
     assert T.sites(host) == []  # not a kernel
     assert T.sites("def broken(:\n") == []
+
+
+def test_a_value_of_two_dimensions_gets_no_hint():
+    """One bound on a block of two is a compile error (`Shape of input to multiple_of does not match the length of
+    values`): FlagGems's amax moves its pointer by `rows * N`, `rows` a column (RESULTS.md#wild-h100)."""
+    source = (
+        "import triton\nimport triton.language as tl\n@triton.jit\n"
+        "def k(inp, out, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):\n"
+        "    pid = tl.program_id(0)\n"
+        "    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]\n"
+        "    inp = inp + rows * N\n"
+        "    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)\n"
+        "    total = acc + 1\n"
+        "    cols = tl.arange(0, BLOCK_N)\n"
+        "    tl.store(out + cols, tl.sum(tl.load(inp + cols[None, :]), axis=0))\n"
+    )
+    assert [s.before for s in T.optimize_sites(source)] == ["tl.program_id(0)", "tl.arange(0, BLOCK_N)"]

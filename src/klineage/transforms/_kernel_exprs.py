@@ -147,6 +147,47 @@ def int_like(node: cst.BaseExpression, calls: tuple[str, ...] = INDEX_CALLS) -> 
     return False
 
 
+def wide_names(fn: cst.FunctionDef) -> set[str]:
+    """Names a kernel binds to values of more than one dimension, as far as its text shows: an assignment whose value
+    broadcasts (`[:, None]`, `[None, :]`), makes a block from a shape list (`tl.zeros([BM, BN], ...)`), or uses a
+    name already wide (`inp + rows * N` after `rows = ... [:, None]`). Too many is safe; a hint asserted with one
+    value on such a value is a compile error ("Shape of input to multiple_of does not match the length of
+    values"). A name rebound later keeps the widest it was."""
+    from klineage.transform import broadcasts
+    from klineage.transforms._anchored import names_in
+
+    bound: list[tuple[str, cst.BaseExpression]] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    bound.append((target.target.value, node.value))
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            if isinstance(node.target, cst.Name):
+                bound.append((node.target.value, node.value))
+
+    fn.body.visit(V())
+    wide = {name for name, value in bound if broadcasts(node_code(value)) or _makes_block(value)}
+    grew = True
+    while grew:
+        grew = False
+        for name, value in bound:
+            if name not in wide and names_in(value) & wide:
+                wide.add(name)
+                grew = True
+    return wide
+
+
+def _makes_block(value: cst.BaseExpression) -> bool:
+    """`tl.zeros([BM, BN], ...)`, `tl.full((BM, BN), ...)`: a block of two dimensions or more from a shape."""
+    if not (isinstance(value, cst.Call) and dotted(value.func) in ("tl.zeros", "tl.full", "tl.ones") and value.args):
+        return False
+    shape = value.args[0].value
+    return isinstance(shape, cst.List | cst.Tuple) and len(shape.elements) > 1
+
+
 def single_name_assign_value(module: Module, node: cst.CSTNode) -> bool:
     """`node` is the whole value of `name = node` (one target, a plain name)."""
     parent = module.parents.get(node)

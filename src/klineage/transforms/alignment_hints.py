@@ -8,8 +8,14 @@ import libcst as cst
 
 from klineage.carry import code_names, literal_int, undefined_names
 from klineage.transform import Site, dotted, node_code, register
-from klineage.transforms._anchored import AnchoredTransform, Module
-from klineage.transforms._kernel_exprs import call_with, int_like, kernel_nodes, single_name_assign_value
+from klineage.transforms._anchored import AnchoredTransform, Module, names_in
+from klineage.transforms._kernel_exprs import (
+    call_with,
+    int_like,
+    kernel_nodes,
+    single_name_assign_value,
+    wide_names,
+)
 
 WRAPPERS = ("tl.multiple_of", "tl.max_contiguous")
 
@@ -78,10 +84,16 @@ class AlignmentHints(AnchoredTransform):
         return found
 
     def plain_anchors(self, module: Module):
-        found = []
+        """Index values of one dimension only: one bound on a block of two is a compile error (FlagGems's amax,
+        `inp = inp + rows * N` with `rows` a column, failed so on the H100: RESULTS.md#wild-h100)."""
+        found, wide = [], {}
         for node in kernel_nodes(module, cst.BaseExpression):
             if single_name_assign_value(module, node) and int_like(node) and not isinstance(node, cst.Integer):
-                found.append((node, {}))
+                fn = module.enclosing(node)
+                if fn not in wide:
+                    wide[fn] = wide_names(fn)
+                if not (names_in(node) & wide[fn]):
+                    found.append((node, {}))
         return found
 
     def simple(self, node: cst.Call, params: dict) -> cst.BaseExpression:
