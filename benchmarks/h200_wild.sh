@@ -17,6 +17,8 @@
 #      `walks` folder made on a CPU, carried) each walk resumes from DIR/home-NAME with `--walk-device cpu`: the
 #      steps walked there are timed on the GPU (under the same --max-steps); a walk DIR/stages.txt does not list as
 #      mined there (it failed, or WALK_DEVICE=cpu and it is not in DIR) is walked on this machine's CPU first;
+#      with LIBRARY=DIR (an earlier run's results.tgz home/library, from the same GPU kind) no expert is mined:
+#      a suite split over sessions (INSTANCES) runs every part with one library;
 #   B. `klineage bench wild` with METHODS under BUDGET, SHARDS processes sharing one queue, each rewriting its report
 #      after every instance and re-timing every final program in a fresh process (always on for the wild suite).
 # Jobs take turns at the GPU's clock through KLINEAGE_GPU_LOCK (klineage.sandbox.gpu_turn).
@@ -40,6 +42,7 @@ BUNDLED="${BUNDLED-matmul attention rmsnorm cross_entropy swiglu softmax}"
 SITE="${SITE:-/tmp/site}"          # the packages' folder (.whl installed there once; here: one made by hand)
 PRIOR="${PRIOR:-}"                # a `walks` folder made without a GPU (carried): its steps are timed here
 WALK_DEVICE="${WALK_DEVICE:-}"    # cpu: a walk not in PRIOR is walked on this machine's CPU, then timed
+LIBRARY="${LIBRARY:-}"            # a library folder made by an earlier run on this GPU kind (carried): no stage A
 GPU_TESTS_FILES="${GPU_TESTS_FILES:-tests/gpu/test_gates_gpu.py tests/gpu/test_optimize_gpu.py}"
 GPU_TESTS_K="${GPU_TESTS_K-neutral_rewrite_of_an_autotuned or honest_profile_records or cheat_fails_on_gpu or control_passes_on_gpu}"
 mkdir -p "$OUT"
@@ -163,18 +166,23 @@ print('torch', torch.__version__, 'triton', triton.__version__, 'gpus', torch.cu
             $GPU_TESTS_FILES -k "$GPU_TESTS_K" >"$R/gpu-tests.log" 2>&1
             stage "gpu tests: rc $? ($(grep -cE ' PASSED' "$R/gpu-tests.log") passed, $(grep -cE ' FAILED|ERROR ' "$R/gpu-tests.log") failed)") &
     fi
-    expert_names
-    stage "mining ${#names[@]} experts, $MINE_JOBS at a time, until $(date -u -d "@$a_end" +%H:%M:%S)"
-    for entry in "${names[@]}"; do
-        while [ "$(jobs -rp | wc -l)" -ge "$((MINE_JOBS + 1))" ]; do sleep 1; done  # + the tests' job
-        [ "$(date +%s)" -ge "$a_end" ] && { stage "not started (mining time over): $entry"; continue; }
-        read -r kind name <<<"$entry"
-        mine_one "$kind" "$name" "$a_end" &
-        pids+=($!)
-    done
-    for pid in "${pids[@]}"; do wait "$pid"; done
-    merge_libraries >>"$R/stages.txt" 2>&1
-    stage "library merged"
+    if [ -n "$LIBRARY" ]; then  # an earlier run's merged library (its results' home/library), timed on this kind
+        mkdir -p "$R/home" && cp -r "$LIBRARY" "$R/home/library"
+        stage "library from $LIBRARY: $(find "$R/home/library/skills" -name '*.json' | wc -l) skills, no mining"
+    else
+        expert_names
+        stage "mining ${#names[@]} experts, $MINE_JOBS at a time, until $(date -u -d "@$a_end" +%H:%M:%S)"
+        for entry in "${names[@]}"; do
+            while [ "$(jobs -rp | wc -l)" -ge "$((MINE_JOBS + 1))" ]; do sleep 1; done  # + the tests' job
+            [ "$(date +%s)" -ge "$a_end" ] && { stage "not started (mining time over): $entry"; continue; }
+            read -r kind name <<<"$entry"
+            mine_one "$kind" "$name" "$a_end" &
+            pids+=($!)
+        done
+        for pid in "${pids[@]}"; do wait "$pid"; done
+        merge_libraries >>"$R/stages.txt" 2>&1
+        stage "library merged"
+    fi
     mkdir -p "$R/bench"
     pids=()
     for i in $(seq 1 "$SHARDS"); do
