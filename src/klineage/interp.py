@@ -502,7 +502,9 @@ def _once_per_grid(interpreter, patch_lang):
 
     import triton.language as tl
 
-    running: list[tuple] = []  # per grid now running: its kernel, and the modules patched since its own patch
+    # per grid now running: its kernel, and the modules patched since the grid's own patch (empty before it: a
+    # module set is never empty, so an empty one means the grid has not patched yet)
+    running: list[tuple] = []
 
     def langs(fn) -> frozenset:
         found = frozenset(v for v in fn.__globals__.values() if inspect.ismodule(v) and v in (tl, tl.core))
@@ -510,12 +512,12 @@ def _once_per_grid(interpreter, patch_lang):
 
     def patch(fn):
         wanted = langs(fn)
-        if running and running[-1][0] is None and wanted <= running[-1][1]:
+        if running and running[-1][1] and wanted <= running[-1][1]:
             return _Kept()
         scope = patch_lang(fn)
-        if running and (running[-1][0] is None or running[-1][0] is fn):
+        if running and (running[-1][1] or running[-1][0] is fn):
             # the grid's own patch (always made: its scope restores the modules when the grid ends), then devices'
-            running[-1] = (None, running[-1][1] | wanted)
+            running[-1] = (running[-1][0], running[-1][1] | wanted)
         return scope
 
     grid_call = interpreter.GridExecutor.__call__

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from klineage.transform import Site, dotted, node_code
-from klineage.transforms._anchored import Module, is_jit
+from klineage.transform import Site, broadcasts, dotted, node_code
+from klineage.transforms._anchored import Module, is_jit, names_in, nodes_under
 
 # Operators that bind looser than attribute access and calls: such an expression needs parentheses before `.to(`.
 _LOOSE = (cst.BinaryOperation, cst.UnaryOperation, cst.BooleanOperation, cst.Comparison, cst.IfExp, cst.Lambda)
@@ -147,34 +147,30 @@ def int_like(node: cst.BaseExpression, calls: tuple[str, ...] = INDEX_CALLS) -> 
     return False
 
 
+def assignments(fn: cst.FunctionDef, augmented: bool = True) -> list[tuple[str, cst.BaseExpression]]:
+    """(name, value) of every assignment to a plain name in the function, in source order; with `augmented`,
+    `name += value` too."""
+    found = []
+    for node in nodes_under(fn.body, (cst.Assign, cst.AugAssign) if augmented else cst.Assign):
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        found += [(t.value, node.value) for t in targets if isinstance(t, cst.Name)]
+    return found
+
+
 def wide_names(fn: cst.FunctionDef) -> set[str]:
     """Names a kernel binds to values of more than one dimension, as far as its text shows: an assignment whose value
     broadcasts (`[:, None]`, `[None, :]`), makes a block from a shape list (`tl.zeros([BM, BN], ...)`), or uses a
     name already wide (`inp + rows * N` after `rows = ... [:, None]`). Too many is safe; a hint asserted with one
     value on such a value is a compile error ("Shape of input to multiple_of does not match the length of
     values"). A name rebound later keeps the widest it was."""
-    from klineage.transform import broadcasts
-    from klineage.transforms._anchored import names_in
-
-    bound: list[tuple[str, cst.BaseExpression]] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            for target in node.targets:
-                if isinstance(target.target, cst.Name):
-                    bound.append((target.target.value, node.value))
-
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            if isinstance(node.target, cst.Name):
-                bound.append((node.target.value, node.value))
-
-    fn.body.visit(V())
-    wide = {name for name, value in bound if broadcasts(node_code(value)) or _makes_block(value)}
+    made = assignments(fn)
+    bound = [(name, names_in(value)) for name, value in made]
+    wide = {name for name, value in made if broadcasts(node_code(value)) or _makes_block(value)}
     grew = True
     while grew:
         grew = False
-        for name, value in bound:
-            if name not in wide and names_in(value) & wide:
+        for name, used in bound:
+            if name not in wide and used & wide:
                 wide.add(name)
                 grew = True
     return wide

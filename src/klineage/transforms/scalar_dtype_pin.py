@@ -10,6 +10,7 @@ from klineage.transform import dotted, register
 from klineage.transforms._anchored import AnchoredTransform, Module, names_in
 from klineage.transforms._kernel_exprs import (
     StatementSites,
+    assignments,
     cast_of,
     is_cast_receiver,
     is_value_use,
@@ -64,16 +65,11 @@ def scalar_params(fn: cst.FunctionDef) -> set[str]:
             if isinstance(node.target, cst.Name):
                 pointers.add(node.target.value)
 
-        def visit_Assign(self, node: cst.Assign) -> None:
-            for target in node.targets:
-                if isinstance(target.target, cst.Name):
-                    bound.append((target.target.value, names_in(node.value)))
-
-    bound: list[tuple[str, set[str]]] = []
     fn.body.visit(V())
     # an address made in a local first (`inp_ptrs = inp + offset`, then `tl.load(inp_ptrs)`: FlagGems's reductions
     # all do) makes what it was made of pointers or offsets too: pinned, `inp.to(tl.float32) + offset` failed to
     # compile on every FlagGems max/min/argmax candidate that had it (RESULTS.md#wild-h100)
+    bound = [(name, names_in(value)) for name, value in assignments(fn, augmented=False)]
     grew = True
     while grew:
         grew = False
