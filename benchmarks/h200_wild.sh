@@ -17,6 +17,8 @@
 #      `walks` folder made on a CPU, carried) each walk resumes from DIR/home-NAME with `--walk-device cpu`: the
 #      steps walked there are timed on the GPU (under the same --max-steps); a walk DIR/stages.txt does not list as
 #      mined there (it failed, or WALK_DEVICE=cpu and it is not in DIR) is walked on this machine's CPU first;
+#      with TIMED=DIR (home-NAME folders an earlier run on the same GPU kind timed: its results.tgz homes) those
+#      experts are not mined again, their homes joining this run's for the merge (timing split over sessions);
 #      with LIBRARY=DIR (an earlier run's results.tgz home/library, from the same GPU kind) no expert is mined:
 #      a suite split over sessions (INSTANCES) runs every part with one library;
 #   B. `klineage bench wild` with METHODS under BUDGET, SHARDS processes sharing one queue, each rewriting its report
@@ -43,6 +45,7 @@ SITE="${SITE:-/tmp/site}"          # the packages' folder (.whl installed there 
 PRIOR="${PRIOR:-}"                # a `walks` folder made without a GPU (carried): its steps are timed here
 WALK_DEVICE="${WALK_DEVICE:-}"    # cpu: a walk not in PRIOR is walked on this machine's CPU, then timed
 LIBRARY="${LIBRARY:-}"            # a library folder made by an earlier run on this GPU kind (carried): no stage A
+TIMED="${TIMED:-}"                # home-NAME folders timed by earlier runs on this GPU kind (carried): not mined again
 GPU_TESTS_FILES="${GPU_TESTS_FILES:-tests/gpu/test_gates_gpu.py tests/gpu/test_optimize_gpu.py}"
 GPU_TESTS_K="${GPU_TESTS_K-neutral_rewrite_of_an_autotuned or honest_profile_records or cheat_fails_on_gpu or control_passes_on_gpu}"
 mkdir -p "$OUT"
@@ -161,6 +164,14 @@ klineage.gates.profile, klineage.guards, klineage.optimize; \
 print('torch', torch.__version__, 'triton', triton.__version__, 'gpus', torch.cuda.device_count())" \
         >>"$R/gpus.csv" 2>&1
     python3 -m klineage mine-ecosystem --list >"$R/ecosystem-list.txt" 2>&1
+    # what bounds the run: the host's load and the GPU's use every 15 s (the H100 runs' evaluations held the GPU for
+    # under 1 s of their 30-50 s: RESULTS.md#wild-h100-2)
+    (while [ ! -f "$R/DONE" ]; do
+        echo "$(date -u +%H:%M:%S) load $(cut -d' ' -f1-3 /proc/loadavg) gpu $(nvidia-smi \
+            --query-gpu=utilization.gpu,memory.used --format=csv,noheader 2>/dev/null | head -1)" >>"$R/load.txt"
+        sleep 15
+    done) &
+    disown $!  # out of the job table: the mining's job count and the final wait do not see it
     if [ -n "$GPU_TESTS_K" ] && [ "$DEVICE" = cuda ]; then
         (timeout "$(left_s "$a_end")" python3 -m pytest -p no:cacheprovider -v --tb=long --tier gpu -n 2 \
             $GPU_TESTS_FILES -k "$GPU_TESTS_K" >"$R/gpu-tests.log" 2>&1
@@ -173,9 +184,12 @@ print('torch', torch.__version__, 'triton', triton.__version__, 'gpus', torch.cu
         expert_names
         stage "mining ${#names[@]} experts, $MINE_JOBS at a time, until $(date -u -d "@$a_end" +%H:%M:%S)"
         for entry in "${names[@]}"; do
+            read -r kind name <<<"$entry"
+            if [ -n "$TIMED" ] && [ -d "$TIMED/home-$name" ]; then
+                cp -r "$TIMED/home-$name" "$R/home-$name" && stage "timed earlier: $kind $name" && continue
+            fi
             while [ "$(jobs -rp | wc -l)" -ge "$((MINE_JOBS + 1))" ]; do sleep 1; done  # + the tests' job
             [ "$(date +%s)" -ge "$a_end" ] && { stage "not started (mining time over): $entry"; continue; }
-            read -r kind name <<<"$entry"
             mine_one "$kind" "$name" "$a_end" &
             pids+=($!)
         done
