@@ -153,6 +153,50 @@ def test_the_judges_clock_fails_a_timing_far_below_it_where_the_device_is_busy()
     assert clock_finding(0.001, {"per_call_ms": 0.03, "calls": 1000, "round_trip_ms": 0.1}) is None
 
 
+def test_a_disagreement_the_gpus_own_account_explains_is_no_finding():
+    """FlagGems's max_dim on a loaded H100: 0.0625 ms event-timed, 0.3746 ms a call back to back (RESULTS.md#wild-
+    h100-2). Busy 17% of the judge's second loop, the device worked about 0.064 ms a call: the host was the slower."""
+    first = {"per_call_ms": 0.3746, "calls": 98, "round_trip_ms": 0.1}
+    assert clock_finding(0.0625, first) is not None  # the judge's clock alone refuses it
+    host = {**first, "busy": {"per_call_ms": 0.375, "calls": 5333, "share": 0.17, "samples": 9, "device_ms": 0.0638}}
+    assert clock_finding(0.0625, host) is None
+    # a lying clock on a busy device: the device's own time a call is the judge's figure, and the finding says so
+    account = {"per_call_ms": 0.2, "calls": 10000, "share": 0.98, "samples": 9, "device_ms": 0.196}
+    found = clock_finding(0.001, {"per_call_ms": 0.2, "calls": 250, "round_trip_ms": 0.1, "busy": account})
+    assert found is not None and "busy 98%" in found.detail
+    # host padding does not hide a lie: 1 us claimed, the device busy 19% of a 1 ms call is 0.19 ms of work
+    padded = {"per_call_ms": 1.0, "calls": 50, "busy": {"share": 0.19, "samples": 9, "device_ms": 0.19}}
+    assert clock_finding(0.001, padded) is not None
+    # no account (NVML absent): refused as before, and the finding says why
+    unknown = {**first, "busy": {"share": None, "samples": 0, "device_ms": None, "why": "NVML unavailable: no lib"}}
+    found = clock_finding(0.0625, unknown)
+    assert found is not None and "not known (NVML unavailable" in found.detail
+
+
+def test_the_busy_share_takes_only_samples_wholly_inside_the_window():
+    from klineage.gpu_busy import share_within
+
+    # one sample a second, 100% until 2.0 s, then 20%; the window (1.5, 4.5] s
+    samples = [(int(t * 1e6), 100.0 if t <= 2.0 else 20.0) for t in (1.0, 2.0, 3.0, 4.0, 5.0)]
+    busy = share_within(samples, int(1.5e6), int(4.5e6))
+    # 2.0's sample covers (1.0, 2.0], partly before the window: dropped; 3.0 and 4.0 kept; 5.0 is after the end
+    assert (busy.share, busy.samples) == (0.2, 2)
+    none = share_within(samples, int(1.5e6), int(2.5e6))  # only 2.0 inside, and it reaches back: no account
+    assert none.share is None and "no NVML utilization sample" in none.why
+
+
+def test_busy_during_without_nvml_runs_the_loop_and_says_why(monkeypatch):
+    from klineage import gpu_busy
+
+    def missing(uuid):
+        raise OSError("libnvidia-ml.so.1: cannot open shared object file")
+
+    monkeypatch.setattr(gpu_busy, "Nvml", missing)
+    ran = []
+    busy = gpu_busy.busy_during(lambda: ran.append(1), uuid="GPU-0")
+    assert ran == [1] and busy.share is None and "NVML unavailable" in busy.why
+
+
 class _Forger:
     """A candidate handle whose every answer is `meta`: what a program that took over its process could send."""
 
@@ -210,3 +254,23 @@ def test_a_turn_request_that_is_not_one_is_a_protocol_error(tmp_path):
     assert held == []
     os.close(down_r)
     os.close(down_w)
+
+
+def test_the_busy_clock_multiplies_the_share_and_refuses_an_idle_account(monkeypatch):
+    from klineage import gpu_busy
+    from klineage.gates import profile
+
+    monkeypatch.setattr(profile, "_loop", lambda candidate, calls: 0.0001 + calls * 0.0004)  # 0.4 ms a call
+    clock = {"per_call_ms": 0.4, "calls": 125, "round_trip_ms": 0.1}
+
+    def busy(share):
+        return lambda run, uuid=None: (run(), gpu_busy.Busy(share, 5))[1]
+
+    monkeypatch.setattr(gpu_busy, "busy_during", busy(0.15))
+    account = profile.busy_clock(object(), clock)
+    assert account["calls"] == 5000  # about BUSY_SPAN_S of calls
+    assert abs(account["per_call_ms"] - 0.4) < 1e-9 and abs(account["device_ms"] - 0.06) < 1e-9
+    monkeypatch.setattr(gpu_busy, "busy_during", busy(0.0))
+    idle = profile.busy_clock(object(), clock)
+    assert idle["device_ms"] is None and "idle" in idle["why"]
+    assert profile.clock_finding(0.001, {**clock, "busy": idle}) is not None

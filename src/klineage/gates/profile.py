@@ -6,8 +6,8 @@ forked first thing, imports the program(s) and the workload, makes its own input
 `pair_task`); the judge checks the answer's shape (gates.answers) and builds the result. What the candidate's clock
 says is checked twice by the judge: the last timed call's outputs come back and are compared with the reference on
 the same input set, made again here (`timed_mismatch`), and the judge times the program's forward back to back with
-its own clock (`forward_loop_task`, `judge_clock`): a timed figure far below that is a clock the program changed
-(`clock_disagrees`)."""
+its own clock (`forward_loop_task`, `judge_clock`): a timed figure far below that, and below the device's busy
+time a call as NVML tells it (`busy_clock`), is a clock the program changed (`clock_disagrees`)."""
 
 from __future__ import annotations
 
@@ -130,6 +130,8 @@ def _profiled(request: GateRequest, candidate, reference) -> Verdict:
                 evidence={"finding": timed.code, "case": case_name},
             )
     clock = judge_clock(candidate)
+    if clock_finding(program_t.median_ms, clock) is not None:  # the host's path or a lying clock: ask the GPU
+        clock = {**clock, "busy": busy_clock(candidate, clock)}
     disagrees = clock_finding(program_t.median_ms, clock)
     if disagrees is not None:
         evidence = {"judge_clock": clock, "program": program_t.as_dict(), "case": case_name}
@@ -146,6 +148,8 @@ def _profiled(request: GateRequest, candidate, reference) -> Verdict:
         "speedup_vs_eager": eager_t.median_ms / program_t.median_ms,
         "judge_per_call_ms": clock["per_call_ms"],
     }
+    if "busy" in clock:  # passed on the GPU's own account: the judge's figure was the host's
+        metrics["device_busy_share"] = clock["busy"]["share"]
     if answer.get("autotuned"):
         metrics["autotuned"] = answer["autotuned"]  # the config its autotuners picked in this process
     dtype = case.get("dtype", "float32")
@@ -194,9 +198,10 @@ def values_back(frame, described: list, device: str) -> list:
 # not running the calls. The candidate's median is event-timed with the L2 flush queued just before each call,
 # which hides up to one flush (about 0.13 ms on the H200) of the host's launch path: for a program whose host path
 # per call is H and device time G, the event figure is at least max(G, H - flush) and the judge's about max(H, G).
-# With CLOCK_RATIO a quarter, an honest program is refused only where G < H/4 and H < 4/3 of a flush while H >=
-# CLOCK_FLOOR_MS: a program of several launches that each do almost nothing; a single Triton launch's host path is
-# tens of microseconds, under the floor. patch_elapsed_time reports 1 us a call on scale_add's bench case, whose
+# With CLOCK_RATIO a quarter, an honest program would be refused where G < H/4 and H < 4/3 of a flush while H >=
+# CLOCK_FLOOR_MS: a single Triton launch's host path is tens of microseconds, under the floor, but a library's wrapper
+# is not (FlagGems's max_dim, RESULTS.md#wild-h100-2), so a disagreement is put to the GPU's own account of the
+# loop before it is a finding (busy_clock). patch_elapsed_time reports 1 us a call on scale_add's bench case, whose
 # 768 MiB of traffic take about 0.19 ms on the H200 (4.07 TB/s): 0.005 of the judge's figure.
 CLOCK_FLOOR_MS = 0.05
 CLOCK_RATIO = 0.25
@@ -223,17 +228,55 @@ def _loop(candidate, calls: int) -> float:
     return time.perf_counter() - begin
 
 
+# Where the judge's figure is the host's, the GPU's own utilization (NVML, read by the judge: gpu_busy) over a second
+# loop says how much of it the device worked: busy share times the loop's per-call figure is the device's time per
+# call, which host work around the kernels cannot lower (nor raise). The loop lasts BUSY_SPAN_S: NVML's utilization
+# period is 1/6 s to 1 s by product, and one whole period must fall inside it.
+BUSY_SPAN_S = 2.0
+BUSY_CALLS_MAX = 100_000
+
+
+def busy_clock(candidate, clock: dict) -> dict:
+    """The judge's loop again, for about BUSY_SPAN_S with the GPU alone, and how busy NVML says the GPU was: the
+    loop's per-call figure, the busy share and their product, the device's time per call (None where NVML gave no
+    share)."""
+    from klineage.gpu_busy import Busy, busy_during
+    from klineage.sandbox import exclusive_turn
+
+    per_s = max(clock["per_call_ms"], 1e-3) / 1e3
+    calls = max(CLOCK_CALLS[0], min(BUSY_CALLS_MAX, int(BUSY_SPAN_S / per_s)))
+    walls: list[float] = []
+    with exclusive_turn():
+        busy = busy_during(lambda: walls.append(_loop(candidate, calls)))
+    per_call_ms = max(walls[0] - clock["round_trip_ms"] / 1e3, 0.0) / calls * 1e3
+    if busy.share == 0.0:  # idle through thousands of launches: a counter that does not count here, not an account
+        busy = Busy(None, busy.samples, "NVML reported the GPU idle through the loop's launches")
+    device_ms = busy.share * per_call_ms if busy.share is not None else None
+    return {"per_call_ms": per_call_ms, "calls": calls, "device_ms": device_ms, **busy.as_dict()}
+
+
 def clock_finding(reported_ms: float, clock: dict) -> Finding | None:
     """`clock_disagrees` where the candidate's median is below CLOCK_RATIO of the judge's per-call figure and that
-    figure is long enough to be the device's (CLOCK_FLOOR_MS)."""
+    figure is long enough to be the device's (CLOCK_FLOOR_MS), unless the GPU's own account (`busy`, busy_clock)
+    says the device worked no more than about the candidate's figure a call: the judge's figure was the host's."""
     judged_ms = clock["per_call_ms"]
-    if judged_ms >= CLOCK_FLOOR_MS and reported_ms < CLOCK_RATIO * judged_ms:
-        return Finding(
-            "clock_disagrees",
-            f"the candidate timed {reported_ms:.4f} ms a call; the judge's clock, {judged_ms:.4f} ms a call over "
-            f"{clock['calls']} calls back to back: a clock in the candidate's process does not tell the time",
-        )
-    return None
+    if judged_ms < CLOCK_FLOOR_MS or reported_ms >= CLOCK_RATIO * judged_ms:
+        return None
+    busy = clock.get("busy")
+    device_ms = busy.get("device_ms") if busy else None
+    if device_ms is not None and reported_ms >= CLOCK_RATIO * device_ms:
+        return None
+    if busy is None:
+        account = ""
+    elif device_ms is None:
+        account = f"; the GPU's busy share is not known ({busy.get('why', '')})"
+    else:
+        account = f"; the GPU was busy {busy['share']:.0%} of a second loop, {device_ms:.4f} ms a call (NVML)"
+    return Finding(
+        "clock_disagrees",
+        f"the candidate timed {reported_ms:.4f} ms a call; the judge's clock, {judged_ms:.4f} ms a call over "
+        f"{clock['calls']} calls back to back{account}: a clock in the candidate's process does not tell the time",
+    )
 
 
 # --- the candidate's side -----------------------------------------------------------------------------------------
