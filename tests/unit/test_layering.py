@@ -22,6 +22,7 @@ ORDER = [
     "outcome",
     "sandbox",
     "timing",
+    "gpu_busy",
     "gates",
     "cache",
     "check",
