@@ -85,6 +85,15 @@ def test_the_report_names_references_timed_twice():
     assert "References timed twice (1; a program's spread in the first round was over 0.15" in text and "rope." in text
 
 
+def test_the_report_names_instances_whose_eager_and_torch_compile_are_pytorchs_op():
+    result = _result([])
+    result["references"] = {"gems_softmax": {"eager_of": "pytorch op"}, "softmax": {"eager_of": "reference"}}
+    line = "Eager and torch.compile are PyTorch's own op on the same inputs, not the start again (1): gems_softmax."
+    assert line in markdown(result)
+    result["references"] = {"softmax": {"eager_of": "reference"}, "old": {}}
+    assert "PyTorch's own op" not in markdown(result)
+
+
 def test_a_reference_that_does_not_compile_leaves_the_programs_timed(monkeypatch):
     """Inductor failing on a wild program (its own reference; FlagGems's kernels on the H100: NameError 'tle' is not
     defined) took every program's timing with it; now torch.compile's row carries the error, the programs their

@@ -1,9 +1,12 @@
 """What a bench run measures besides the methods: the references timed side by side with the final programs
 (PyTorch eager, `torch.compile`, the expert, the start) and the correctness escapes of each final program (failures on
-hidden seeds and in-domain probe cases that the start does not have)."""
+hidden seeds and in-domain probe cases that the start does not have). Eager and `torch.compile` are the workload's
+`Model`, or, for an instance with a PyTorch-op workload (a wild kernel's `pytorch.py`), PyTorch's own op on the same
+inputs: a wild workload's `Model` is its start program again."""
 
 from __future__ import annotations
 
+import types
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,54 +25,80 @@ HIDDEN_SEEDS = 6
 ESCAPE_PROBES = ("divisible_by_block", "contiguous", "dtype_fp32", "dtype_fp16", "dtype_bf16")
 
 
-def references_job(payload: tuple) -> dict:
-    """Time PyTorch eager, torch.compile of the reference and each given program, interleaved, on the bench case.
-    The programs run in a candidate process (gates.candidate: `references_task`), never in this one, the judge; a
-    round whose noisiest program spreads over REFERENCE_SPREAD (or the payload's third item) is timed once more, as
-    the judge decides. The payload: (request, programs[, spread limit])."""
+def references_job(payload: ReferencesPayload | tuple) -> dict:
+    """Time PyTorch eager, torch.compile of the reference (or of PyTorch's op: the payload's `pytorch_op`) and each
+    given program, interleaved, on the bench case. The programs run in a candidate process (gates.candidate:
+    `references_task`), never in this one, the judge; a round whose noisiest program spreads over the payload's
+    spread limit (REFERENCE_SPREAD) is timed once more, as the judge decides. The payload: a ReferencesPayload, or
+    the tuple (request, programs[, spread limit]). The result names which Model eager and torch.compile ran
+    (`eager_of`: EAGER_OF_REFERENCE or EAGER_OF_PYTORCH); with the payload's `programs_only`, the programs alone."""
     from klineage.gates.answers import ListOf, Record, checked, text, timing
     from klineage.gates.candidate import running, spec_for, task
 
-    request, programs = payload[:2]
-    spread_limit = payload[2] if len(payload) > 2 else REFERENCE_SPREAD
-    s = request.settings
+    payload = ReferencesPayload.of(payload)
+    programs = payload.programs
+    meta = references_meta(payload)
+    shape = Record(
+        required={"timings": ListOf(TIMING_SHAPE, 2 + len(programs))}, optional={"torch_compile_error": text(400)}
+    )
+    spec = spec_for(payload.request, interpret=False, autotune_picks=False, others=tuple(programs))
+    rounds, compile_error = [], None
+    with running(spec) as candidate:
+        for _ in range(2):  # a second round only where the first spread too wide
+            answer = checked(task(candidate, "references", **meta).meta, shape)
+            compile_error = answer.get("torch_compile_error") or None
+            references = 0 if payload.programs_only else 1 if compile_error else 2
+            timings = [timing(t) for t in answer["timings"]]
+            if len(timings) != references + len(programs):
+                raise ValueError(f"{len(timings)} timings answered, {references + len(programs)} asked")
+            rounds.append(timings)
+            if _worst_program_spread(timings, references) <= payload.spread_limit:
+                break
+    timings = steadier(rounds, references)
+    names = ["eager", "torch_compile"][:references] + [f"program{i}" for i in range(len(programs))]
+    timed = {n: {"ms": t.median_ms, "spread": t.spread} for n, t in zip(names, timings, strict=True)}
+    if payload.programs_only:
+        return {**timed, "rounds": len(rounds)}
+    if compile_error:  # torch.compile's failure is its own row's: the programs are timed all the same
+        timed["torch_compile"] = {"error": compile_error}
+    eager_of = EAGER_OF_PYTORCH if "pytorch_op" in meta else EAGER_OF_REFERENCE
+    return {**timed, "rounds": len(rounds), "eager_of": eager_of}
+
+
+def references_meta(payload: ReferencesPayload) -> dict:
+    """The references task's request: the bench case's workload and timing settings, and the PyTorch-op workload's
+    text where the payload names one. Its text, not its path: it lies in the data directory, which the candidate
+    cannot read (gates.candidate.hidden_paths)."""
+    s = payload.request.settings
     meta = {
-        "workload": request.workload_path,
+        "workload": payload.request.workload_path,
         "sets": s.rotate_sets,
         "warmup_ms": s.profile_warmup_ms,
         "rep_ms": s.profile_rep_ms,
         "min_reps": s.profile_min_reps,
         "input_cache": str(s.inputs_dir) if s.inputs_dir is not None else None,
     }
-    shape = Record(
-        required={"timings": ListOf(TIMING_SHAPE, 2 + len(programs))}, optional={"torch_compile_error": text(400)}
-    )
-    spec = spec_for(request, interpret=False, autotune_picks=False, others=tuple(programs))
-    rounds, compile_error = [], None
-    with running(spec) as candidate:
-        for _ in range(2):  # a second round only where the first spread too wide
-            answer = checked(task(candidate, "references", **meta).meta, shape)
-            compile_error = answer.get("torch_compile_error") or None
-            references = 1 if compile_error else 2
-            timings = [timing(t) for t in answer["timings"]]
-            if len(timings) != references + len(programs):
-                raise ValueError(f"{len(timings)} timings answered, {references + len(programs)} asked")
-            rounds.append(timings)
-            if _worst_program_spread(timings, references) <= spread_limit:
-                break
-    timings = steadier(rounds, references)
-    names = ["eager"] + ([] if compile_error else ["torch_compile"]) + [f"program{i}" for i in range(len(programs))]
-    timed = {n: {"ms": t.median_ms, "spread": t.spread} for n, t in zip(names, timings, strict=True)}
-    if compile_error:  # torch.compile's failure is its own row's: the programs are timed all the same
-        timed["torch_compile"] = {"error": compile_error}
-    return {**timed, "rounds": len(rounds)}
+    if payload.programs_only:
+        meta["programs_only"] = True
+    elif payload.pytorch_op:
+        meta["pytorch_op"] = Path(payload.pytorch_op).read_text()
+    return meta
+
+
+def pytorch_op_module(source: str) -> types.ModuleType:
+    """A PyTorch-op workload's text run as a fresh module (in the candidate, which cannot read its file): its `Model`
+    is PyTorch's own op, its `get_inputs` and sizes those of the start's inputs file. With no file behind it, its
+    sizes are never rebound (shrink.size_plan reads the file): as written, the bench size."""
+    module = types.ModuleType("klineage_pytorch_op")
+    exec(compile(source, "<pytorch op workload>", "exec"), module.__dict__)
+    return module
 
 
 def references_task(served, frame) -> tuple[dict, dict]:
-    """In the candidate: eager, torch.compile and each program built once (the first request), then one round of
-    them timed interleaved per request."""
-    import torch
-
+    """In the candidate: eager, torch.compile (of the workload's Model, or of PyTorch's op where the request carries
+    its workload's text: `pytorch_op`) and each program built once (the first request), then one round of them timed
+    interleaved per request (`programs_only`: the programs alone). Every call runs on the start workload's input
+    sets."""
     from klineage.gates.common import build, input_sets, rotating
     from klineage.program import install
     from klineage.timing import time_calls
@@ -82,25 +111,39 @@ def references_task(served, frame) -> tuple[dict, dict]:
         init = make_case_init_inputs(wl_module, case)
         cache = Path(meta["input_cache"]) if meta.get("input_cache") else None
         sets = input_sets(wl_module, case, int(meta["sets"]), cache_dir=cache, write_cache=False)
-        eager = build(wl_module.Model, init).cuda()
-        calls = [rotating(eager, sets)]
-        try:
-            compiled = torch.compile(build(wl_module.Model, init).cuda())
-            with torch.no_grad():  # compile now, beside other jobs: only the measurement takes the GPU alone
-                compiled(*sets[0])
-            torch.cuda.synchronize()
-            calls.append(rotating(compiled, sets))
-        except Exception as e:  # Inductor's own failure on a program it cannot compile
-            # a wild program as its own reference: Inductor compiling FlagGems's kernels failed on the H100
-            # (NameError: 'tle' is not defined) and took every program's timing with it (RESULTS.md#wild)
-            torch._dynamo.reset()
-            served.timed["torch_compile_error"] = f"{type(e).__name__}: {str(e)[:300]}"
-        for program in served.spec.others:
-            calls.append(rotating(build(install(program).ModelNew, init).cuda(), sets))
+        calls = [] if meta.get("programs_only") else _reference_calls(served, meta, wl_module, case, init, sets)
+        calls += [rotating(build(install(program).ModelNew, init).cuda(), sets) for program in served.spec.others]
         served.timed["calls"] = calls
     timed = time_calls(served.timed["calls"], float(meta["warmup_ms"]), float(meta["rep_ms"]), int(meta["min_reps"]))
     failed = served.timed.get("torch_compile_error")
     return {}, {"timings": [t.as_dict() for t in timed], **({"torch_compile_error": failed} if failed else {})}
+
+
+def _reference_calls(served, meta: dict, wl_module, case: dict, init: list, sets: list) -> list:
+    """Eager and torch.compile (where Inductor compiles it) of the workload's Model, or of PyTorch's op where the
+    request carries its text, as calls rotating through the start's input sets; torch.compile's failure is kept in
+    `served.timed`."""
+    import torch
+
+    from klineage.gates.common import build, rotating
+    from klineage.workload import make_case_init_inputs
+
+    reference = pytorch_op_module(meta["pytorch_op"]) if meta.get("pytorch_op") else wl_module
+    reference_init = init if reference is wl_module else make_case_init_inputs(reference, case)
+    calls = [rotating(build(reference.Model, reference_init).cuda(), sets)]
+    try:
+        compiled = torch.compile(build(reference.Model, reference_init).cuda())
+        with torch.no_grad():  # compile now, beside other jobs: only the measurement takes the GPU alone
+            compiled(*sets[0])
+        torch.cuda.synchronize()
+        calls.append(rotating(compiled, sets))
+    except Exception as e:  # Inductor's own failure on a program it cannot compile
+        # a wild program as its own reference: Inductor compiling FlagGems's kernels failed on the H100
+        # (NameError: 'tle' is not defined) and took every program's timing with it (RESULTS.md#wild); a
+        # self-reference workload without a PyTorch-op workload still compiles its program
+        torch._dynamo.reset()
+        served.timed["torch_compile_error"] = f"{type(e).__name__}: {str(e)[:300]}"
+    return calls
 
 
 # A references round whose noisiest program (start, expert or a final; not eager or torch.compile, whose own spread
@@ -110,6 +153,35 @@ def references_task(served, frame) -> tuple[dict, dict]:
 # (RESULTS.md#run-24). It was the one job of that run's 32 over 0.15 (the next, 0.074); a run earlier one was too,
 # Liger's RMSNorm at 0.50 (RESULTS.md#run-23): a second round costs a job or two a run.
 REFERENCE_SPREAD = 0.15
+
+# what references_job timed as eager and torch.compile (its result's `eager_of`): the workload's Model, or PyTorch's
+# own op on the same inputs (ReferencesPayload.pytorch_op)
+EAGER_OF_REFERENCE, EAGER_OF_PYTORCH = "reference", "pytorch op"
+
+
+@dataclass(frozen=True)
+class ReferencesPayload:
+    """What references_job times: `request` (the workload, the start, the settings), `programs` side by side, the
+    spread over which a round is timed again, and `pytorch_op`: the path of a workload whose Model is PyTorch's own
+    op on the same inputs (a wild instance's `origin["pytorch"]`), timed as eager and torch.compile in place of the
+    workload's Model. A wild workload's Model is its start program: eager timed the start again, and torch.compile
+    spent 50-106 s a job tracing FlagGems to compare a program with a compiled copy of itself (H100:
+    docs/runs/2026-12-05-h100-wild2). `programs_only`: no eager, no torch.compile, the programs alone (the re-time
+    in a fresh process reads no reference's time, and its cold process compiled them all again for nothing)."""
+
+    request: GateRequest
+    programs: tuple[Program, ...]
+    spread_limit: float = REFERENCE_SPREAD
+    pytorch_op: str | None = None
+    programs_only: bool = False
+
+    @classmethod
+    def of(cls, payload: ReferencesPayload | tuple) -> ReferencesPayload:
+        """A payload as given: this record, or the tuple (request, programs[, spread limit]) callers passed before."""
+        if isinstance(payload, ReferencesPayload):
+            return payload
+        request, programs, *rest = payload
+        return cls(request, tuple(programs), *rest[:1])
 
 
 def _worst_program_spread(timings: list, references: int = 2) -> float:

@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 from klineage.bench.metrics import ROOFLINE_TARGET
-from klineage.bench.references import REFERENCE_SPREAD
+from klineage.bench.references import EAGER_OF_PYTORCH, REFERENCE_SPREAD
 from klineage.config import clip, write_whole
 from klineage.optimize import evidence_line
 
@@ -232,9 +232,17 @@ def _effort_notes(result: dict) -> list[str]:
 
 
 def _timing_notes(result: dict) -> list[str]:
-    """References timed twice, and candidates whose timing failed."""
+    """Instances whose eager and torch.compile are PyTorch's op, references timed twice, and candidates whose timing
+    failed."""
     lines = []
-    if retimed := sorted(name for name, ref in result.get("references", {}).items() if ref.get("rounds", 1) > 1):
+    references = result.get("references", {})
+    if of_pytorch := sorted(name for name, ref in references.items() if ref.get("eager_of") == EAGER_OF_PYTORCH):
+        lines += [
+            "",
+            f"Eager and torch.compile are PyTorch's own op on the same inputs, not the start again "
+            f"({len(of_pytorch)}): {', '.join(of_pytorch)}.",
+        ]
+    if retimed := sorted(name for name, ref in references.items() if ref.get("rounds", 1) > 1):
         lines += [
             "",
             f"References timed twice ({len(retimed)}; a program's spread in the first round was over "

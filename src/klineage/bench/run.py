@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from klineage.bench.metrics import Row, summarize
-from klineage.bench.references import escapes
+from klineage.bench.references import EAGER_OF_REFERENCE, ReferencesPayload, escapes
 from klineage.bench.suites import Instance
 from klineage.config import Settings, clip, device_name, versions
 from klineage.gates import GateRequest
@@ -266,7 +266,8 @@ def _optimize_each(
 
 def _time_references(inst: Instance, workload: Workload, finals: dict[str, Trajectory], plan: BenchPlan) -> dict:
     """PyTorch eager, torch.compile, the start, the expert and each method's final program timed side by side in
-    one job (references_job): per name, its time and spread; or the job's error."""
+    one job (references_job): per name, its time and spread, and which Model eager and torch.compile were
+    (`eager_of`); or the job's error."""
     plan.say(f"{inst.name}: references")
     # each distinct program timed once: a method that kept nothing is its start, not a second sample
     named = [("start", inst.start)] + ([("expert", inst.expert)] if inst.expert else [])
@@ -278,17 +279,24 @@ def _time_references(inst: Instance, workload: Workload, finals: dict[str, Traje
         return {"error": clip(result.error, 2000)}
     timed = {p.hash: result.value[f"program{i}"] for i, p in enumerate(distinct)}
     ref = {k: result.value[k] for k in ("eager", "torch_compile")}
+    ref["eager_of"] = result.value.get("eager_of", EAGER_OF_REFERENCE)
     ref.update({name: timed[p.hash] for name, p in named})
     ref["rounds"] = result.value.get("rounds", 1)
     return ref
 
 
-def _timing_job(inst: Instance, workload: Workload, distinct: list, plan: BenchPlan) -> Job:
-    """The job that times `distinct` programs side by side with the references (references_job)."""
+def _timing_job(
+    inst: Instance, workload: Workload, distinct: list, plan: BenchPlan, programs_only: bool = False
+) -> Job:
+    """The job that times `distinct` programs side by side with the references (references_job): eager and
+    torch.compile of PyTorch's own op where the instance has a PyTorch-op workload (a wild kernel's), else of the
+    workload's Model; with `programs_only` (a re-time, which reads no reference's time), the programs alone."""
     request = GateRequest(str(workload.path), inst.start, plan.device, plan.settings)
+    pytorch_op = inst.origin.get("pytorch") or None
+    payload = ReferencesPayload(request, tuple(distinct), pytorch_op=pytorch_op, programs_only=programs_only)
     return Job(
         "klineage.bench.references:references_job",
-        (request, distinct),
+        payload,
         timeout_s=plan.settings.timeout_s * 2,
         device=plan.device,
         turns=GpuTurns.of(plan.settings),
@@ -302,7 +310,7 @@ def _retime(inst: Instance, workload: Workload, finals: dict[str, Trajectory], p
     plan.say(f"{inst.name}: re-timing the final programs in a fresh process")
     named = [("start", inst.start)] + [(f"final:{method}", t.best) for method, t in finals.items()]
     distinct = list({p.hash: p for _, p in named}.values())
-    job = _timing_job(inst, workload, distinct, plan)
+    job = _timing_job(inst, workload, distinct, plan, programs_only=True)
     with Sandbox(warm=False) as fresh:
         result = fresh.run(job)
     if not result.ok:

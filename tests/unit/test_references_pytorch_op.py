@@ -1,0 +1,151 @@
+"""A wild instance's references time PyTorch's own op as eager and torch.compile, not its workload's Model: that
+Model is the start program (eager timed the start again, 0.03267 ms against 0.03267 ms on gems_mean_dim on the
+H100) and torch.compile of it traced FlagGems for 50-106 s a job to compare a program with a compiled copy of
+itself (docs/runs/2026-12-05-h100-wild2). The job runs only on CUDA: its pieces are tested here, on the CPU."""
+
+import contextlib
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from klineage.bench.references import (
+    EAGER_OF_PYTORCH,
+    EAGER_OF_REFERENCE,
+    REFERENCE_SPREAD,
+    ReferencesPayload,
+    pytorch_op_module,
+    references_meta,
+)
+from klineage.bench.run import _timing_job
+from klineage.bench.suites import Instance
+from klineage.config import Settings
+from klineage.gates.common import build
+from klineage.program import load_program
+from klineage.suites import wild
+from klineage.workload import make_case_init_inputs
+
+
+def _kernel(name: str) -> wild.WildKernel:
+    return next(k for k in wild.catalogue() if k.name == name)
+
+
+def _instance(data_dir, name: str, with_pytorch: bool) -> Instance:
+    files = wild.write(_kernel(name), data_dir)
+    origin = {"package": "flag_gems", "pytorch": str(files.pytorch)} if with_pytorch else {}
+    return Instance(name, files.inputs, load_program(files.program), origin=origin)
+
+
+def _meta_of(inst: Instance, settings: Settings) -> dict:
+    plan = SimpleNamespace(device="cuda", settings=settings)
+    job = _timing_job(inst, SimpleNamespace(path=inst.workload), [inst.start], plan)
+    return references_meta(job.payload)
+
+
+def test_the_judge_sends_the_pytorch_op_workloads_text_only_for_an_instance_that_has_one(data_dir):
+    """The text, not the path: the candidate cannot read the data directory where the file lies."""
+    settings = Settings.from_env(data_dir=data_dir)
+    meta = _meta_of(_instance(data_dir, "gems_mean_dim", with_pytorch=True), settings)
+    assert meta["pytorch_op"] == _kernel("gems_mean_dim").pytorch_source()
+    assert str(data_dir) not in meta["pytorch_op"]
+    assert "pytorch_op" not in _meta_of(_instance(data_dir, "gems_mean_dim", with_pytorch=False), settings)
+
+
+def test_a_tuple_payload_as_callers_passed_before_times_the_workloads_model():
+    request = SimpleNamespace(settings=Settings(), workload_path="w.py")
+    payload = ReferencesPayload.of((request, ["start"]))
+    assert payload == ReferencesPayload(request, ("start",), REFERENCE_SPREAD, None)
+    assert ReferencesPayload.of((request, ["start"], -1.0)).spread_limit == -1.0
+    assert "pytorch_op" not in references_meta(payload) and references_meta(payload)["workload"] == "w.py"
+
+
+def test_the_result_says_which_model_eager_and_torch_compile_ran(monkeypatch, tmp_path):
+    import klineage.gates.candidate as candidate
+    from klineage.bench.references import references_job
+    from klineage.timing import Timing
+
+    asked = []
+
+    def task(_candidate, name, **meta):
+        asked.append(meta)
+        return SimpleNamespace(meta={"timings": [Timing(m, m, m, m, m, 30, m).as_dict() for m in (0.5, 0.4, 0.2)]})
+
+    monkeypatch.setattr(candidate, "spec_for", lambda *a, **k: None)
+    monkeypatch.setattr(candidate, "running", lambda spec: contextlib.nullcontext())
+    monkeypatch.setattr(candidate, "task", task)
+    op = tmp_path / "pytorch.py"
+    op.write_text("class Model: ...\n")
+    request = SimpleNamespace(settings=Settings(), workload_path="w.py")
+    assert references_job(ReferencesPayload(request, ("start",), pytorch_op=str(op)))["eager_of"] == EAGER_OF_PYTORCH
+    assert asked[-1]["pytorch_op"] == "class Model: ...\n"
+    assert references_job((request, ["start"]))["eager_of"] == EAGER_OF_REFERENCE
+    assert "pytorch_op" not in asked[-1]
+
+
+@pytest.mark.parametrize(
+    "name, op",
+    [
+        ("gems_mean_dim", lambda x: x.mean(1)),
+        ("gems_layer_norm", lambda x, w, b: torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b, 1e-5)),
+    ],
+)
+def test_the_candidate_builds_pytorchs_op_from_the_workloads_text(name, op):
+    """As references_task does, on CPU tensors: the module's Model computes PyTorch's op on the start's inputs; with
+    no file behind the module, the case's sizes are not rebound and there are no init inputs."""
+    module = pytorch_op_module(_kernel(name).pytorch_source())
+    assert make_case_init_inputs(module, {"M": 4096, "N": 4096}) == []
+    module.M, module.N = 8, 16  # get_inputs reads the module's sizes: small ones for a CPU test
+    inputs = module.get_inputs()
+    model = build(module.Model, [])
+    torch.testing.assert_close(model(*inputs), op(*inputs), rtol=0, atol=0)
+
+
+def test_a_retime_times_the_programs_alone(monkeypatch, tmp_path):
+    """The re-time in a fresh process reads only the programs' times: no eager, no torch.compile to build again in
+    its cold process (Inductor took 50-106 s a job on the H100's wild programs)."""
+    import klineage.gates.candidate as candidate
+    from klineage.bench.references import references_job
+    from klineage.timing import Timing
+
+    asked = []
+
+    def task(_candidate, name, **meta):
+        asked.append(meta)
+        return SimpleNamespace(meta={"timings": [Timing(m, m, m, m, m, 30, m).as_dict() for m in (0.2, 0.3)]})
+
+    monkeypatch.setattr(candidate, "spec_for", lambda *a, **k: None)
+    monkeypatch.setattr(candidate, "running", lambda spec: contextlib.nullcontext())
+    monkeypatch.setattr(candidate, "task", task)
+    op = tmp_path / "pytorch.py"
+    op.write_text("class Model: ...\n")
+    request = SimpleNamespace(settings=Settings(), workload_path="w.py")
+    result = references_job(ReferencesPayload(request, ("start", "final"), pytorch_op=str(op), programs_only=True))
+    assert asked[-1]["programs_only"] is True and "pytorch_op" not in asked[-1]
+    assert set(result) == {"program0", "program1", "rounds"}
+    assert (result["program0"]["ms"], result["program1"]["ms"]) == (0.2, 0.3)
+
+
+def test_the_bench_retime_asks_for_the_programs_alone(data_dir, monkeypatch):
+    from klineage.bench import run
+
+    inst = _instance(data_dir, "gems_mean_dim", with_pytorch=True)
+    jobs = []
+
+    class Fresh:
+        def __init__(self, warm):
+            assert warm is False
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+        def run(self, job):
+            jobs.append(job)
+            return SimpleNamespace(ok=False, error="not run here")
+
+    monkeypatch.setattr(run, "Sandbox", Fresh)
+    plan = SimpleNamespace(device="cuda", settings=Settings.from_env(data_dir=data_dir), say=lambda text: None)
+    assert run._retime(inst, SimpleNamespace(path=inst.workload), {}, plan) == {"error": "not run here"}
+    assert jobs[0].payload.programs_only is True
