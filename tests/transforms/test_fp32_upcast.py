@@ -85,3 +85,26 @@ def test_simplified_parses_and_no_pattern_no_sites():
     assert T.sites(SIMPLE) == []
     assert T.sites("import triton.language as tl\ndef host(p):\n    return tl.load(p).to(tl.float32)\n") == []
     assert T.sites("def broken(:\n") == []
+
+
+def test_a_program_is_parsed_once_for_its_sites_and_their_rewrite(monkeypatch):
+    """`sites` then `simplify` (and a proposer asking once a skill) read the same program: one parse, kept by the
+    transform; and the sites it hands out are copies, so a caller cannot change what the next one gets."""
+    from klineage.transforms import _anchored
+
+    parses = []
+    real = _anchored.Module
+
+    def counted(source):
+        parses.append(source)
+        return real(source)
+
+    monkeypatch.setattr(_anchored, "Module", counted)
+    t = Fp32Upcast()
+    first = t.sites(EXPERT)
+    first[0].params["dtype"] = "changed"
+    again = t.sites(EXPERT)
+    simplified = t.simplify(EXPERT, again[0])
+    assert len(parses) == 1 and again[0].params.get("dtype") != "changed"
+    assert t.optimize_sites(simplified) == t.optimize_sites(simplified) and len(parses) == 2
+    assert simplified == Fp32Upcast().simplify(EXPERT, again[0])  # a fresh transform agrees

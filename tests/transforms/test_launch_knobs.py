@@ -93,3 +93,18 @@ def test_skips():
     assert t.optimize_sites(tuned.replace("@libtuner(configs=get(), key=['M'])\n", "")) == []  # no launch
     assert len(t.optimize_sites(tuned.replace("@libtuner(configs=get(), key=['M'])\n", "") + "k[(1,)](x)\n")) == 1
     assert t.sites("def broken(:\n") == []
+
+
+def test_the_sites_of_a_program_are_found_once_and_handed_out_as_copies(monkeypatch):
+    from klineage.transforms import launch_knobs
+
+    t, runs = LaunchKnobs(), []
+    real = t._scoped_run
+    monkeypatch.setattr(t, "_scoped_run", lambda *a: runs.append(a) or real(*a))
+    src = installed_source("liger_kernel.ops.rms_norm")
+    first = t.sites(src)
+    first[0].params["num_warps"] = "64"
+    again = t.sites(src)
+    assert len(runs) == 1 and again[0].params.get("num_warps") != "64"
+    assert t.optimize_sites(src) == t.optimize_sites(src) and len(runs) == 2
+    assert launch_knobs.FOUND_KEPT >= 2

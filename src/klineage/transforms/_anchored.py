@@ -8,7 +8,9 @@ function enclosing the anchor (a function anchor names itself). Not a family: re
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable
+from typing import ClassVar
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
@@ -215,8 +217,15 @@ def with_leading(stmt: cst.CSTNode, lines) -> cst.CSTNode:
     return stmt.with_changes(leading_lines=tuple(lines))
 
 
+# parsed programs an anchored transform keeps (libcst's parse with positions and parents: 0.5-2 s for one of
+# Liger's modules on this 2-core machine, the most of a site search); the anchors are immutable libcst nodes
+FOUND_KEPT = 8
+
+
 class AnchoredTransform(Transform):
     """Base for families matched on the whole module and rewritten at one anchor node."""
+
+    keeps_found: ClassVar[bool] = True  # False: a family whose anchors lean on state its last parse left behind
 
     def expert_anchors(self, module: Module) -> list[tuple[cst.CSTNode, dict]]:
         raise NotImplementedError
@@ -234,12 +243,23 @@ class AnchoredTransform(Transform):
         return {}
 
     def _found(self, source: str, plain: bool):
+        """The parsed program and its anchors, sorted in source order; the last FOUND_KEPT kept by this transform,
+        as `sites` then `simplify`, or `optimize_sites` then `optimize`, parse the same program twice, and a proposer
+        asks a transform for the same program once a skill."""
+        kept = self.__dict__.setdefault("_found_kept", OrderedDict()) if self.keeps_found else {}
+        key = (plain, source)
+        if key in kept:
+            kept.move_to_end(key)
+            return kept[key]
         try:
             module = Module(source)
             anchors = self.plain_anchors(module) if plain else self.expert_anchors(module)
         except (cst.ParserSyntaxError, RecursionError, ValueError, KeyError, IndexError, AttributeError, TypeError):
             return None, []  # odd code: no site
         anchors.sort(key=lambda a: (module.line(a[0]), module.positions[a[0]].start.column))
+        kept[key] = (module, anchors)
+        if len(kept) > FOUND_KEPT:
+            kept.popitem(last=False)
         return module, anchors
 
     def _sites(self, source: str, plain: bool) -> list[Site]:
@@ -252,9 +272,8 @@ class AnchoredTransform(Transform):
                 )
             except (KeyError, ValueError, cst.ParserSyntaxError):
                 after = node  # a preview needs parameters some families cannot guess
-            sites.append(
-                Site(self.id, module.function_of(node), i, module.line(node), node_code(node), node_code(after), params)
-            )
+            where = (module.function_of(node), i, module.line(node))
+            sites.append(Site(self.id, *where, node_code(node), node_code(after), dict(params)))
         return sites
 
     def _apply(self, source: str, site: Site, plain: bool, params: dict | None) -> str:

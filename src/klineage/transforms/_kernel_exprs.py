@@ -218,5 +218,6 @@ class StatementSites:
                 after_code = node_code(stmt.with_changes(leading_lines=()).deep_replace(node, after))
             else:
                 before_code, after_code = node_code(node), node_code(after)
-            sites.append(Site(self.id, module.function_of(node), i, module.line(node), before_code, after_code, params))
+            site = Site(self.id, module.function_of(node), i, module.line(node), before_code, after_code, dict(params))
+            sites.append(site)
         return sites

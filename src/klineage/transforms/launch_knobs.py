@@ -8,6 +8,9 @@ launch stays one-argument-per-line and round trips exactly)."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from dataclasses import replace
+
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
@@ -23,6 +26,7 @@ from klineage.transform import (
     launched_kernel,
     register,
 )
+from klineage.transforms._anchored import FOUND_KEPT
 
 KNOBS = ("num_warps", "num_stages")
 
@@ -122,20 +126,31 @@ class ScopedNodeTransform(NodeTransform):
         out = MetadataWrapper(module).visit(rewriter)
         return out.code, rewriter.found
 
+    def _kept_sites(self, kind: str, source: str, find) -> list:
+        """The sites of `source` found once and kept (the last FOUND_KEPT programs): a proposer asks for them once
+        a skill; copies are handed out, so no caller changes what the next one reads."""
+        kept = self.__dict__.setdefault("_sites_kept", OrderedDict())
+        key = (kind, source)
+        if key not in kept:
+            try:
+                kept[key] = find()
+            except cst.ParserSyntaxError:
+                kept[key] = []
+            if len(kept) > FOUND_KEPT:
+                kept.popitem(last=False)
+        kept.move_to_end(key)
+        return [replace(site, params=dict(site.params)) for site in kept[key]]
+
     def sites(self, source):
-        try:
-            return self._scoped_run(source, self.expert, self.simple, None)[1]
-        except cst.ParserSyntaxError:
-            return []
+        return self._kept_sites("expert", source, lambda: self._scoped_run(source, self.expert, self.simple, None)[1])
 
     def simplify(self, source, site):
         return self._scoped_run(source, self.expert, self.simple, site.index)[0]
 
     def optimize_sites(self, source):
-        try:
-            return self._scoped_run(source, self.plain, self._optimized_default, None)[1]
-        except cst.ParserSyntaxError:
-            return []
+        return self._kept_sites(
+            "plain", source, lambda: self._scoped_run(source, self.plain, self._optimized_default, None)[1]
+        )
 
     def optimize(self, source, site, params):
         return self._scoped_run(source, self.plain, lambda n, ctx: self.optimized(n, {**ctx, **params}), site.index)[0]

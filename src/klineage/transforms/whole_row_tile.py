@@ -454,6 +454,10 @@ class WholeRowTile(AnchoredTransform):
     def scaled_ladder(self, source: str, kernel: str, factor: float) -> str | None:
         return scaled_ladder(source, kernel, factor)
 
+    # `simple` reads what the last `expert_anchors` recorded of its anchors (self._looped): anchors kept from an
+    # earlier parse would not be in it
+    keeps_found = False
+
     def default_params(self) -> dict:
         return {"cap": str(FUSED_CAP)}
 
