@@ -59,20 +59,27 @@ def test_a_tuple_payload_as_callers_passed_before_times_the_workloads_model():
     assert "pytorch_op" not in references_meta(payload) and references_meta(payload)["workload"] == "w.py"
 
 
-def test_the_result_says_which_model_eager_and_torch_compile_ran(monkeypatch, tmp_path):
+def _answering(monkeypatch, medians: tuple[float, ...]):
+    """references_job with its candidate replaced: every task answers timings of these medians; the task metas it
+    was asked with are recorded."""
     import klineage.gates.candidate as candidate
     from klineage.bench.references import references_job
     from klineage.timing import Timing
 
-    asked = []
+    asked: list[dict] = []
 
     def task(_candidate, name, **meta):
         asked.append(meta)
-        return SimpleNamespace(meta={"timings": [Timing(m, m, m, m, m, 30, m).as_dict() for m in (0.5, 0.4, 0.2)]})
+        return SimpleNamespace(meta={"timings": [Timing(m, m, m, m, m, 30, m).as_dict() for m in medians]})
 
     monkeypatch.setattr(candidate, "spec_for", lambda *a, **k: None)
     monkeypatch.setattr(candidate, "running", lambda spec: contextlib.nullcontext())
     monkeypatch.setattr(candidate, "task", task)
+    return asked, references_job
+
+
+def test_the_result_says_which_model_eager_and_torch_compile_ran(monkeypatch, tmp_path):
+    asked, references_job = _answering(monkeypatch, (0.5, 0.4, 0.2))
     op = tmp_path / "pytorch.py"
     op.write_text("class Model: ...\n")
     request = SimpleNamespace(settings=Settings(), workload_path="w.py")
@@ -103,19 +110,7 @@ def test_the_candidate_builds_pytorchs_op_from_the_workloads_text(name, op):
 def test_a_retime_times_the_programs_alone(monkeypatch, tmp_path):
     """The re-time in a fresh process reads only the programs' times: no eager, no torch.compile to build again in
     its cold process (Inductor took 50-106 s a job on the H100's wild programs)."""
-    import klineage.gates.candidate as candidate
-    from klineage.bench.references import references_job
-    from klineage.timing import Timing
-
-    asked = []
-
-    def task(_candidate, name, **meta):
-        asked.append(meta)
-        return SimpleNamespace(meta={"timings": [Timing(m, m, m, m, m, 30, m).as_dict() for m in (0.2, 0.3)]})
-
-    monkeypatch.setattr(candidate, "spec_for", lambda *a, **k: None)
-    monkeypatch.setattr(candidate, "running", lambda spec: contextlib.nullcontext())
-    monkeypatch.setattr(candidate, "task", task)
+    asked, references_job = _answering(monkeypatch, (0.2, 0.3))
     op = tmp_path / "pytorch.py"
     op.write_text("class Model: ...\n")
     request = SimpleNamespace(settings=Settings(), workload_path="w.py")
