@@ -9,7 +9,7 @@
 #                                                              # JOBS at a time (a device run's PRIOR)
 #
 # The pipeline, all of it stopped at MINUTES after the start (what finished is kept):
-#   T. the GPU tests not yet run on the H200 since the judge moved out of the candidate (GPU_TESTS_K), beside A;
+#   T. the GPU tests named by GPU_TESTS_K (those not yet run on a GPU), beside A;
 #   A. every expert mined on the GPU, walked and timed (`klineage mine-ecosystem --only NAME`, and the six bundled
 #      experts through `klineage mine`), MINE_JOBS at a time, each in its own data directory, --max-steps
 #      MAX_STEPS --no-probe (probing on the GPU does not fit this budget: the skills keep their conditions unprobed);
@@ -47,7 +47,8 @@ WALK_DEVICE="${WALK_DEVICE:-}"    # cpu: a walk not in PRIOR is walked on this m
 LIBRARY="${LIBRARY:-}"            # a library folder made by an earlier run on this GPU kind (carried): no stage A
 TIMED="${TIMED:-}"                # home-NAME folders timed by earlier runs on this GPU kind (carried): not mined again
 GPU_TESTS_FILES="${GPU_TESTS_FILES:-tests/gpu/test_gates_gpu.py tests/gpu/test_optimize_gpu.py}"
-GPU_TESTS_K="${GPU_TESTS_K-neutral_rewrite_of_an_autotuned or honest_profile_records or cheat_fails_on_gpu or control_passes_on_gpu}"
+# the GPU tests not yet run on a GPU: the NVML busy share (many_tiny_launches) with the clock tests beside it
+GPU_TESTS_K="${GPU_TESTS_K-many_tiny_launches or patched_clock or honest_profile_records or cheat_fails_on_gpu}"
 mkdir -p "$OUT"
 
 env_setup() {
