@@ -22,14 +22,6 @@ def _is_load(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Call) and dotted(node.func) == "tl.load"
 
 
-def _loaded_names_of(fn: cst.FunctionDef, cache: dict) -> set[str]:
-    """loaded_names, once a kernel: `cache.setdefault(id(fn), loaded_names(fn))` walked the whole kernel again for
-    every name and call in it (2108 walks, 38 of 51 s profiled, for two round trips of Liger's swiglu module)."""
-    if id(fn) not in cache:
-        cache[id(fn)] = loaded_names(fn)
-    return cache[id(fn)]
-
-
 def loaded_names(fn: cst.FunctionDef) -> set[str]:
     """Names in a kernel that only ever hold loaded values: every assignment to them is `tl.load(...)`, a cast of
     such a load, the name itself, or a cast of the name itself; at least one is a load. Parameters, loop targets,
@@ -108,25 +100,25 @@ class Fp32Upcast(StatementSites, AnchoredTransform):
     robustness_predicate = "tolerance"
 
     def expert_anchors(self, module: Module):
-        found, cache = [], {}
+        found = []
         for call in kernel_nodes(module, cst.Call):
             inner = cast_of(call, FP32)
             if inner is None or getattr(inner, "lpar", ()):
                 continue
             fn = module.enclosing(call)
-            names = _loaded_names_of(fn, cache)
+            names = module.once(fn, loaded_names)
             if _is_load(inner) or (isinstance(inner, cst.Name) and inner.value in names):
                 found.append((call, {"dtype": FP32}))
         return found
 
     def plain_anchors(self, module: Module):
-        found, cache = [], {}
+        found = []
         for node in kernel_nodes(module, cst.Call):
             if _is_load(node) and not is_cast_receiver(module, node):
                 found.append((node, {}))
         for node in kernel_nodes(module, cst.Name):
             fn = module.enclosing(node)
-            names = _loaded_names_of(fn, cache)
+            names = module.once(fn, loaded_names)
             if node.value in names and is_value_use(module, node) and not is_cast_receiver(module, node):
                 found.append((node, {}))
         return found

@@ -111,7 +111,7 @@ class ScalarDtypePin(StatementSites, AnchoredTransform):
                 isinstance(inner, cst.Name)
                 and not inner.lpar
                 and not _INT_NAME.search(inner.value)
-                and inner.value in scalar_params(module.enclosing(call))
+                and inner.value in module.once(module.enclosing(call), scalar_params)
             ):
                 found.append((call, {"dtype": FP32}))
         return found
@@ -124,7 +124,7 @@ class ScalarDtypePin(StatementSites, AnchoredTransform):
                 is_value_use(module, name)
                 and not is_cast_receiver(module, name)
                 and not _INT_NAME.search(name.value)
-                and name.value in scalar_params(fn)
+                and name.value in module.once(fn, scalar_params)
             ):
                 found.append((name, {}))
         return found
