@@ -227,9 +227,20 @@ def with_leading(stmt: cst.CSTNode, lines) -> cst.CSTNode:
     return stmt.with_changes(leading_lines=tuple(lines))
 
 
-# parsed programs an anchored transform keeps (libcst's parse with positions and parents: 0.5-2 s for one of
-# Liger's modules on this 2-core machine, the most of a site search); the anchors are immutable libcst nodes
+# parsed programs a transform keeps (libcst's parse with positions and parents: 0.5-2 s for one of Liger's modules
+# on this 2-core machine, the most of a site search); the anchors are immutable libcst nodes
 FOUND_KEPT = 8
+
+
+def kept(owner: object, key: tuple, compute: Callable[[], Any]) -> Any:
+    """`compute()` once per `key`, the last FOUND_KEPT results kept on `owner` (a transform), most recent last."""
+    store = owner.__dict__.setdefault("_kept", OrderedDict())
+    if key not in store:
+        store[key] = compute()
+        if len(store) > FOUND_KEPT:
+            store.popitem(last=False)
+    store.move_to_end(key)
+    return store[key]
 
 
 class AnchoredTransform(Transform):
@@ -256,20 +267,17 @@ class AnchoredTransform(Transform):
         """The parsed program and its anchors, sorted in source order; the last FOUND_KEPT kept by this transform,
         as `sites` then `simplify`, or `optimize_sites` then `optimize`, parse the same program twice, and a proposer
         asks a transform for the same program once a skill."""
-        kept = self.__dict__.setdefault("_found_kept", OrderedDict()) if self.keeps_found else {}
-        key = (plain, source)
-        if key in kept:
-            kept.move_to_end(key)
-            return kept[key]
+        if not self.keeps_found:
+            return self._parse_and_anchor(source, plain)
+        return kept(self, ("found", plain, source), lambda: self._parse_and_anchor(source, plain))
+
+    def _parse_and_anchor(self, source: str, plain: bool):
         try:
             module = Module(source)
             anchors = self.plain_anchors(module) if plain else self.expert_anchors(module)
         except (cst.ParserSyntaxError, RecursionError, ValueError, KeyError, IndexError, AttributeError, TypeError):
             return None, []  # odd code: no site
         anchors.sort(key=lambda a: (module.line(a[0]), module.positions[a[0]].start.column))
-        kept[key] = (module, anchors)
-        if len(kept) > FOUND_KEPT:
-            kept.popitem(last=False)
         return module, anchors
 
     def _sites(self, source: str, plain: bool) -> list[Site]:

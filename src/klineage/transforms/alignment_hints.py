@@ -86,13 +86,10 @@ class AlignmentHints(AnchoredTransform):
     def plain_anchors(self, module: Module):
         """Index values of one dimension only: one bound on a block of two is a compile error (FlagGems's amax,
         `inp = inp + rows * N` with `rows` a column, failed so on the H100: RESULTS.md#wild-h100)."""
-        found, wide = [], {}
+        found = []
         for node in kernel_nodes(module, cst.BaseExpression):
             if single_name_assign_value(module, node) and int_like(node) and not isinstance(node, cst.Integer):
-                fn = module.enclosing(node)
-                if fn not in wide:
-                    wide[fn] = wide_names(fn)
-                if not (names_in(node) & wide[fn]):
+                if not (names_in(node) & module.once(module.enclosing(node), wide_names)):
                     found.append((node, {}))
         return found
 

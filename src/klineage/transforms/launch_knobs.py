@@ -8,7 +8,6 @@ launch stays one-argument-per-line and round trips exactly)."""
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import replace
 
 import libcst as cst
@@ -26,7 +25,7 @@ from klineage.transform import (
     launched_kernel,
     register,
 )
-from klineage.transforms._anchored import FOUND_KEPT
+from klineage.transforms._anchored import kept
 
 KNOBS = ("num_warps", "num_stages")
 
@@ -127,19 +126,16 @@ class ScopedNodeTransform(NodeTransform):
         return out.code, rewriter.found
 
     def _kept_sites(self, kind: str, source: str, find) -> list:
-        """The sites of `source` found once and kept (the last FOUND_KEPT programs): a proposer asks for them once
-        a skill; copies are handed out, so no caller changes what the next one reads."""
-        kept = self.__dict__.setdefault("_sites_kept", OrderedDict())
-        key = (kind, source)
-        if key not in kept:
+        """The sites of `source` found once and kept (_anchored.kept): a proposer asks for them once a skill; copies
+        are handed out, so no caller changes what the next one reads."""
+
+        def found() -> list:
             try:
-                kept[key] = find()
+                return find()
             except cst.ParserSyntaxError:
-                kept[key] = []
-            if len(kept) > FOUND_KEPT:
-                kept.popitem(last=False)
-        kept.move_to_end(key)
-        return [replace(site, params=dict(site.params)) for site in kept[key]]
+                return []
+
+        return [replace(site, params=dict(site.params)) for site in kept(self, ("sites", kind, source), found)]
 
     def sites(self, source):
         return self._kept_sites("expert", source, lambda: self._scoped_run(source, self.expert, self.simple, None)[1])
