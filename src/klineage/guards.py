@@ -89,7 +89,15 @@ ALLOWED_OPS = ALLOCATION_OPS | {
     "fill_",
     "zero_",
     "arange",
+    # dtypes alone in, a dtype or a bool out: no tensor's data is read (FlagGems's cat, stack and kron wrappers ask
+    # `torch.promote_types`; refusing them refused three correct programs, RESULTS.md#wild-gates)
+    "promote_types",
+    "result_type",
+    "can_cast",
 }
+# copies whose result holds their source's bytes: a copy of what a kernel wrote was written by that kernel
+# (FlagGems's index_select returns `out.permute(order).contiguous()`)
+PROVENANCE_COPIES = {"clone", "_to_copy", "copy_", "contiguous", "lift_fresh_copy"}
 
 
 @dataclass
@@ -387,8 +395,13 @@ def _make_forward_guard(guard_bytes: int, host_ops: frozenset[str] = frozenset()
             out = func(*args, **kwargs)
             if name in host_ops and name not in ALLOWED_OPS:
                 # provenance flows through an allowed host op: a sum of kernel-written partials counts as written
-                written = self.derived.union(*(launch.storages for launch in TRACER.launches))
-                if _storages_of([*args, *kwargs.values()]) & written:
+                if _storages_of([*args, *kwargs.values()]) & self.written():
+                    self.derived |= _storages_of([out])
+            elif name in PROVENANCE_COPIES:
+                # a copy's source only: `out.copy_(host_values)` into a buffer a kernel was handed stays unproven
+                # (tests/adversarial/programs/noop_kernel_copy_host.py)
+                source = args[1:2] if name == "copy_" else args[:1]
+                if _storages_of(source) & self.written():
                     self.derived |= _storages_of([out])
             if name in ALLOCATION_OPS and isinstance(out, torch.Tensor) and out.numel():
                 guarded = guarded_empty(
@@ -398,6 +411,10 @@ def _make_forward_guard(guard_bytes: int, host_ops: frozenset[str] = frozenset()
                     guarded.copy_(out)  # zeros/ones/full keep their values; only the guards are poison
                 return guarded
             return out
+
+        def written(self) -> set[int]:
+            """Storages a kernel of this forward was handed, or derived from them on the host."""
+            return self.derived.union(*(launch.storages for launch in TRACER.launches))
 
     return ForwardGuard()
 

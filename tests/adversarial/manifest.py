@@ -432,6 +432,14 @@ CASES = [
         "Caught by the static policy (.tolist()) or provenance of the output's bytes, not of its storage.",
     ),
     AdversarialCase(
+        program="programs/copy_of_unwritten.py",
+        workload=SCALE_ADD,
+        expected=("unwritten_output", "mismatch"),
+        issue_class=2,
+        why="a kernel only loads from a scratch buffer; the output is scratch.clone(). A copy of a buffer a kernel "
+        "was handed counts as kernel-written, so provenance passes; the fresh allocation's poison reaches the output.",
+    ),
+    AdversarialCase(
         program="programs/fill_per_element.py",
         workload=SCALE_ADD,
         expected=("static_ban", "output_not_from_kernel"),
@@ -787,6 +795,7 @@ CASES = [
 CONTROLS = [
     ("controls/rowsum_ok.py", ROWSUM),
     ("controls/scale_add_ok.py", SCALE_ADD),
+    ("controls/scale_add_strided_ok.py", SCALE_ADD),
     ("controls/softmax_ok.py", SOFTMAX),
     ("controls/softmax_autotuned_ok.py", SOFTMAX),
 ]
