@@ -369,7 +369,7 @@ class NodeRewriter(cst.CSTTransformer):
 
 
 def _run(source: str, node_type, match: Match, rewrite: Rewrite | None, target: int | None, transform: str):
-    wrapper = MetadataWrapper(cst.parse_module(source))
+    wrapper = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)  # parsed here: no copy needed
     rewriter = NodeRewriter(node_type, match, rewrite, target, transform)
     module = wrapper.visit(rewriter)
     return module.code, rewriter.found

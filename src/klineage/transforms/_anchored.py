@@ -22,7 +22,9 @@ class Module:
     """A parsed program with positions and parents resolved, and lookups the families share."""
 
     def __init__(self, source: str):
-        wrapper = MetadataWrapper(cst.parse_module(source))
+        # the tree was parsed here, so nothing else holds it: the wrapper's defensive deep copy (0.13-0.16 s of a
+        # Liger module's 0.9 s parse and resolve on 2 cores) is skipped
+        wrapper = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)
         self.tree = wrapper.module
         self.positions = wrapper.resolve(PositionProvider)
         self.parents = wrapper.resolve(ParentNodeProvider)

@@ -19,6 +19,7 @@ from klineage.transforms._anchored import (
     Module,
     bound_once,
     constexpr_params,
+    kept,
     kernel_param_for,
     launches,
     names_in,
@@ -111,9 +112,28 @@ def _factor(node: cst.BaseExpression, names: set[str]) -> dict | None:
     return None
 
 
-def _tainted(fns: list[cst.FunctionDef], kernel: cst.FunctionDef, param: str) -> set[tuple[str, str]]:
+def _assignments(fn: cst.FunctionDef) -> list[tuple[frozenset[str], frozenset[str]]]:
+    """(names read, names bound) of each assignment in a function."""
+    out = []
+    for node in nodes_under(fn.body, (cst.Assign, cst.AugAssign)):
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        out.append((frozenset(names_in(node.value)), frozenset().union(*(names_in(t) for t in targets))))
+    return out
+
+
+def _call_args(fn: cst.FunctionDef) -> list[tuple[str, tuple[frozenset[str] | None, ...]]]:
+    """(callee, the names of each argument, None for a keyword argument) of each call in a function."""
+    return [
+        (dotted(call.func), tuple(frozenset(names_in(a.value)) if a.keyword is None else None for a in call.args))
+        for call in nodes_under(fn.body, cst.Call)
+    ]
+
+
+def _tainted(module: Module, fns: list[cst.FunctionDef], kernel: cst.FunctionDef, param: str) -> set[tuple[str, str]]:
     """(function, name) pairs whose value the scale reaches: assignments in a function from a reached name, and
-    the parameters of a jit helper called with one, to a fixed point (loop-carried values included)."""
+    the parameters of a jit helper called with one, to a fixed point (loop-carried values included). Each
+    function's assignments and calls are read once a parse (`Module.once`): walking them again for every pass and
+    every parameter took 15.8 of the 29 s (profiled) of the bundled attention expert's round trip."""
     reached = {(kernel.name.value, param)}
     by_name = {fn.name.value: fn for fn in fns}
     changed = True
@@ -121,21 +141,18 @@ def _tainted(fns: list[cst.FunctionDef], kernel: cst.FunctionDef, param: str) ->
         changed = False
         for fn in fns:
             mine = {n for f, n in reached if f == fn.name.value}
-            for node in nodes_under(fn.body, (cst.Assign, cst.AugAssign)):
-                value = node.value
-                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-                if names_in(value) & mine:
-                    for target in targets:
-                        for name in names_in(target) - mine:
-                            reached.add((fn.name.value, name))
-                            changed = True
-            for call in nodes_under(fn.body, cst.Call):
-                callee = by_name.get(dotted(call.func))
+            for read, bound in module.once(fn, _assignments):
+                if read & mine:
+                    for name in bound - mine:
+                        reached.add((fn.name.value, name))
+                        changed = True
+            for name, args in module.once(fn, _call_args):
+                callee = by_name.get(name)
                 if callee is None:
                     continue
                 params = [p.name.value for p in callee.params.params]
-                for i, arg in enumerate(call.args):
-                    if arg.keyword is None and i < len(params) and names_in(arg.value) & mine:
+                for i, arg in enumerate(args):
+                    if arg is not None and i < len(params) and arg & mine:
                         if (callee.name.value, params[i]) not in reached:
                             reached.add((callee.name.value, params[i]))
                             changed = True
@@ -148,40 +165,53 @@ INDEX_ARGS = ("range", "tl.range", "tl.static_range", "tl.arange", "tl.multiple_
 MEMORY = ("tl.load", "tl.store", "tl.make_block_ptr", "tl.advance", "tl.make_tensor_descriptor")
 
 
-def _reaches_addresses(fns: list[cst.FunctionDef], reached: set[tuple[str, str]]) -> bool:
+def _address_names(fn: cst.FunctionDef) -> list[frozenset[str]]:
+    """The names in each index, address, mask or trip count a function passes."""
+    out = []
+    for call in nodes_under(fn.body, cst.Call):
+        name = dotted(call.func)
+        method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
+        if name in INDEX_ARGS:
+            parts = [a.value for a in call.args]
+        elif name in MEMORY or name.startswith("tl.atomic_") or method in ("load", "store"):
+            parts = [
+                a.value
+                for i, a in enumerate(call.args)
+                if (a.keyword is None and i == 0)
+                or (a.keyword is not None and a.keyword.value in ("pointer", "mask", "base", "offsets"))
+            ]
+            if method in ("load",) and name not in MEMORY:
+                parts = [a.value for a in call.args]  # a descriptor's load: every argument is an offset
+        else:
+            continue
+        out.append(frozenset().union(*(names_in(part) for part in parts)))
+    return out
+
+
+def _reaches_addresses(module: Module, fns: list[cst.FunctionDef], reached: set[tuple[str, str]]) -> bool:
     for fn in fns:
         mine = {n for f, n in reached if f == fn.name.value}
-        for call in nodes_under(fn.body, cst.Call):
-            name = dotted(call.func)
-            method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
-            if name in INDEX_ARGS:
-                parts = [a.value for a in call.args]
-            elif name in MEMORY or name.startswith("tl.atomic_") or method in ("load", "store"):
-                parts = [
-                    a.value
-                    for i, a in enumerate(call.args)
-                    if (a.keyword is None and i == 0)
-                    or (a.keyword is not None and a.keyword.value in ("pointer", "mask", "base", "offsets"))
-                ]
-                if method in ("load",) and name not in MEMORY:
-                    parts = [a.value for a in call.args]  # a descriptor's load: every argument is an offset
-            else:
-                continue
-            if any(names_in(part) & mine for part in parts):
-                return True
+        if any(names & mine for names in module.once(fn, _address_names)):
+            return True
     return False
 
 
-def _mixes_units(fns: list[cst.FunctionDef], reached: set[tuple[str, str]]) -> bool:
+def _sums(fn: cst.FunctionDef) -> list[tuple[frozenset[str], frozenset[str]]]:
+    """The value names on each side of each sum or difference in a function (constexprs and constants left out)."""
+    skip = NOT_VALUES | constexpr_params(fn)
+    return [
+        (frozenset(names_in(node.left) - skip), frozenset(names_in(node.right) - skip))
+        for node in nodes_under(fn.body, cst.BinaryOperation)
+        if isinstance(node.operator, cst.Add | cst.Subtract)
+    ]
+
+
+def _mixes_units(module: Module, fns: list[cst.FunctionDef], reached: set[tuple[str, str]]) -> bool:
     """A sum or difference of a value the scale reaches and a value it does not (`x * scale + bias`): after the
     fold only one side would be in log2 units."""
     for fn in fns:
         mine = {n for f, n in reached if f == fn.name.value}
-        skip = NOT_VALUES | constexpr_params(fn)
-        for node in nodes_under(fn.body, cst.BinaryOperation):
-            if not isinstance(node.operator, cst.Add | cst.Subtract):
-                continue
-            left, right = names_in(node.left) - skip, names_in(node.right) - skip
+        for left, right in module.once(fn, _sums):
             if bool(left & mine) != bool(right & mine) and (left if not left & mine else right):
                 return True
     return False
@@ -225,8 +255,8 @@ def _plans(source: str, plain: bool) -> tuple[Module | None, list[_Plan]]:
                 continue
             # both ways: the scale reaches every exponential (one it does not reach would change base), and no
             # address, trip count or unscaled addend (the fold would change those)
-            reached = _tainted(region, kernel, param)
-            if _reaches_addresses(region, reached) or _mixes_units(region, reached):
+            reached = _tainted(module, region, kernel, param)
+            if _reaches_addresses(module, region, reached) or _mixes_units(module, region, reached):
                 continue
             if any(not {(module.function_of(c), n) for n in names_in(c.args[0].value)} & reached for c in exps):
                 continue
@@ -318,20 +348,25 @@ class Exp2FoldedScale(Transform):
     def default_params(self) -> dict:
         return {"form": "div", "constant": repr(LOG2E)}
 
+    def _plans(self, source: str, plain: bool) -> tuple[Module | None, list[_Plan]]:
+        """A program's plans, the last few kept: `sites` then `simplify` (or `optimize_sites` then `optimize`) plan
+        the same program twice."""
+        return kept(self, ("plans", plain, source), lambda: _plans(source, plain))
+
     def _site(self, plan: _Plan, i: int, after: cst.BaseExpression) -> Site:
         return Site(self.id, plan.kernel, i, plan.line, node_code(plan.hosts[0]), node_code(after), plan.params)
 
     def sites(self, source: str) -> list[Site]:
-        _, plans = _plans(source, plain=False)
+        _, plans = self._plans(source, plain=False)
         return [self._site(p, i, _without_factor(p.hosts[0], p.params["form"])) for i, p in enumerate(plans)]
 
     def optimize_sites(self, source: str) -> list[Site]:
-        _, plans = _plans(source, plain=True)
+        _, plans = self._plans(source, plain=True)
         d = self.default_params()
         return [self._site(p, i, _with_factor(p.hosts[0], d["form"], d["constant"])) for i, p in enumerate(plans)]
 
     def simplify(self, source: str, site: Site) -> str:
-        module, plans = _plans(source, plain=False)
+        module, plans = self._plans(source, plain=False)
         plan = self._plan(plans, site)
         new = {id(c): (lambda n: _renamed(n, EXP2)) for c in plan.exps}
         for h in plan.hosts:
@@ -339,7 +374,7 @@ class Exp2FoldedScale(Transform):
         return module.tree.visit(_Replace(new)).code
 
     def optimize(self, source: str, site: Site, params: dict) -> str:
-        module, plans = _plans(source, plain=True)
+        module, plans = self._plans(source, plain=True)
         plan = self._plan(plans, site)
         form = params.get("form", "div")
         if form not in ("div", "x*c", "c*x"):

@@ -122,7 +122,7 @@ class ScopedNodeTransform(NodeTransform):
         self.kernels, self._scope = kernel_names(module), []
         self.autotuned = {s.name.value for s in module.body if isinstance(s, cst.FunctionDef) and is_autotuned(s)}
         rewriter = _ScopedRewriter(self, self.node_type, match, rewrite, target, self.id)
-        out = MetadataWrapper(module).visit(rewriter)
+        out = MetadataWrapper(module, unsafe_skip_copy=True).visit(rewriter)  # parsed above: no copy needed
         return out.code, rewriter.found
 
     def _kept_sites(self, kind: str, source: str, find) -> list:
