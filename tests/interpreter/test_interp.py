@@ -48,6 +48,10 @@ def test_bf16_arithmetic_scalars_libdevice_and_autotune(sandbox):
     # walked them again, 3 ms a call: 181 walks
     assert errors["patches_per_grid"] <= 10
     assert errors["row_sums"] < 1e-5
+    # the overflow checks whose assert does nothing without `debug` are off (over half of an index-heavy kernel's
+    # interpreted time), on again for a debug run; int32 arithmetic still wraps
+    assert errors["overflow_checks"] == (False, True)
+    assert errors["int32_wraps"] == 0.0
     assert errors["restored_after_grid"] == 0.0  # the grid's own patch is still undone when it ends
     calls = errors["combine_calls"]
     assert calls == {"welford": 6, "argmax_left": 3, "max_right": 6, "branching": 16}  # log2 of 64, 8, 64; then
