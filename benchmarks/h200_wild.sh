@@ -48,7 +48,7 @@ LIBRARY="${LIBRARY:-}"            # a library folder made by an earlier run on t
 TIMED="${TIMED:-}"                # home-NAME folders timed by earlier runs on this GPU kind (carried): not mined again
 GPU_TESTS_FILES="${GPU_TESTS_FILES:-tests/gpu/test_gates_gpu.py tests/gpu/test_optimize_gpu.py}"
 # the GPU tests not yet run on a GPU: the NVML busy share (many_tiny_launches) with the clock tests beside it
-GPU_TESTS_K="${GPU_TESTS_K-many_tiny_launches or patched_clock or honest_profile_records or cheat_fails_on_gpu}"
+GPU_TESTS_K="${GPU_TESTS_K-many_tiny_launches or patched_clock or honest_profile_records or cheat_fails_on_gpu or control_passes_on_gpu}"
 mkdir -p "$OUT"
 
 env_setup() {
