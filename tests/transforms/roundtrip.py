@@ -1,25 +1,19 @@
 """Helpers shared by the transform fixture tests."""
 
 import ast
-import importlib.util
-from pathlib import Path
 
 import pytest
 
+from klineage.program import module_file
 from klineage.transform import Transform, matching_optimize_site
 
 
 def installed_source(module: str) -> str:
     """The source of an installed module (Liger-Kernel's, read at test time, never copied); skips without it.
-    Found without importing its package: `find_spec` of a dotted name imports the parents, and Liger's
-    `__init__` imports its functional API, 4-9 s of a test on 2 cores."""
-    top, *rest = module.split(".")
-    spec = importlib.util.find_spec(top)
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip(f"{module} is not installed (the experts extra)")
-    path = Path(next(iter(spec.submodule_search_locations))).joinpath(*rest)
-    path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
-    if not path.is_file():
+    Found without importing its package (`program.module_file`): Liger's `__init__` imports its functional API,
+    4-9 s of a test on 2 cores."""
+    path = module_file(module)
+    if path is None:
         pytest.skip(f"{module} is not installed (the experts extra)")
     return path.read_text()
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # the modules experts are mined from: the ecosystem catalogue's, one definition for both sides of the rule
+from klineage.program import module_file
 from klineage.suites.ecosystem import EXPERT_MODULE_PREFIXES
 
 HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
@@ -432,23 +433,10 @@ def under_expert_prefix(module: str) -> bool:
 
 
 def _source_file(module: str) -> Path | None:
-    """The installed file of `module`, found without importing it or its parent packages: importing FlagGems asks
-    the GPU its name, which fails without one outside a candidate process (klineage.cuda_on_cpu)."""
-    top, *rest = module.split(".")
-    try:
-        spec = importlib.util.find_spec(top)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.origin:
-        return None
-    if not rest:
-        return Path(spec.origin) if spec.origin.endswith(".py") else None
-    for root in spec.submodule_search_locations or []:
-        base = Path(root).joinpath(*rest)
-        for path in (base.with_suffix(".py"), base / "__init__.py"):
-            if path.is_file():
-                return path
-    return None
+    """The installed Python file of `module`, found without importing it or its parent packages: importing FlagGems
+    asks the GPU its name, which fails without one outside a candidate process (klineage.cuda_on_cpu)."""
+    found = module_file(module)
+    return found if found is not None and found.suffix == ".py" else None
 
 
 def module_source(module: str) -> str | None:
