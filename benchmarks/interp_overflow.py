@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib
+import importlib.util
 import json
 import os
 import platform
@@ -61,9 +63,6 @@ def child(spec: str, checks: bool) -> float:
         builder = interpreter.interpreter_builder
         builder.options = dataclasses.replace(builder.options, sanitize_overflow=True)
     cuda_on_cpu.install()
-    import importlib
-    import importlib.util
-
     import torch
 
     kind, name, variant = spec.split(":")
@@ -104,7 +103,7 @@ def main() -> None:
         print(json.dumps(child(args.child, args.checks)))
         return
     specs = [f"bundled:{n}:{v}" for n, v in BUNDLED]
-    if importlib_ok("flag_gems"):
+    if importlib.util.find_spec("flag_gems") is not None:  # without importing it: FlagGems asks for a GPU
         specs += [f"gems:{n}:{x}" for n, x in GEMS]
     import torch
     import triton
@@ -135,12 +134,6 @@ def main() -> None:
         _, name, variant = spec.split(":")
         label = name if spec.startswith("gems") else f"{name} {variant}"
         print(f"| {label} | {on:.3f} | {off:.3f} | x{on / off:.2f} ({spread}) |", flush=True)
-
-
-def importlib_ok(name: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(name) is not None
 
 
 if __name__ == "__main__":
