@@ -293,8 +293,12 @@ class AnchoredTransform(Transform):
             except (KeyError, ValueError, cst.ParserSyntaxError):
                 after = node  # a preview needs parameters some families cannot guess
             where = (module.function_of(node), i, module.line(node))
-            sites.append(Site(self.id, *where, node_code(node), node_code(after), dict(params)))
+            sites.append(Site(self.id, *where, *self.shown(module, node, after), dict(params)))
         return sites
+
+    def shown(self, module: Module, node: cst.CSTNode, after: cst.CSTNode) -> tuple[str, str]:
+        """A site's `before` and `after` as a site shows them: the anchor's code, rewritten or not."""
+        return node_code(node), node_code(after)
 
     def _apply(self, source: str, site: Site, plain: bool, params: dict | None) -> str:
         module, anchors = self._found(source, plain)

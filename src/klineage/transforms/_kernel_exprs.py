@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from klineage.transform import Site, broadcasts, dotted, node_code
+from klineage.transform import broadcasts, dotted, node_code
 from klineage.transforms._anchored import Module, is_jit, names_in, nodes_under
 
 # Operators that bind looser than attribute access and calls: such an expression needs parentheses before `.to(`.
@@ -201,23 +201,11 @@ class StatementSites:
     (e.g. `m = dY_row.to(tl.float32)` / `m = dY_row`), which lets `matching_optimize_site` tell the occurrences
     apart. The rewrite itself still replaces only the anchor."""
 
-    def _sites(self, source: str, plain: bool) -> list[Site]:
-        module, anchors = self._found(source, plain)
-        sites = []
-        for i, (node, params) in enumerate(anchors):
-            try:
-                preview = {**self.default_params(), **params}
-                after = self.optimized(node, preview) if plain else self.simple(node, params)
-            except (KeyError, ValueError, cst.ParserSyntaxError):
-                after = node
-            stmt = node
-            while stmt is not None and not isinstance(stmt, cst.SimpleStatementLine | cst.BaseCompoundStatement):
-                stmt = module.parents.get(stmt)
-            if isinstance(stmt, cst.SimpleStatementLine):
-                before_code = node_code(stmt.with_changes(leading_lines=()))
-                after_code = node_code(stmt.with_changes(leading_lines=()).deep_replace(node, after))
-            else:
-                before_code, after_code = node_code(node), node_code(after)
-            site = Site(self.id, module.function_of(node), i, module.line(node), before_code, after_code, dict(params))
-            sites.append(site)
-        return sites
+    def shown(self, module: Module, node: cst.CSTNode, after: cst.CSTNode) -> tuple[str, str]:
+        stmt = node
+        while stmt is not None and not isinstance(stmt, cst.SimpleStatementLine | cst.BaseCompoundStatement):
+            stmt = module.parents.get(stmt)
+        if isinstance(stmt, cst.SimpleStatementLine):
+            shown = stmt.with_changes(leading_lines=())
+            return node_code(shown), node_code(shown.deep_replace(node, after))
+        return node_code(node), node_code(after)
