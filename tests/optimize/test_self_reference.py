@@ -32,6 +32,22 @@ def test_the_original_passes_against_itself_and_a_changed_one_does_not(settings,
     assert verdict.status == "fail" and verdict.code == "mismatch"
 
 
+def test_a_config_bug_is_found_against_an_autotuned_original(settings, sandbox):
+    """The autotune passes compare each further config with the original's answer for the same inputs, asked of its
+    reference process once (gates.correctness._reference_for): the 64-wide tile's wide rows still fail."""
+    from tests.adversarial.manifest import ROOT
+
+    original = load_program(ROOT / "controls" / "softmax_autotuned_ok.py")
+    wl = load_workload(self_reference_workload(ROOT / "workloads" / "softmax.py", original, settings.data_dir))
+    honest = check(wl, original, settings, "cpu", ("correctness",), sandbox).verdicts[0]
+    assert honest.passed, honest.reason
+    assert sum("autotune config" in t for t in honest.evidence["trials"]) == 4  # 2 more configs x tiny, wide
+    partial = load_program(ROOT / "programs" / "autotune_partial_tile.py")
+    verdict = check(wl, partial, settings, "cpu", ("correctness",), sandbox).verdicts[0]
+    assert verdict.status == "fail" and verdict.code in ("unwritten_output", "mismatch"), verdict.reason
+    assert "BLOCK: 64" in verdict.evidence["autotune_configs"]["_softmax_kernel"]
+
+
 def test_inputs_file_without_inputs_is_a_one_line_error(settings, tmp_path):
     empty = tmp_path / "inputs.py"
     empty.write_text("X = 1\n")
