@@ -44,6 +44,7 @@ def start_row(inst, settings: Settings, sandbox: Sandbox, device: str = "cpu") -
         "code": failed.code if failed else "",
         "why": failed.reason[:500] if failed else "",
         "seconds": round(time.perf_counter() - began, 1),
+        "gate_seconds": {v.gate: round(v.seconds, 1) for v in report.verdicts},
         "device": device,
     }
 
@@ -51,7 +52,7 @@ def start_row(inst, settings: Settings, sandbox: Sandbox, device: str = "cpu") -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--shard", default="0/1", help="I/N: every N-th entry from the I-th")
+    parser.add_argument("--shard", default="0/1", help="I/N: every N-th entry (of --instances) from the I-th")
     parser.add_argument("--instances", default="", help="only these, comma-separated")
     parser.add_argument("--last", default="", help="these run after the others (known to be slow)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
@@ -63,7 +64,8 @@ def main() -> None:
     last = list(filter(None, args.last.split(",")))
     ordered = [i for i in instances if i.name not in last] + [i for i in instances if i.name in last]
     index, count = (int(n) for n in args.shard.split("/"))
-    mine = [i for n, i in enumerate(ordered) if n % count == index and (not chosen or i.name in chosen)]
+    wanted = [i for i in ordered if not chosen or i.name in chosen]
+    mine = [i for n, i in enumerate(wanted) if n % count == index]  # --instances shared out evenly
     print(f"{len(instances)} offered, {len(left)} not offered; this shard runs {len(mine)}", flush=True)
     with Sandbox(warm=True) as sandbox:
         for inst in mine:
