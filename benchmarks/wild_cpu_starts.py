@@ -45,6 +45,15 @@ def start_row(inst, settings: Settings, sandbox: Sandbox, device: str = "cpu") -
         "why": failed.reason[:500] if failed else "",
         "seconds": round(time.perf_counter() - began, 1),
         "gate_seconds": {v.gate: round(v.seconds, 1) for v in report.verdicts},
+        # the correctness check's trials in order, each one's seconds (a failed check: up to the failing trial)
+        "trials": next(
+            (
+                list(zip(v.evidence.get("trials") or [], v.evidence["trial_seconds"])) or v.evidence["trial_seconds"]
+                for v in report.verdicts
+                if v.gate == "correctness" and "trial_seconds" in v.evidence
+            ),
+            [],
+        ),
         "device": device,
     }
 

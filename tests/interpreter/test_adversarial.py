@@ -86,6 +86,9 @@ def test_every_autotune_config_is_checked_on_every_named_case(settings, sandbox)
     assert verdict.passed, verdict.reason
     assert verdict.metrics["autotune_configs"] == 3
     tuned = [t for t in verdict.evidence["trials"] if "autotune config" in t]
+    seconds = verdict.evidence["trial_seconds"]  # where the check's time went, trial by trial
+    assert len(seconds) == len(verdict.evidence["trials"]) and all(s > 0 for s in seconds)
+    assert sum(seconds) <= verdict.seconds
     assert sorted(tuned) == sorted(
         f"case {case}, seed 0, normal inputs, autotune config {k}" for case in ("tiny", "wide") for k in (2, 3)
     )

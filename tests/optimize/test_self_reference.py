@@ -46,6 +46,7 @@ def test_a_config_bug_is_found_against_an_autotuned_original(settings, sandbox):
     verdict = check(wl, partial, settings, "cpu", ("correctness",), sandbox).verdicts[0]
     assert verdict.status == "fail" and verdict.code in ("unwritten_output", "mismatch"), verdict.reason
     assert "BLOCK: 64" in verdict.evidence["autotune_configs"]["_softmax_kernel"]
+    assert len(verdict.evidence["trial_seconds"]) == verdict.metrics["trials_passed"] + 1  # the failing one too
 
 
 def test_inputs_file_without_inputs_is_a_one_line_error(settings, tmp_path):

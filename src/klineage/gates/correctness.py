@@ -126,7 +126,13 @@ def _checked(request: GateRequest, candidate, reference, started: float) -> Verd
             "correctness",
             finding,
             metrics={"trials_passed": index, "trials": len(trials)},
-            evidence={"trial": trial.label(), "kernels": sorted(state.kernels), **tuned, **_drawn(state)},
+            evidence={
+                "trial": trial.label(),
+                "kernels": sorted(state.kernels),
+                "trial_seconds": state.trial_seconds,
+                **tuned,
+                **_drawn(state),
+            },
             seconds=time.perf_counter() - started,
         )
     # last, what no run-time guard can see; run-time findings first because they say more
@@ -151,6 +157,7 @@ def _checked(request: GateRequest, candidate, reference, started: float) -> Verd
         },
         evidence={
             "trials": [t.label() for t in trials],
+            "trial_seconds": state.trial_seconds,  # each trial's, in order: where a slow check spends its time
             "kernels": sorted(state.kernels),
             "functions_run": sorted(state.functions | {k.rsplit(".", 1)[-1] for k in state.kernels}),
             "launches": state.launches,
@@ -175,6 +182,7 @@ def _run_trials(
     while index < len(run):
         yield_turn()  # a timer waiting for the GPU alone measures between two trials, not after the whole check
         trial = run[index]
+        began = time.perf_counter()
         try:
             if trial.case not in state.models:
                 init = make_case_init_inputs(wl_module, workload.cases[trial.case])
@@ -192,6 +200,7 @@ def _run_trials(
             finding = _run_trial(workload, wl_module, trial, runs, state, [0] * runs if probe else users)
         except CandidateGone as e:
             finding = Finding(e.code, e.detail)
+        state.trial_seconds.append(round(time.perf_counter() - began, 2))
         if finding is not None:
             return (trial, finding, index), run
         index += 1
@@ -322,6 +331,7 @@ class _TrialState:
     cuda_mapped: dict = field(default_factory=dict)  # CUDA the program used, mapped to the CPU (cuda_on_cpu)
     reference: object = None  # a self-reference workload's reference process (gates.confined), else None
     answers: dict = field(default_factory=dict)  # its answers per (named case, distribution) at seed 0
+    trial_seconds: list = field(default_factory=list)  # each trial's wall time, the candidate's runs and the reference
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.draw)
