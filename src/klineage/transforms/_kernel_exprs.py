@@ -208,4 +208,4 @@ class StatementSites:
         if isinstance(stmt, cst.SimpleStatementLine):
             shown = stmt.with_changes(leading_lines=())
             return node_code(shown), node_code(shown.deep_replace(node, after))
-        return node_code(node), node_code(after)
+        return super().shown(module, node, after)
