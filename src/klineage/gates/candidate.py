@@ -786,7 +786,7 @@ def _calls_into(found: set, root: str):
     site in code that never ran would pass vacuously.
 
     A profile hook sees every call, the interpreter's own included: over an interpreted grid it made the kernel x3.5
-    slower (a 2x2 pooling of 16x16x16x16, 256 programs: 3.6 -> 12.9 s, RESULTS.md#calls-into; FlagGems's avg_pool2d's
+    slower (benchmarks/calls_into_hook.py, 256 programs: 3.6 -> 12.9 s, RESULTS.md#calls-into; FlagGems's avg_pool2d's
     candidate run took 21 s against its reference's 6 s). So only a grid's first program runs under the hook
     (anything it calls is noted as before); the others run without it (3.7 s), and the device functions they call
     are noted as the interpreter calls them."""
