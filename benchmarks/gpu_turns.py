@@ -1,12 +1,18 @@
 """How long does a timer wait for the GPU alone while checks run beside it on the same GPU, and how many attempts
-do a bench's shards finish? Two arms, one after the other: checks that hold their shared turn for their whole job
-(KLINEAGE_TURNS=job, as before 00381e5), and checks that let a waiting timer measure between two trials (the
-default). Each arm runs SHARDS threads for SECONDS, every thread with its own warm sandbox and all through one lock
-file, as a bench's shards do; each thread's attempt is a correctness check of one held-out naive program, then a
-pair timing of it against itself. Per arm: attempts finished, and the median seconds of an attempt, its check, its
-timing job, the timer's wait for the GPU alone (with its p80) and its hold.
+do a bench's shards finish? One arm per way of holding a check's turn (KLINEAGE_TURNS, sandbox.TURN_HOLDS), one
+after the other, ROUNDS times in turn: `job` (a check holds its shared turn for its whole job, as before 00381e5),
+`yield` (it lets a waiting timer measure between two trials, as before host_work) and `work` (also while its
+processes import the program and compile, and an autotuner compiles its configurations before it takes the GPU
+alone: the default). Each arm runs SHARDS threads for SECONDS, every thread with its own warm sandbox and all through
+one lock file, as a bench's shards do; each thread's attempt is a correctness check of one program (a held-out naive
+program, or with --wild a wild suite instance's start, whose FlagGems import takes seconds), then a pair timing of
+it against itself. One attempt before the arms warms the caches, uncounted. Per arm: attempts finished, and the
+median seconds of an attempt, its check, its timing job, the timer's wait for the GPU alone (with its p80) and its
+hold, and the timed pair's speedup (the program against itself: 1 but for noise) at its 10th and 90th
+percentiles, which says whether letting other jobs' host work run beside a measurement made it noisier.
 
-    python benchmarks/gpu_turns.py [--instance layernorm] [--shards 12] [--seconds 90] [--json OUT]
+    python benchmarks/gpu_turns.py [--instance layernorm | --wild NAME] [--arms job,yield,work] [--rounds 1] \
+        [--fresh] [--shards 12] [--seconds 90] [--json OUT]
     python benchmarks/gpu_turns.py --simulate [--shards 12] [--seconds 180]
 
 A report, not a test. Needs a GPU, except --simulate: the lock protocol alone, on this machine, with SHARDS processes
@@ -50,7 +56,7 @@ def _simulated_shard(path: str, turns: str, deadline: float, out) -> None:
 
     from klineage.sandbox import GpuTurns, exclusive_turn, gpu_turn, take_turns, yield_turn
 
-    take_turns(GpuTurns(path, whole_job=turns == "job"))
+    take_turns(GpuTurns(path, hold=turns))
 
     time.sleep(random.uniform(0, TRIALS * TRIAL_S))  # shards out of step, as they are after their first instance
     while time.time() < deadline:
@@ -87,15 +93,18 @@ def simulate_arm(turns: str, shards: int, seconds: float) -> dict:
     return _arm(turns, done, [])
 
 
-def run_arm(turns: str, request, program, shards: int, seconds: float) -> dict:
+def run_arm(turns: str, request, program, shards: int, seconds: float, fresh: bool = False) -> dict:
     """SHARDS threads, each with its own warm sandbox, each doing a bench shard's attempts on the GPU: a correctness
-    check of the program, then a pair timing of it against itself, until SECONDS are over."""
+    check of the program, then a pair timing of it against itself, until SECONDS are over. `fresh`: each attempt's
+    program a new one (a comment of its own), so its kernel cache starts empty and every kernel compiles, as a
+    bench's candidates do."""
+    import uuid
     from dataclasses import replace
 
     from klineage.gates import run_gate
     from klineage.sandbox import GpuTurns, Job, Sandbox
 
-    request = replace(request, settings=request.settings.replace(whole_job_turns=turns == "job"))  # every job's
+    request = replace(request, settings=request.settings.replace(gpu_turns=turns))  # every job's
     deadline = time.monotonic() + seconds
     done, failures = [], []
 
@@ -103,12 +112,14 @@ def run_arm(turns: str, request, program, shards: int, seconds: float) -> dict:
         with Sandbox(warm=True) as sb:
             while time.monotonic() < deadline:
                 began = time.perf_counter()
-                verdict = run_gate("correctness", request, sb)
+                prog = replace(program, source=f"{program.source}\n# attempt {uuid.uuid4()}\n") if fresh else program
+                req = replace(request, program=prog)
+                verdict = run_gate("correctness", req, sb)
                 checked = time.perf_counter()
                 result = sb.run(
                     Job(
                         "klineage.gates.profile:profile_pair_job",
-                        (request, program),
+                        (req, prog),
                         timeout_s=300,
                         device="cuda",
                         turns=GpuTurns.of(request.settings),
@@ -125,6 +136,7 @@ def run_arm(turns: str, request, program, shards: int, seconds: float) -> dict:
                             result.value["gpu_wait_s"],
                             result.value["gpu_held_s"],
                             time.perf_counter() - began,
+                            result.value["speedup"],
                         )
                     )
 
@@ -137,7 +149,7 @@ def run_arm(turns: str, request, program, shards: int, seconds: float) -> dict:
 
 
 def _arm(turns: str, done: list[tuple], failures: list[str]) -> dict:
-    """One arm's figures from its attempts: (check s, timing job s, timer wait s, held s, attempt s) each."""
+    """One arm's figures from its attempts: (check s, timing job s, timer wait s, held s, attempt s[, speedup])."""
 
     def median(i: int) -> float | None:
         return statistics.median(d[i] for d in done) if done else None
@@ -151,6 +163,8 @@ def _arm(turns: str, done: list[tuple], failures: list[str]) -> dict:
         "wait_median_s": median(2),
         "wait_p80_s": _quantile([d[2] for d in done], 0.8) if done else None,
         "held_median_s": median(3),
+        "speedup_p10": _quantile([d[5] for d in done], 0.1) if done and len(done[0]) > 5 else None,
+        "speedup_p90": _quantile([d[5] for d in done], 0.9) if done and len(done[0]) > 5 else None,
         "failures": failures[:5],
     }
 
@@ -158,14 +172,25 @@ def _arm(turns: str, done: list[tuple], failures: list[str]) -> dict:
 def _report(arms: list[dict], json_path: Path | None) -> None:
     print(
         "| turns | attempts done | attempt s, median | check s, median | timing job s, median | "
-        "timer wait s, median | p80 | held s, median |"
+        "timer wait s, median | p80 | held s, median | self speedup p10 | p90 |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    keys = ("attempt_median_s", "check_median_s", "timing_job_median_s", "wait_median_s", "wait_p80_s", "held_median_s")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    keys = (
+        "attempt_median_s",
+        "check_median_s",
+        "timing_job_median_s",
+        "wait_median_s",
+        "wait_p80_s",
+        "held_median_s",
+        "speedup_p10",
+        "speedup_p90",
+    )
     for a in arms:
         print(
             f"| {a['turns']} | {a['attempts']} | "
-            + " | ".join("n/a" if a[k] is None else f"{a[k]:.2f}" for k in keys)
+            + " | ".join(
+                "n/a" if a[k] is None else f"{a[k]:.3f}" if k.startswith("speedup") else f"{a[k]:.2f}" for k in keys
+            )
             + " |"
         )
     for a in arms:
@@ -194,9 +219,27 @@ def held_out_request(instance: str):
     return GateRequest(str(folder / "workload.py"), program, "cuda", Settings.from_env()), program
 
 
+def wild_request(name: str):
+    """A GPU gate request for a wild suite instance's start (its own reference), and the start."""
+    from klineage.bench.suites import wild_instances
+    from klineage.config import Settings
+    from klineage.gates import GateRequest
+
+    settings = Settings.from_env()
+    instances, _ = wild_instances(settings)
+    inst = next((i for i in instances if i.name == name), None)
+    if inst is None:
+        raise SystemExit(f"no wild instance {name!r} offered here (is its package installed?)")
+    return GateRequest(str(inst.workload), inst.start, "cuda", settings), inst.start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--instance", default="layernorm")
+    parser.add_argument("--wild", default="", help="a wild suite instance instead of a held-out one")
+    parser.add_argument("--arms", default="job,yield,work", help="the turn holds compared, in this order")
+    parser.add_argument("--rounds", type=int, default=1, help="the arms run this many times in turn")
+    parser.add_argument("--fresh", action="store_true", help="each attempt a new program: every kernel compiles")
     parser.add_argument("--shards", type=int, default=12, help="bench shards sharing the GPU")
     parser.add_argument("--seconds", type=float, default=90.0)
     parser.add_argument("--json", type=Path)
@@ -218,14 +261,20 @@ def main() -> None:
         print("no GPU: nothing is timed (this report needs one)")
         return
     shard_env()
-    request, program = held_out_request(args.instance)
+    request, program = wild_request(args.wild) if args.wild else held_out_request(args.instance)
+    arms = [a for a in args.arms.split(",") if a]
     print(f"command: `python benchmarks/{Path(__file__).name} {' '.join(sys.argv[1:])}`")
     print(
         f"device: {torch.cuda.get_device_name()}, {os.cpu_count()} host cores; torch {torch.__version__}, "
         f"triton {triton.__version__}; {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; "
-        f"{args.instance}, {args.shards} shards, {args.seconds:g} s per arm"
+        f"{args.wild or args.instance}, {args.shards} shards, {args.seconds:g} s per arm, {args.rounds} round(s)"
+        + (", each attempt a fresh program" if args.fresh else "")
     )
-    _report([run_arm(t, request, program, args.shards, args.seconds) for t in ("job", "yield")], args.json)
+    run_arm(arms[0], request, program, 1, 1.0)  # warm-up, not counted: the kernel cache filled, FlagGems's own too
+    results = [
+        run_arm(t, request, program, args.shards, args.seconds, args.fresh) for _ in range(args.rounds) for t in arms
+    ]
+    _report(results, args.json)
 
 
 if __name__ == "__main__":

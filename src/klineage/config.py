@@ -65,8 +65,9 @@ class Settings:
     probe_workers: int = field(default_factory=lambda: max(1, min(4, (os.cpu_count() or 1) // 4)))
     # jobs sharing one GPU take turns through this lock file, one per GPU ("": no turns taken); see sandbox.gpu_turn
     gpu_lock: str = ""
-    # a check keeps its shared turn for its whole job, as before 00381e5 (the comparison arm of benchmarks/gpu_turns.py)
-    whole_job_turns: bool = False
+    # how long a check holds its shared turn: "work" (only while it may use the GPU), "yield", "job" (the comparison
+    # arms of benchmarks/gpu_turns.py); see sandbox.TURN_HOLDS
+    gpu_turns: str = "work"
     # where bench-sized inputs are kept once drawn (a tmpfs serves best); None: `<data_dir>/inputs` (inputs_dir),
     # unless `keep_inputs` is off (KLINEAGE_INPUT_CACHE=off: drawn every time)
     input_cache: Path | None = None
@@ -130,8 +131,8 @@ class Settings:
             base = base.replace(warm=False)
         if env.get("KLINEAGE_GPU_LOCK"):
             base = base.replace(gpu_lock=env["KLINEAGE_GPU_LOCK"])
-        if env.get("KLINEAGE_TURNS") == "job":
-            base = base.replace(whole_job_turns=True)
+        if env.get("KLINEAGE_TURNS") in ("job", "yield", "work"):
+            base = base.replace(gpu_turns=env["KLINEAGE_TURNS"])
         if env.get("KLINEAGE_INPUT_CACHE") in ("off", "0"):
             base = base.replace(keep_inputs=False)
         elif env.get("KLINEAGE_INPUT_CACHE"):

@@ -37,18 +37,28 @@ from klineage.outcome import RESULT_LIMIT, parse_result, safe_loads
 MEMORY_LIMIT_CPU = 16 * 2**30
 
 
+# how long a check holds its shared turn (GpuTurns.hold, Settings.gpu_turns, $KLINEAGE_TURNS); the first two are
+# the comparison arms of benchmarks/gpu_turns.py
+TURN_HOLDS = (
+    "job",  # its whole job, as before 00381e5
+    "yield",  # its whole job but for the points where a waiting timer goes first (yield_turn) and off_gpu sections
+    "work",  # as "yield", and let go while its processes do host work: a candidate importing its program, Triton
+    # compiling a kernel (host_work); the default
+)
+
+
 @dataclass(frozen=True)
 class GpuTurns:
-    """How the jobs sharing one GPU take turns on it (Settings.gpu_lock, Settings.whole_job_turns). `lock` names a
-    lock file, one per GPU ("": no turns, the GPU is this process's); `whole_job`: a check keeps its shared turn for
-    its whole job, as before 00381e5 (for comparison: benchmarks/gpu_turns.py)."""
+    """How the jobs sharing one GPU take turns on it (Settings.gpu_lock, Settings.gpu_turns). `lock` names a lock
+    file, one per GPU ("": no turns, the GPU is this process's); `hold`: how long a check holds its shared turn, one
+    of TURN_HOLDS."""
 
     lock: str = ""
-    whole_job: bool = False
+    hold: str = "work"
 
     @staticmethod
     def of(settings) -> GpuTurns:
-        return GpuTurns(settings.gpu_lock, settings.whole_job_turns)
+        return GpuTurns(settings.gpu_lock, settings.gpu_turns)
 
 
 @dataclass(frozen=True)
@@ -92,11 +102,13 @@ def describe_exit(status: int) -> tuple[str, str]:
 
 _shared: list = []  # in a job's child: the open lock file through which the job holds its shared turn
 _exclusive: list = []  # this process has the GPU alone (a measurement inside it needs nothing more)
+_away: list = []  # this job's shared turn is let go for a section now (_shared_let_go): an inner one has nothing to do
 _turns = [GpuTurns()]  # how this process takes turns: a job's child, as its job says (take_turns)
 # in a candidate process (gates.candidate): asks its judge for each turn, ask(kind, entering), instead of taking it on
 # the lock file. The judge holds the lock for the whole job and the candidate's copy of it is closed by confinement,
 # so the judge must trade its own turn while the candidate's section runs (broker_turns)
 _broker: list = []
+_asked: list = []  # in a candidate process: the kinds of turn it holds through its judge now, innermost last
 
 
 def broker_turns(ask) -> None:
@@ -109,9 +121,11 @@ def broker_turns(ask) -> None:
 def _brokered(kind: str) -> Iterator[None]:
     _quiesce()  # as _shared_let_go: this process's GPU work done before a timer may measure
     _broker[0](kind, True)
+    _asked.append(kind)
     try:
         yield
     finally:
+        _asked.pop()
         _broker[0](kind, False)
 
 
@@ -194,11 +208,42 @@ def off_gpu() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def host_work() -> Iterator[None]:
+    """A section in which a check's process works on the host only, for seconds: a candidate importing its program
+    (FlagGems's import takes seconds), Triton compiling a kernel (1-3 s a specialization on the H200). The shared
+    turn is let go for it, as off_gpu's, unless the job's turns hold it there (GpuTurns.hold "job" or "yield", the
+    comparison arms). Without it a timer waiting for the GPU alone waits for every check in such a section: on an
+    H100 with 8 bench shards the GPU sat idle in 23 of 32 samples (RESULTS.md#h100-starts). In a candidate process
+    only the outermost section asks its judge (inside any turn it holds, the judge would have nothing to let go),
+    so compiles inside an import or an autotuner's exclusive turn cost no requests and no nesting, and none where
+    its judge's turns would keep the turn anyway (its GpuTurns, from the judge's)."""
+    if _broker:
+        if _asked or not lets_go_for_host_work():
+            yield
+            return
+        with _brokered("host"):
+            yield
+        return
+    if not lets_go_for_host_work():
+        yield
+        return
+    with _shared_let_go():
+        yield
+
+
+def lets_go_for_host_work() -> bool:
+    """Whether this process's turns let go of the GPU for host work (GpuTurns.hold "work", the default): then an
+    autotuner also compiles its configurations before it takes the GPU alone (timing.autotuners_alone)."""
+    return _turns[0].hold == "work"
+
+
+@contextlib.contextmanager
 def _shared_let_go() -> Iterator[None]:
     """The job's shared turn let go for the block, once its GPU work is done (_quiesce), and taken back after it
-    through the turnstile: what exclusive_turn, off_gpu and yield_turn share."""
+    through the turnstile: what exclusive_turn, off_gpu, host_work and yield_turn share. Inside another such block
+    the turn is let go already: nothing to do."""
     path = _turns[0].lock
-    if not path or not _shared or _exclusive:
+    if not path or not _shared or _exclusive or _away:
         yield
         return
     import fcntl
@@ -207,9 +252,11 @@ def _shared_let_go() -> Iterator[None]:
     held = list(_shared)
     for gpu in held:
         fcntl.flock(gpu, fcntl.LOCK_UN)
+    _away.append(True)
     try:
         yield
     finally:
+        _away.pop()
         with open(path + ".turn", "a") as turn:
             fcntl.flock(turn, fcntl.LOCK_EX)
             for gpu in held:
@@ -218,8 +265,8 @@ def _shared_let_go() -> Iterator[None]:
 
 
 def _whole_job_turns() -> bool:
-    """A check keeps its shared turn for its whole job, as before 00381e5 (GpuTurns.whole_job)."""
-    return _turns[0].whole_job
+    """A check keeps its shared turn for its whole job, as before 00381e5 (GpuTurns.hold "job")."""
+    return _turns[0].hold == "job"
 
 
 def yield_turn() -> None:
@@ -233,7 +280,7 @@ def yield_turn() -> None:
         _broker[0]("yield", True)
         return
     path = _turns[0].lock
-    if not path or not _shared or _exclusive or _whole_job_turns():
+    if not path or not _shared or _exclusive or _away or _whole_job_turns():
         return
     import fcntl
 

@@ -94,14 +94,19 @@ def _first_calls(calls: Sequence[Callable[[], object]]) -> None:
 def autotuners_alone() -> Iterator[None]:
     """Within this block, a Triton autotuner's run takes the GPU alone (sandbox.exclusive_turn): its benchmarks pick
     a configuration by time, and another job's kernels inside them would pick a wrong one. Compiling needs no such
-    turn. Inside a turn already exclusive this changes nothing."""
+    turn: where this process lets go of the GPU for host work (sandbox.lets_go_for_host_work), every configuration
+    is compiled first (`_compile_configs`), beside other jobs, and the turn alone holds only the benchmarks; a new
+    candidate's autotuned kernel compiled each of its configurations (1-3 s each on the H200) with every other job
+    on the GPU waiting. Inside a turn already exclusive this changes nothing."""
     from triton.runtime import autotuner
 
-    from klineage.sandbox import exclusive_turn
+    from klineage.sandbox import exclusive_turn, lets_go_for_host_work
 
     original = autotuner.Autotuner.run
 
     def run_alone(self, *args, **kwargs):
+        if lets_go_for_host_work():
+            _compile_configs(self, args, kwargs)
         with exclusive_turn():
             return original(self, *args, **kwargs)
 
@@ -110,6 +115,27 @@ def autotuners_alone() -> Iterator[None]:
         yield
     finally:
         autotuner.Autotuner.run = original
+
+
+def _compile_configs(tuner, args: tuple, kwargs: dict) -> None:
+    """Compile each configuration the autotuner would benchmark (its pruned list), without launching, as Triton's
+    own `Autotuner.warmup` does but one configuration at a time: one that does not compile is left to the
+    autotuner's benchmark, which scores it as Triton does. A tuned key's next call finds every kernel compiled
+    (microseconds)."""
+    if len(tuner.configs) <= 1:
+        return
+    given = {k: v for k, v in kwargs.items() if k != "warmup"}  # a launch's own; warmup() sets it
+    tuner.nargs = dict(zip(tuner.arg_names, args))
+    try:
+        configs = tuner.prune_configs(given)
+    except Exception:
+        configs = []
+    for config in configs:
+        try:
+            tuner.fn.warmup(*args, **given, **config.all_kwargs())
+        except Exception:
+            continue
+    tuner.nargs = None
 
 
 def _time_calls(calls: Sequence[Callable[[], object]], warmup_ms: float, rep_ms: float, min_reps: int) -> list[Timing]:

@@ -17,7 +17,7 @@ from klineage.sandbox import GpuTurns, Job, Sandbox, exclusive_turn, gpu_turn, o
 @pytest.fixture
 def turns():
     """Takes turns in this process as a job's child would, through the lock file given; none again after."""
-    yield lambda lock, whole_job=False: take_turns(GpuTurns(str(lock), whole_job))
+    yield lambda lock, hold="work": take_turns(GpuTurns(str(lock), hold))
     take_turns(GpuTurns())
 
 
@@ -212,12 +212,14 @@ def test_whole_job_turns_keep_a_checks_turn_and_still_let_a_measurement_trade_up
     timer still trades its own shared turn for the GPU alone (letting it go is not optional there: it would wait on
     itself)."""
     path = str(tmp_path / "gpu0.lock")
-    turns(path, whole_job=True)
+    turns(path, hold="job")
     with gpu_turn(exclusive=False):
         with off_gpu():
             assert lock_mode_job(path) == "shared"
     with Sandbox(warm=False) as sb:
-        job = Job("tests.unit.test_gpu_lock:trading_job", path, timeout_s=30, device="cuda", turns=GpuTurns(path, True))
+        job = Job(
+            "tests.unit.test_gpu_lock:trading_job", path, timeout_s=30, device="cuda", turns=GpuTurns(path, "job")
+        )
         traded = sb.run(job)
     assert traded.value == ("shared", "exclusive", "shared"), traded
 
@@ -246,7 +248,7 @@ def test_the_lock_and_whole_job_turns_are_read_from_the_environment_once(monkeyp
     """The users' knobs (benchmarks/h200_eval.sh sets them) reach every job through Settings, not the environment."""
     monkeypatch.setenv("KLINEAGE_GPU_LOCK", "/tmp/klineage-gpu3.lock")
     monkeypatch.setenv("KLINEAGE_TURNS", "job")
-    assert GpuTurns.of(Settings.from_env()) == GpuTurns("/tmp/klineage-gpu3.lock", whole_job=True)
+    assert GpuTurns.of(Settings.from_env()) == GpuTurns("/tmp/klineage-gpu3.lock", hold="job")
     monkeypatch.delenv("KLINEAGE_GPU_LOCK")
     monkeypatch.setenv("KLINEAGE_TURNS", "trial")
     assert GpuTurns.of(Settings.from_env()) == GpuTurns()
@@ -283,3 +285,105 @@ def test_a_candidates_turns_are_the_judges(tmp_path, turns):
     assert held == []
     os.close(down_r)
     os.close(down_w)
+
+
+@pytest.mark.parametrize("hold, let_go", [("work", True), ("yield", False), ("job", False)])
+def test_host_work_lets_a_timer_have_the_gpu_only_where_the_turns_say(tmp_path, turns, hold, let_go):
+    """A check importing its program or compiling a kernel does no GPU work for seconds: under the default turns
+    ("work") it lets go of its shared turn for that; the comparison arms keep it."""
+    from klineage.sandbox import host_work
+
+    path = str(tmp_path / "gpu0.lock")
+    turns(path, hold=hold)
+    with gpu_turn(exclusive=False):
+        with host_work():
+            assert _try(path, fcntl.LOCK_EX) is let_go
+        assert lock_mode_job(path) == "shared"  # taken back after
+    with gpu_turn(exclusive=True), host_work():  # a compile inside a measurement keeps the GPU alone
+        assert lock_mode_job(path) == "exclusive"
+
+
+def test_a_section_inside_a_let_go_section_changes_nothing(tmp_path, turns):
+    """An import that compiles, a compile inside an off_gpu section: the turn is let go once and taken back once,
+    when the outer section ends; a yield inside has no turn to yield; a measurement inside still has the GPU alone."""
+    from klineage.sandbox import host_work
+
+    path = str(tmp_path / "gpu0.lock")
+    turns(path)
+    with gpu_turn(exclusive=False):
+        with host_work():
+            with off_gpu():
+                assert _try(path, fcntl.LOCK_EX)
+            assert _try(path, fcntl.LOCK_EX)  # the inner section's end took nothing back
+            yield_turn()
+            with exclusive_turn():
+                assert lock_mode_job(path) == "exclusive"
+            assert _try(path, fcntl.LOCK_EX)
+        assert lock_mode_job(path) == "shared"
+
+
+def test_a_candidate_asks_for_host_work_only_outside_every_turn_it_holds(tmp_path, turns):
+    """In a candidate process host_work goes through the judge, once for the outermost section: a compile inside
+    an import or inside the autotuner's exclusive turn asks nothing (the judge would have nothing to let go, and
+    each request would count against the turns a candidate may hold at once). The judge honours a "host" request."""
+    import os
+
+    from klineage import sandbox
+    from klineage.gates.candidate import Candidate
+    from klineage.sandbox import host_work
+
+    asked = []
+    sandbox.broker_turns(lambda kind, entering: asked.append((kind, entering)))
+    try:
+        with host_work(), host_work():
+            pass
+        with exclusive_turn(), host_work():
+            pass
+    finally:
+        sandbox._broker.clear()
+    assert asked == [("host", True), ("host", False), ("exclusive", True), ("exclusive", False)]
+
+    path = tmp_path / "gpu0.lock"
+    turns(path)
+    down_r, down_w = os.pipe()
+    judge = Candidate(0, down_w, down_r, tmp_path)
+    held: list = []
+    with gpu_turn(exclusive=False):
+        judge._turn({"turn": "host", "enter": True}, held)
+        assert _try(path, fcntl.LOCK_EX)  # the candidate's import or compile: the GPU is free for a timer
+        judge._turn({"turn": "host", "enter": False}, held)
+        assert lock_mode_job(path) == "shared"
+    assert held == []
+    os.close(down_r)
+    os.close(down_w)
+
+
+def test_the_candidate_imports_its_program_and_compiles_as_host_work(tmp_path, monkeypatch):
+    """On a GPU the candidate imports its program at the judge's hello, inside host_work (so the request reaches the
+    judge, which is reading by then), and every Triton compile runs inside host_work too (a patched
+    JITFunction._do_compile, what a launch calls on a cache miss)."""
+    from triton.runtime.jit import JITFunction
+
+    from klineage import sandbox
+    from klineage.gates import candidate
+    from klineage.program import load_program
+
+    (tmp_path / "prog.py").write_text(
+        "from klineage import sandbox\n\nASKED_AT_IMPORT = list(sandbox._asked)\n\n\nclass ModelNew:\n    pass\n"
+    )
+    spec = candidate.Spec(load_program(tmp_path / "prog.py"), "cuda", guard_bytes=0, autotune_picks=False)
+    asked = []
+    sandbox.broker_turns(lambda kind, entering: asked.append((kind, entering)))
+    monkeypatch.setattr(JITFunction, "_do_compile", lambda self, *a: list(sandbox._asked))
+    try:
+        served = candidate._Served(spec, report=None)
+        assert served.module is None and asked == []  # nothing imported before the judge's first request
+        served.report = type("Report", (), {"to_json": lambda self: {}, "describe": lambda self: ""})()
+        served.answer("hello", None)
+        assert served.module.ASKED_AT_IMPORT == ["host"] and asked == [("host", True), ("host", False)]
+        candidate._compiles_as_host_work()
+        candidate._compiles_as_host_work()  # once is enough: not wrapped twice
+        assert JITFunction._do_compile(None) == ["host"]
+    finally:
+        sandbox._broker.clear()
+    assert asked[2:] == [("host", True), ("host", False)]

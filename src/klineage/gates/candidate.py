@@ -16,6 +16,7 @@ values it compares itself (gates.correctness). The judge's side is `start` and t
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import traceback
@@ -29,7 +30,7 @@ from klineage.config import clip
 from klineage.gates.common import Verdict
 from klineage.guards import check_guards, launch_findings
 from klineage.program import Program
-from klineage.sandbox import MEMORY_LIMIT_CPU, broker_turns, describe_exit
+from klineage.sandbox import MEMORY_LIMIT_CPU, GpuTurns, broker_turns, describe_exit, take_turns
 from klineage.wire import Bulk, Frame, WireError, pack_values, read_frame, unpack_inputs, write_frame
 
 
@@ -52,6 +53,7 @@ class Spec:
     # a self-reference workload's original program, run as the reference (gates.confined): it answers `reference`
     # requests (a plain forward, no guards: it is not judged) and nothing a candidate is asked
     reference: bool = False
+    turns: str = "work"  # how the judge holds its shared GPU turn (sandbox.TURN_HOLDS): whether host work asks
 
 
 class CandidateGone(RuntimeError):
@@ -111,19 +113,19 @@ class Candidate:
         write_frame(self.to_fd, {}, {"granted": "grow"})
 
     def _turn(self, meta: dict, held: list) -> None:
-        """One turn request: the judge enters or leaves its own exclusive_turn / off_gpu, or yields, for the
-        candidate (which cannot: confinement closed its copy of the lock file), then says so."""
-        from klineage.sandbox import exclusive_turn, off_gpu, yield_turn
+        """One turn request: the judge enters or leaves its own exclusive_turn / off_gpu / host_work, or yields, for
+        the candidate (which cannot: confinement closed its copy of the lock file), then says so."""
+        from klineage.sandbox import exclusive_turn, host_work, off_gpu, yield_turn
 
         kind, entering = meta.get("turn"), meta.get("enter")
-        if kind not in ("exclusive", "off", "yield") or type(entering) is not bool:
+        if kind not in ("exclusive", "off", "host", "yield") or type(entering) is not bool:
             raise CandidateGone("protocol_error", f"a turn request that is not one: {str(meta)[:200]}")
         if kind == "yield":
             yield_turn()
         elif entering:
             if len(held) >= TURN_DEPTH:
                 raise CandidateGone("protocol_error", f"more than {TURN_DEPTH} turns held at once")
-            turn = exclusive_turn() if kind == "exclusive" else off_gpu()
+            turn = {"exclusive": exclusive_turn, "off": off_gpu, "host": host_work}[kind]()
             turn.__enter__()
             held.append((kind, turn))
         else:
@@ -242,6 +244,7 @@ def spec_for(request, **changes) -> Spec:
         hidden=hidden_paths(request.settings),
         needs=(package_root(), *installed_roots(request.program), *readable),
         device_memory=request.settings.candidate_device_memory,
+        turns=request.settings.gpu_turns,
     )
     spec = replace(spec, **changes)
     if spec.others:  # two programs' kernels in one cache: the other could plant a cubin under this one's key
@@ -439,6 +442,9 @@ def _serve(spec: Spec, down: int, up: int, private: Path, judge: int, bulk_fds: 
     if spec.device == "cuda" and spec.device_memory:
         _cap_device_memory(spec.device_memory)
     broker_turns(lambda kind, entering: _ask_turn(down, up, kind, entering))
+    take_turns(GpuTurns("", spec.turns))  # no lock of its own: what host_work asks of the judge follows its turns
+    if spec.device == "cuda":
+        _compiles_as_host_work()
     down_bulk = Bulk(bulk_fds[0])
     up_bulk = Bulk(bulk_fds[1], grow=lambda size: _ask_room(down, up, size))
     served = _Served(spec, report)
@@ -475,6 +481,26 @@ def _cap_device_memory(fraction: float) -> None:
     import torch
 
     torch.cuda.set_per_process_memory_fraction(fraction, torch.cuda.current_device())
+
+
+def _compiles_as_host_work() -> None:
+    """Triton compiling a kernel (at its first launch with a new specialization, 1-3 s each on the H200) runs as
+    sandbox.host_work: the judge lets a waiting timer have the GPU meanwhile. `_do_compile` is what a launch calls
+    on a cache miss, in Triton 3.6 (the pinned version); where it is missing, compiles keep the turn."""
+    from triton.runtime.jit import JITFunction
+
+    from klineage.sandbox import host_work
+
+    compile_ = getattr(JITFunction, "_do_compile", None)
+    if compile_ is None or getattr(compile_, "host_work", False):
+        return
+
+    def _do_compile(self, *args, **kwargs):
+        with host_work():
+            return compile_(self, *args, **kwargs)
+
+    _do_compile.host_work = True
+    JITFunction._do_compile = _do_compile
 
 
 def _ask_room(down: int, up: int, size: int) -> None:
@@ -515,7 +541,7 @@ class _Served:
         self.interpret = False
         self.loaded: tuple | None = None  # a task's (workload, its module), imported once
         self.timed: dict = {}  # what a timing task keeps for the judge's later requests (forward_loop, a round)
-        self._import()
+        self.imported = False
 
     def _import(self) -> None:
         from klineage.gates.autotune import AutotunePicks
@@ -537,6 +563,12 @@ class _Served:
             self.picks = AutotunePicks().__enter__()  # for the process's life: it ends with the candidate
 
     def answer(self, op: str, frame: Frame) -> tuple[dict, dict]:
+        if not self.imported:  # at the first request, the judge's hello: a turn asked for meanwhile reaches it
+            from klineage.sandbox import host_work
+
+            self.imported = True
+            with host_work() if self.spec.device == "cuda" else contextlib.nullcontext():
+                self._import()
         if op == "hello":
             meta = {"isolation": self.report.to_json(), "isolation_line": self.report.describe()}
             if self.import_error:

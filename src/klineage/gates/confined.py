@@ -71,6 +71,7 @@ def reference_spec(request) -> Spec | None:
         kernel_cache=None,
         device_memory=request.settings.candidate_device_memory,
         reference=True,
+        turns=request.settings.gpu_turns,
     )
 
 

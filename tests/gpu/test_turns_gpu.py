@@ -1,0 +1,62 @@
+"""Turns on a shared GPU with a real candidate: a check lets go of its shared turn while its candidate imports the
+program (sandbox.host_work, the default `work` turns), so a timer waiting for the GPU alone is not held up by it;
+the comparison arm `yield` keeps the turn there."""
+
+import fcntl
+import threading
+import time
+
+import pytest
+
+from klineage.config import Settings
+from klineage.gates import GateRequest, run_gate
+from klineage.program import load_program
+from klineage.sandbox import Job
+from tests.adversarial.manifest import ROOT, ROWSUM
+
+pytestmark = pytest.mark.gpu
+
+IMPORT_S = 4.0  # the program's import sleeps this long: host work, as FlagGems's import is
+
+
+def _longest_free_stretch(path: str, running: threading.Event) -> float:
+    """While `running` is set: the longest stretch (s) in which the GPU lock could be taken alone."""
+    longest, free_since = 0.0, None
+    with open(path, "a") as probe:
+        while running.is_set():
+            try:
+                fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                free_since = None
+            else:
+                fcntl.flock(probe, fcntl.LOCK_UN)
+                now = time.monotonic()
+                free_since = now if free_since is None else free_since
+                longest = max(longest, now - free_since)
+            time.sleep(0.02)
+    return longest
+
+
+@pytest.mark.parametrize("hold", ["work", "yield"])
+def test_a_check_lets_go_of_its_turn_while_its_candidate_imports(hold, gpu_home, tmp_path, sandbox):
+    source = (ROOT / "controls/rowsum_ok.py").read_text()
+    slow = tmp_path / "rowsum_slow_import.py"
+    slow.write_text(f"import time\n\ntime.sleep({IMPORT_S})\n{source}")
+    lock = str(tmp_path / "gpu0.lock")
+    settings = Settings(data_dir=gpu_home, use_cache=False, seeds=1, gpu_lock=lock, gpu_turns=hold)
+    request = GateRequest(str(ROOT / ROWSUM), load_program(slow), "cuda", settings)
+    assert sandbox.run(Job("builtins:len", "")).ok  # the warm server up before the polling (its start holds nothing)
+    running, stretch = threading.Event(), []
+    running.set()
+    poller = threading.Thread(target=lambda: stretch.append(_longest_free_stretch(lock, running)))
+    poller.start()
+    try:
+        verdict = run_gate("correctness", request, sandbox)
+    finally:
+        running.clear()
+        poller.join()
+    assert verdict.passed, verdict.reason
+    if hold == "work":  # the import's seconds, less the polling's grain
+        assert stretch[0] >= IMPORT_S - 1.0, stretch
+    else:  # only the moments before the job took its turn and after it let go
+        assert stretch[0] < 1.5, stretch
