@@ -271,9 +271,11 @@ def main() -> None:
         + (", each attempt a fresh program" if args.fresh else "")
     )
     run_arm(arms[0], request, program, 1, 1.0)  # warm-up, not counted: the kernel cache filled, FlagGems's own too
-    results = [
-        run_arm(t, request, program, args.shards, args.seconds, args.fresh) for _ in range(args.rounds) for t in arms
-    ]
+    results = []
+    for _ in range(args.rounds):
+        for t in arms:
+            results.append(run_arm(t, request, program, args.shards, args.seconds, args.fresh))
+            print(json.dumps(results[-1]), flush=True)  # each arm as it ends: a run cut short keeps what finished
     _report(results, args.json)
 
 
