@@ -13,12 +13,15 @@ percentiles, which says whether letting other jobs' host work run beside a measu
 
     python benchmarks/gpu_turns.py [--instance layernorm | --wild NAME] [--arms job,yield,work] [--rounds 1] \
         [--fresh] [--shards 12] [--seconds 90] [--json OUT]
-    python benchmarks/gpu_turns.py --simulate [--shards 12] [--seconds 180]
+    python benchmarks/gpu_turns.py --simulate [--arms job,yield,work] [--host-s 0] [--trial-s 2] [--shards 12] \
+        [--seconds 180]
 
 A report, not a test. Needs a GPU, except --simulate: the lock protocol alone, on this machine, with SHARDS processes
-that sleep where a bench shard's attempt would work (a check: TRIALS trials of TRIAL_S seconds, +-25%, under its
-shared turn; then a timing job: SETUP_S of setup, then HOLD_S with the GPU alone), sized after RESULTS.md#run-17
-(H200, 12 shards: checks of 10-15 s, measurements of 0.3 s). It models the waiting, not a GPU.
+that sleep where a bench shard's attempt would work (a check: HOST_S of host work, then TRIALS trials of TRIAL_S
+seconds, +-25%, under its shared turn; then a timing job: HOST_S of host work, SETUP_S of setup, then HOLD_S with the
+GPU alone), sized after RESULTS.md#run-17 (H200, 12 shards: checks of 10-15 s, measurements of 0.3 s; HOST_S 0) or
+RESULTS.md#h100-starts (H100: a check's trials 2.7-6.7 s of 7-30 s, the rest starting processes and compiling). It
+models the waiting, not a GPU.
 
 On the H200 (RESULTS.md#run-18: layernorm, 12 shards, 90 s per arm, before the input cache was set here): 48
 attempts in each arm, the timers' wait 3.66 s (job) and 3.51 s (yield), median. There the checks were not what kept a
@@ -49,24 +52,30 @@ def _quantile(values: list[float], q: float) -> float:
 TRIALS, TRIAL_S, SETUP_S, HOLD_S = 6, 2.0, 2.0, 0.3
 
 
-def _simulated_shard(path: str, turns: str, deadline: float, out) -> None:
-    """A bench shard's attempts, modelled: a check (TRIALS x TRIAL_S under a shared turn, yielding between trials),
-    then a timing job (SETUP_S under a shared turn, then HOLD_S alone), again and again."""
+def _simulated_shard(path: str, turns: str, deadline: float, out, model: dict) -> None:
+    """A bench shard's attempts, modelled: a check (HOST_S of host work: its candidate's start and compiles; then
+    TRIALS x TRIAL_S under a shared turn, yielding between trials), then a timing job (HOST_S of host work, SETUP_S
+    under a shared turn, then HOLD_S alone), again and again."""
     import random
 
-    from klineage.sandbox import GpuTurns, exclusive_turn, gpu_turn, take_turns, yield_turn
+    from klineage.sandbox import GpuTurns, exclusive_turn, gpu_turn, host_work, take_turns, yield_turn
 
     take_turns(GpuTurns(path, hold=turns))
+    trials, trial_s, host_s = model["trials"], model["trial_s"], model["host_s"]
 
-    time.sleep(random.uniform(0, TRIALS * TRIAL_S))  # shards out of step, as they are after their first instance
+    time.sleep(random.uniform(0, trials * trial_s + host_s))  # shards out of step, as after their first instance
     while time.time() < deadline:
         began = time.time()
         with gpu_turn(exclusive=False):
-            for _ in range(TRIALS):
+            with host_work():
+                time.sleep(random.uniform(0.75, 1.25) * host_s)
+            for _ in range(trials):
                 yield_turn()
-                time.sleep(random.uniform(0.75, 1.25) * TRIAL_S)
+                time.sleep(random.uniform(0.75, 1.25) * trial_s)
         checked = time.time()
         with gpu_turn(exclusive=False):
+            with host_work():
+                time.sleep(random.uniform(0.75, 1.25) * host_s)
             time.sleep(SETUP_S)
             asked = time.time()
             with exclusive_turn():
@@ -76,13 +85,16 @@ def _simulated_shard(path: str, turns: str, deadline: float, out) -> None:
             out.put((checked - began, time.time() - checked, waited, HOLD_S, time.time() - began))
 
 
-def simulate_arm(turns: str, shards: int, seconds: float) -> dict:
+def simulate_arm(turns: str, shards: int, seconds: float, model: dict) -> dict:
     import multiprocessing
 
     path = str(Path(tempfile.mkdtemp()) / "gpu0.lock")
     out = multiprocessing.Queue()
     deadline = time.time() + seconds
-    procs = [multiprocessing.Process(target=_simulated_shard, args=(path, turns, deadline, out)) for _ in range(shards)]
+    procs = [
+        multiprocessing.Process(target=_simulated_shard, args=(path, turns, deadline, out, model))
+        for _ in range(shards)
+    ]
     for p in procs:
         p.start()
     for p in procs:
@@ -244,15 +256,20 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=90.0)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--simulate", action="store_true", help="the lock protocol alone, without a GPU")
+    parser.add_argument("--host-s", type=float, default=0.0, help="--simulate: host work per check and timing job")
+    parser.add_argument("--trial-s", type=float, default=TRIAL_S, help="--simulate: seconds of one trial")
     args = parser.parse_args()
     if args.simulate:
+        model = {"trials": TRIALS, "trial_s": args.trial_s, "host_s": args.host_s}
         print(f"command: `python benchmarks/{Path(__file__).name} {' '.join(sys.argv[1:])}`")
         print(
             f"simulated on {os.cpu_count()} host cores, {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC: "
-            f"{args.shards} shards, each attempt a check of {TRIALS} x {TRIAL_S:g} s and a timing of {SETUP_S:g} s "
-            f"setup and {HOLD_S:g} s alone; {args.seconds:g} s per arm; no GPU"
+            f"{args.shards} shards, each attempt a check of {args.host_s:g} s host work and {TRIALS} x "
+            f"{args.trial_s:g} s trials, and a timing of {args.host_s:g} s host work, {SETUP_S:g} s setup and "
+            f"{HOLD_S:g} s alone; {args.seconds:g} s per arm; no GPU"
         )
-        _report([simulate_arm(t, args.shards, args.seconds) for t in ("job", "yield")], args.json)
+        arms = [a for a in args.arms.split(",") if a]
+        _report([simulate_arm(t, args.shards, args.seconds, model) for t in arms], args.json)
         return
     import torch
     import triton
