@@ -122,7 +122,7 @@ def _compile_configs(tuner, args: tuple, kwargs: dict) -> None:
     own `Autotuner.warmup` does but one configuration at a time: one that does not compile is left to the
     autotuner's benchmark, which scores it as Triton does. A tuned key's next call finds every kernel compiled
     (microseconds)."""
-    if len(tuner.configs) <= 1:
+    if len(getattr(tuner, "configs", ())) <= 1:  # one configuration: nothing is benchmarked
         return
     given = {k: v for k, v in kwargs.items() if k != "warmup"}  # a launch's own; warmup() sets it
     tuner.nargs = dict(zip(tuner.arg_names, args))
