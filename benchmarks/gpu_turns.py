@@ -1,5 +1,5 @@
 """How long does a timer wait for the GPU alone while checks run beside it on the same GPU, and how many attempts
-do a bench's shards finish? One arm per way of holding a check's turn (KLINEAGE_TURNS, sandbox.TURN_HOLDS), one
+do a bench's shards finish? One arm per way of holding a check's turn (KLINEAGE_TURNS, config.TURN_HOLDS), one
 after the other, ROUNDS times in turn: `job` (a check holds its shared turn for its whole job, as before 00381e5),
 `yield` (it lets a waiting timer measure between two trials, as before host_work) and `work` (also while its
 processes import the program and compile, and an autotuner compiles its configurations before it takes the GPU

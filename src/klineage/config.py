@@ -17,6 +17,16 @@ DEFAULT_TARGET = "sm_90"
 TARGETS = ("sm_80", "sm_89", "sm_90", "sm_100")
 
 
+# how long a check holds its shared turn (Settings.gpu_turns, $KLINEAGE_TURNS, sandbox.GpuTurns.hold); the first
+# two are the comparison arms of benchmarks/gpu_turns.py
+TURN_HOLDS = (
+    "job",  # its whole job, as before 00381e5
+    "yield",  # its whole job but for the points where a waiting timer goes first (yield_turn) and off_gpu sections
+    "work",  # as "yield", and let go while its processes do host work: a candidate importing its program, Triton
+    # compiling a kernel (host_work); the default
+)
+
+
 @dataclass(frozen=True)
 class Tolerance:
     """Per-dtype tolerance. Elementwise: |out - ref| <= rtol * |ref| + atol * rms(ref) (the absolute term is a floor
@@ -66,7 +76,7 @@ class Settings:
     # jobs sharing one GPU take turns through this lock file, one per GPU ("": no turns taken); see sandbox.gpu_turn
     gpu_lock: str = ""
     # how long a check holds its shared turn: "work" (only while it may use the GPU), "yield", "job" (the comparison
-    # arms of benchmarks/gpu_turns.py); see sandbox.TURN_HOLDS
+    # arms of benchmarks/gpu_turns.py); see TURN_HOLDS
     gpu_turns: str = "work"
     # where bench-sized inputs are kept once drawn (a tmpfs serves best); None: `<data_dir>/inputs` (inputs_dir),
     # unless `keep_inputs` is off (KLINEAGE_INPUT_CACHE=off: drawn every time)
@@ -131,7 +141,7 @@ class Settings:
             base = base.replace(warm=False)
         if env.get("KLINEAGE_GPU_LOCK"):
             base = base.replace(gpu_lock=env["KLINEAGE_GPU_LOCK"])
-        if env.get("KLINEAGE_TURNS") in ("job", "yield", "work"):
+        if env.get("KLINEAGE_TURNS") in TURN_HOLDS:
             base = base.replace(gpu_turns=env["KLINEAGE_TURNS"])
         if env.get("KLINEAGE_INPUT_CACHE") in ("off", "0"):
             base = base.replace(keep_inputs=False)

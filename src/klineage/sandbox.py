@@ -37,21 +37,11 @@ from klineage.outcome import RESULT_LIMIT, parse_result, safe_loads
 MEMORY_LIMIT_CPU = 16 * 2**30
 
 
-# how long a check holds its shared turn (GpuTurns.hold, Settings.gpu_turns, $KLINEAGE_TURNS); the first two are
-# the comparison arms of benchmarks/gpu_turns.py
-TURN_HOLDS = (
-    "job",  # its whole job, as before 00381e5
-    "yield",  # its whole job but for the points where a waiting timer goes first (yield_turn) and off_gpu sections
-    "work",  # as "yield", and let go while its processes do host work: a candidate importing its program, Triton
-    # compiling a kernel (host_work); the default
-)
-
-
 @dataclass(frozen=True)
 class GpuTurns:
     """How the jobs sharing one GPU take turns on it (Settings.gpu_lock, Settings.gpu_turns). `lock` names a lock
     file, one per GPU ("": no turns, the GPU is this process's); `hold`: how long a check holds its shared turn, one
-    of TURN_HOLDS."""
+    of config.TURN_HOLDS."""
 
     lock: str = ""
     hold: str = "work"
@@ -217,17 +207,10 @@ def host_work() -> Iterator[None]:
     only the outermost section asks its judge (inside any turn it holds, the judge would have nothing to let go),
     so compiles inside an import or an autotuner's exclusive turn cost no requests and no nesting, and none where
     its judge's turns would keep the turn anyway (its GpuTurns, from the judge's)."""
-    if _broker:
-        if _asked or not lets_go_for_host_work():
-            yield
-            return
-        with _brokered("host"):
-            yield
-        return
-    if not lets_go_for_host_work():
+    if not lets_go_for_host_work() or (_broker and _asked):
         yield
         return
-    with _shared_let_go():
+    with _brokered("host") if _broker else _shared_let_go():
         yield
 
 

@@ -53,7 +53,7 @@ class Spec:
     # a self-reference workload's original program, run as the reference (gates.confined): it answers `reference`
     # requests (a plain forward, no guards: it is not judged) and nothing a candidate is asked
     reference: bool = False
-    turns: str = "work"  # how the judge holds its shared GPU turn (sandbox.TURN_HOLDS): whether host work asks
+    turns: str = "work"  # how the judge holds its shared GPU turn (config.TURN_HOLDS): whether host work asks
 
 
 class CandidateGone(RuntimeError):
