@@ -80,3 +80,54 @@ def test_first_calls_compile_beside_other_jobs_and_only_an_autotuner_takes_the_g
     seen.clear()
     timing.time_calls([call], warmup_ms=0.0, rep_ms=0.0, min_reps=3, first_calls_alone=True)
     assert seen[0] == ("call", "exclusive")
+
+
+def test_a_library_autotuner_that_overrides_run_takes_the_gpu_alone_too(monkeypatch, tmp_path, request):
+    """FlagGems's LibTuner and fla's CachedAutotuner define their own `run` (LibTuner's never calls Triton's): the
+    benchmarks in it must take the GPU alone like Triton's, and the class gets its own `run` back after."""
+    from triton.runtime import autotuner
+
+    from klineage.sandbox import GpuTurns, take_turns
+    from tests.unit.test_gpu_lock import lock_mode_job
+
+    path = str(tmp_path / "gpu0.lock")
+    take_turns(GpuTurns(path))
+    request.addfinalizer(lambda: take_turns(GpuTurns()))
+    seen = []
+
+    class LibraryTuner(autotuner.Autotuner):
+        def __init__(self):  # no kernel behind it: only `run` is exercised
+            pass
+
+        def run(self, *args, **kwargs):
+            seen.append(("library", lock_mode_job(path)))
+
+    class Derived(LibraryTuner):  # inherits the library's run: wrapped once, through LibraryTuner
+        pass
+
+    own = LibraryTuner.__dict__["run"]
+    with timing.autotuners_alone():
+        LibraryTuner().run()
+        Derived().run()
+    LibraryTuner().run()
+    assert seen == [("library", "exclusive"), ("library", "exclusive"), ("library", "none")]
+    assert LibraryTuner.__dict__["run"] is own and "run" not in Derived.__dict__
+
+
+def test_settled_tuners_see_a_library_autotuner_run():
+    from triton.runtime import autotuner
+
+    from klineage.gates.autotune import SettledTuners
+
+    class LibraryTuner(autotuner.Autotuner):
+        def __init__(self):
+            self.cache, self.configs = {}, []
+
+        def run(self, *args, **kwargs):
+            return "ran"
+
+    tuners = SettledTuners()
+    one = LibraryTuner()
+    with tuners.side("start"):
+        assert one.run() == "ran"
+    assert tuners.sides["start"] == [one]

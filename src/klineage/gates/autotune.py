@@ -151,23 +151,23 @@ class SettledTuners:
     def side(self, name: str, pin_to: str | None = None) -> Iterator[None]:
         """Within this block, every autotuner that runs belongs to side `name`; with `pin_to`, one interchangeable
         with an autotuner of that side takes its choices before it runs."""
-        from triton.runtime.autotuner import Autotuner
+        from klineage.timing import autotuner_runs
 
-        original, seen = Autotuner.run, self.sides.setdefault(name, [])
+        seen = self.sides.setdefault(name, [])
         settled = self
 
-        def run(tuner, *args, **kwargs):
-            if tuner not in seen:
-                seen.append(tuner)
-                if pin_to is not None:
-                    settled._pin(tuner, self.sides.get(pin_to, []))
-            return original(tuner, *args, **kwargs)
+        def seeing(original):
+            def run(tuner, *args, **kwargs):
+                if tuner not in seen:
+                    seen.append(tuner)
+                    if pin_to is not None:
+                        settled._pin(tuner, self.sides.get(pin_to, []))
+                return original(tuner, *args, **kwargs)
 
-        Autotuner.run = run
-        try:
+            return run
+
+        with autotuner_runs(seeing):
             yield
-        finally:
-            Autotuner.run = original
 
     def _pin(self, tuner, others: list) -> None:
         match = next((o for o in others if o is not tuner and _identity(o) == _identity(tuner)), None)
