@@ -2,9 +2,11 @@
 library or to the proposer's ranking changes before any evaluation is spent.
 
     python benchmarks/first_candidates.py .state/run26prior [--without exp2_folded_scale,masked_stage_split] \
-        [--top 4] [--json OUT]
+        [--top 4] [--json OUT] [--suite naive,experts,heldout | wild] [--library DIR]
 
 PRIOR holds the experts' data directories (home-*/library, home-*/lineages), as the H200 pipeline keeps them.
+`--library DIR`: one merged library instead (a wild run's `home/library`); PRIOR then only gives the experts suite
+its lineages, and may be any folder. `--suite wild` ranks on the wild suite (FlagGems installed, `GEMS_VENDOR` set).
 `--without` leaves skills of those transforms out (the library before they were mined). The proposer ranks as on
 the CPU: launch-configuration neighbourhoods, which only a GPU run searches, are not listed. Compare two outputs
 with `diff`."""
@@ -31,9 +33,11 @@ def main() -> int:
     parser.add_argument("--without", default="", help="comma-separated transform ids whose skills are left out")
     parser.add_argument("--top", type=int, default=4)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--suite", default="naive,experts,heldout")
+    parser.add_argument("--library", type=Path, default=None, help="a merged library instead of PRIOR's")
     args = parser.parse_args()
     homes = sorted(args.prior.glob("home-*"))
-    if not homes:
+    if not homes and args.library is None:
         print(f"first_candidates: no home-* data directory in {args.prior}", file=sys.stderr)
         return 2
     left_out = {t for t in args.without.split(",") if t}
@@ -44,11 +48,12 @@ def main() -> int:
         for home in homes:
             if (home / "lineages").is_dir():
                 shutil.copytree(home / "lineages", lineages, dirs_exist_ok=True)
-            with Library(home / "library") as library:
+        for folder in [args.library] if args.library is not None else [home / "library" for home in homes]:
+            with Library(folder) as library:
                 skills += [s for s in library.list() if s.transform["id"] not in left_out]
         settings = Settings(data_dir=Path(tmp))
         out = {}
-        for instance in suite("naive,experts,heldout", settings):
+        for instance in suite(args.suite, settings):
             workload = load_workload(instance.workload)
             ranked = SkillProposer(workload, settings, "cpu", skills).propose(instance.start)
             out[instance.name] = [f"{c.label} (expected x{c.expected:.2f})" for c in ranked[: args.top]]

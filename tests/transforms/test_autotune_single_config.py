@@ -303,3 +303,19 @@ def test_a_library_autotuner_over_a_run_time_list_keeps_its_first_config():
     (wrapped,) = t.sites(literal)
     assert '@triton.autotune(\n    configs=[triton.Config({"BLOCK": 1024}' in t.simplify(literal, wrapped)
     assert_round_trips(t, literal)
+
+
+def test_an_expert_list_built_at_run_time_carries_no_one_config_autotuner():
+    """FlagGems's experts tune over `runtime.get_tuned_config(...)`: no tile to carry. The carried list would be the
+    launch's present config alone, an autotuner that changes nothing, and it was ranked first on FlagGems's trace
+    with the weight-norm expert's x6.22 behind it; the transform offers nothing instead. A literal list still
+    carries, and blind's doubled tiles too."""
+    t = AutotuneSingleConfig()
+    (site,) = t.optimize_sites(SIMPLE)
+    assert t.carry({"configs": 'runtime.get_tuned_config("weight_norm_kernel")', "key": '["M"]'}, SIMPLE, site) is None
+    assert t.carry({"configs": '[triton.Config({"BLOCK": 1024}, num_warps=8, num_stages=2)]'}, SIMPLE, site) is None
+    carried = t.carry({"configs": '[triton.Config({"BLOCK": 256}, num_warps=4)]'}, SIMPLE, site)
+    assert carried is not None and "'BLOCK': 256" in carried["configs"] and "'BLOCK': 1024" in carried["configs"]
+    assert t.variants(None, SIMPLE, "k", None) == []
+    blind = t.blind_params(SIMPLE, site)
+    assert blind is not None and "'BLOCK': 2048" in blind["configs"]

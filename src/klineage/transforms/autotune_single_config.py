@@ -530,7 +530,10 @@ SIZE_PARAM = re.compile(r"^([A-Z]|n_\w+|\w+_size|num_\w+|n\w*)$")
 def autotune_params(source: str, kernel: str, tiles: list[dict[str, int]]) -> dict | None:
     """Params for `optimize` on this program: the first config is what the launches pass now (their trailing tile
     and knob keywords), the others that config changed by each of `tiles`; the key is the kernel's size arguments.
-    None when the launch's trailing keywords are not all tunable literals."""
+    None when the launch's trailing keywords are not all tunable literals, or when no tile changes the present config:
+    an autotuner over that one config is the launch as it is. An expert whose list is built at run time (FlagGems's
+    `runtime.get_tuned_config(...)`) carries no tiles, and its x6.22 on weight norm ranked such a no-op first on
+    FlagGems's trace (expected x1.58 after the likeness discount; H100 library, RESULTS.md#wild-h100-3)."""
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError:
@@ -551,6 +554,8 @@ def autotune_params(source: str, kernel: str, tiles: list[dict[str, int]]) -> di
         config = {**first, **{k: v for k, v in tile.items() if k in first or k in launch_config.KNOBS}}
         if config not in configs:
             configs.append(config)
+    if len(configs) < 2:
+        return None
     params = [p.name.value for p in fn.params.params]
     constexpr = constexpr_params(fn)
     key = [p for p in params if p not in constexpr and SIZE_PARAM.match(p) and not p.endswith("_ptr")]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
-from klineage.transform import NodeTransform, dotted, node_code, register
+from klineage.transform import NodeTransform, Site, dotted, node_code, register
+from klineage.transforms._anchored import constexpr_params
 from klineage.transforms.launch_knobs import append_kwargs, drop_trailing, trailing_kwargs
 
 JIT = ("triton.jit", "jit")
@@ -71,3 +74,38 @@ class Specialization(NodeTransform):
         expr = node.decorator
         call = expr if isinstance(expr, cst.Call) else cst.Call(func=expr)
         return node.with_changes(decorator=append_kwargs(call, values))
+
+    # -- the forward walk's hooks ---------------------------------------------------------------------------
+
+    def carry(self, expert: dict, source: str, site: Site) -> dict | None:
+        """The expert's names that are run-time arguments of this kernel too; None where none is. Triton ignores a
+        name the kernel does not have (and a position names another kernel's argument): FlagGems weight norm's
+        `["eps"]`, set on seven FlagGems kernels without an `eps` (std, cumsum, index_select, vector_norm, diag, mv,
+        bmm), spent an evaluation each in one H100 bench, a no-op at x0.996-x1.001 where timed
+        (RESULTS.md#wild-h100-3)."""
+        kernel = _kernel(source, site.function)
+        if kernel is None:
+            return None
+        arguments = {p.name.value for p in kernel.params.params} - constexpr_params(kernel)
+        out = {}
+        for key in KNOBS:
+            try:
+                listed = ast.literal_eval(expert.get(key, "[]"))
+            except (ValueError, SyntaxError):
+                continue
+            kept = [n for n in listed if isinstance(n, str) and n in arguments] if isinstance(listed, list) else []
+            if kept:
+                out[key] = repr(kept)
+        return out or None
+
+    def variants(self, carried: dict, source: str, kernel: str | None, launches: list[dict] | None) -> list[dict]:
+        """The names as carried, or nothing: there is no default name to exclude, nor a neighbour of one."""
+        return [carried] if carried else []
+
+
+def _kernel(source: str, name: str) -> cst.FunctionDef | None:
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError:
+        return None
+    return next((s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == name), None)
