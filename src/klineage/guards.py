@@ -112,6 +112,8 @@ class Launch:
     constexprs: tuple[tuple[str, int], ...] = ()
     num_warps: int | None = None
     programs: int | None = None
+    # run-time arguments passed a Python float, which Triton types fp32: a pin to fp32 changes no code there
+    floats: tuple[str, ...] = ()
 
 
 @dataclass
@@ -142,7 +144,9 @@ class Tracer:
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             stream = torch.cuda.current_stream().cuda_stream
         name = getattr(fn, "__qualname__", None) or getattr(getattr(fn, "fn", None), "__qualname__", repr(fn))
-        constexprs, programs = launch_shape(launcher, args, kwargs, grid) if launcher is not None else ((), None)
+        constexprs, programs, floats = (
+            launch_shape(launcher, args, kwargs, grid) if launcher is not None else ((), None, ())
+        )
         warps = kwargs.get("num_warps")
         self.launches.append(
             Launch(
@@ -153,6 +157,7 @@ class Tracer:
                 constexprs,
                 warps if isinstance(warps, int) else None,
                 programs,
+                floats,
             )
         )
 
@@ -170,10 +175,11 @@ def _wrapped_tensor(value) -> object:
     return value
 
 
-def launch_shape(launcher, args, kwargs, grid) -> tuple[tuple[tuple[str, int], ...], int | None]:
-    """A launch's integer constexpr arguments by name and its program count. `launcher` is the JITFunction or the
-    interpreter's function; the grid, where a callable, gets the bound arguments as Triton passes them. Nothing here
-    may fail a launch: what cannot be read is left out."""
+def launch_shape(launcher, args, kwargs, grid) -> tuple[tuple[tuple[str, int], ...], int | None, tuple[str, ...]]:
+    """A launch's integer constexpr arguments by name, its program count and the names of its run-time arguments
+    passed a Python float. `launcher` is the JITFunction or the interpreter's function; the grid, where a callable,
+    gets the bound arguments as Triton passes them. Nothing here may fail a launch: what cannot be read is left
+    out."""
     import inspect
 
     try:
@@ -189,8 +195,9 @@ def launch_shape(launcher, args, kwargs, grid) -> tuple[tuple[tuple[str, int], .
         values = tuple(
             (n, v) for n, v in bound.items() if n in constexpr and isinstance(v, int) and not isinstance(v, bool)
         )
+        floats = tuple(n for n, v in bound.items() if n not in constexpr and isinstance(v, float))
     except Exception:
-        return (), None
+        return (), None, ()
     try:
         from torch.utils._python_dispatch import _disable_current_modes
 
@@ -202,7 +209,7 @@ def launch_shape(launcher, args, kwargs, grid) -> tuple[tuple[tuple[str, int], .
             programs *= int(n)
     except Exception:
         programs = None
-    return values, programs
+    return values, programs, floats
 
 
 TRACER = Tracer()

@@ -107,3 +107,18 @@ def test_a_pointer_made_into_an_address_in_a_local_first_is_never_pinned():
         "    tl.store(out_ptrs, x * eps, mask=offset < M)\n"
     )
     assert [s.before for s in T.optimize_sites(source)] == ["tl.store(out_ptrs, x * eps, mask=offset < M)"]
+
+
+def test_a_pin_on_an_argument_the_bench_case_passes_as_a_float_is_untimed():
+    """Triton types a Python float fp32: pinned to fp32, the kernel compiles to the same code (identical SASS for an
+    fp32 `eps`, Triton 3.6, sm_90), so the bench case cannot time the pin. Where a launch passes anything else, or
+    no launch was seen (the CPU), the pin is offered as before."""
+    eps_site, gate_site, _ = T.optimize_sites(SIMPLE)
+    floats = [{"kernel": "module.k", "constexprs": {"BLOCK": 64}, "floats": ["eps", "gate"]}]
+    assert "passes eps to k as a Python float" in T.untimed(SIMPLE, eps_site, floats)
+    assert "passes eps, gate to k" in T.untimed(SIMPLE, gate_site, floats)  # n_cols: an integer by name, left out
+    eps_only = [{"kernel": "k", "floats": ["eps"]}]
+    assert T.untimed(SIMPLE, eps_site, eps_only) and T.untimed(SIMPLE, gate_site, eps_only) == ""
+    assert T.untimed(SIMPLE, eps_site, [*eps_only, {"kernel": "k"}]) == ""  # one launch passed something else
+    assert T.untimed(SIMPLE, eps_site, [{"kernel": "other", "floats": ["eps"]}]) == ""
+    assert T.untimed(SIMPLE, eps_site, None) == ""

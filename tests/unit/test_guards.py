@@ -139,3 +139,36 @@ def test_a_launch_argument_wrapping_a_tensor_counts_its_storage():
     tracer = Tracer(active=True)
     tracer.record(lambda: None, (StridedBuffer(a), type("D", (), {"base": b})()), {})
     assert {a.untyped_storage().data_ptr(), b.untyped_storage().data_ptr()} <= tracer.launches[0].storages
+
+
+def test_a_launch_names_the_arguments_it_passed_as_python_floats():
+    """A pin to fp32 of an argument passed a Python float changes no code (Triton types it fp32): the launch rows say
+    which arguments those were, and only the run-time ones (a float constexpr is compiled in)."""
+    import triton
+    import triton.language as tl
+    from triton.compiler.compiler import CompiledKernel
+
+    from klineage.gates.candidate import launch_rows
+    from klineage.guards import TRACER, install_tracer
+
+    @triton.jit
+    def _scale(x_ptr, out_ptr, N, eps, gate, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < N) * gate + eps, mask=offs < N)
+
+    install_tracer()
+    kernel = object.__new__(CompiledKernel)
+    kernel.src, kernel.name, kernel.function, kernel.packed_metadata = type("S", (), {"fn": _scale})(), "_scale", 0, 0
+    kernel._init_handles = lambda: None
+    kernel.launch_metadata = lambda *a: None
+    kernel._run = lambda *a: None
+    x, out = torch.ones(8), torch.empty(8)
+    TRACER.active, before = True, len(TRACER.launches)
+    try:
+        kernel[(2, 1, 1)](x, out, 8, 1e-6, 2, 4, stream=0)
+    finally:
+        TRACER.active = False
+    (recorded,) = TRACER.launches[before:]
+    assert recorded.floats == ("eps",)  # gate was passed an int
+    (row,) = launch_rows([recorded])
+    assert row["floats"] == ["eps"] and row["constexprs"] == {"BLOCK": 4}

@@ -781,7 +781,8 @@ def _storages(outputs) -> set[int]:
 
 
 def launch_rows(launches: list) -> list[dict]:
-    """Each distinct launch of a forward: kernel, integer constexprs, warps and program count."""
+    """Each distinct launch of a forward: kernel, integer constexprs, warps, program count and (where any) the
+    run-time arguments passed a Python float."""
     rows = []
     for launch in launches:
         row = {
@@ -790,6 +791,8 @@ def launch_rows(launches: list) -> list[dict]:
             "num_warps": launch.num_warps,
             "programs": launch.programs,
         }
+        if launch.floats:
+            row["floats"] = list(launch.floats)
         if row not in rows:
             rows.append(row)
     return rows

@@ -137,3 +137,26 @@ class ScalarDtypePin(StatementSites, AnchoredTransform):
 
     def default_params(self) -> dict:
         return {"dtype": FP32}
+
+    def untimed(self, source: str, site, launches: list[dict] | None) -> str:
+        """Why the bench case would run the same code: every launch of the kernel there passes each scalar argument
+        of the site's statement a Python float, which Triton types fp32, so the pin compiles to the same SASS (an
+        `eps` pinned or not: identical with Triton 3.6's sm_90 compiler; different for an fp64 `eps`). It pays only
+        where a launcher passes fp64 (Inductor's). '' where a launch passes anything else, or none was seen. In one
+        H100 bench KLineage and blind gated the pin 12 times on six FlagGems kernels (`eps` of layer, weight, RMS and
+        group norm among them), x0.994-x1.008 (RESULTS.md#wild-h100-3)."""
+        rows = [r for r in launches or [] if r.get("kernel", "").rsplit(".", 1)[-1] == site.function]
+        try:
+            module = cst.parse_module(source)
+            stmt = cst.parse_statement(site.before)
+        except cst.ParserSyntaxError:
+            return ""
+        fn = next((s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == site.function), None)
+        used = {n for n in names_in(stmt) & scalar_params(fn) if not _INT_NAME.search(n)} if fn is not None else set()
+        if not rows or not used or not all(used <= set(r.get("floats", ())) for r in rows):
+            return ""
+        named = ", ".join(sorted(used))
+        return (
+            f"the bench case passes {named} to {site.function} as a Python float, which Triton types fp32: pinned to "
+            "fp32, the kernel compiles to the same code"
+        )
