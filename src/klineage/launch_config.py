@@ -35,6 +35,11 @@ KNOBS = ("num_warps", "num_stages")
 # blocks, 16 from 8192, 32 from 32768), and on the H200 8 warps carried onto 256- to 512-element blocks (1 to 2
 # elements per thread) ran at x0.57-0.86 on 9 of 10 kernels (x1.035 on one; RESULTS.md#run-5).
 MIN_ELEMENTS_PER_THREAD = 8
+# ... and at most this many: the same ladder never leaves a thread more than 64 (16 warps up to 32768 elements, 32
+# above). Fewer warps than a launch has, where each thread would then hold more, spill rather than save: FlagGems's
+# group norm holds a 32 x 4096 group in one program (1024 elements a thread at its 4 warps) and ran at x0.60 with
+# 1 warp and x0.72-0.74 with 2 (H100, RESULTS.md#wild-h100-3).
+MAX_ELEMENTS_PER_THREAD = 64
 BOUNDS = {"num_warps": (1, 16), "num_stages": (1, 5)}
 TILE_BOUNDS = (16, 4096)
 # The atomic row sum's 512-element chunks ran at 0.59 of the copy roofline, 8192 at 0.84, 65536 at 0.82 (H200,

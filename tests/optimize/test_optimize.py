@@ -458,6 +458,26 @@ def test_carried_warps_fit_the_tile_a_program_handles(settings):
     assert all(c.params != {"num_warps": "4"} for c in found)  # Triton's default: no change, no evaluation
 
 
+def test_fewer_warps_are_no_candidate_where_each_thread_would_hold_over_64_elements(settings):
+    """Liger's launch ladder never leaves a thread more than 64 of a tile's elements; fewer warps than the present 4
+    on an 8192-element block (64 a thread already) would only spill: FlagGems's group norm (1024 a thread) ran at
+    x0.60 with 1 warp and x0.72 with 2 on the H100. On a 256-element block a thread holds 8 at 1 warp: still offered.
+    More warps are not held back by it."""
+    gelu = SUITES["heldout"] / "bias_gelu"
+    wl, prog = load_workload(gelu / "workload.py"), load_program(gelu / "naive.py")
+
+    def knobs(warps, block):
+        skill = make_skill("launch_knobs", {"num_warps": warps}, (), speedup=1.16)
+        at = prog.__class__("b", prog.source.replace("BLOCK = 128", f"BLOCK = {block}"))
+        found = SkillProposer(wl, settings, "cpu", [skill]).propose(at)
+        return {c.params["num_warps"] for c in found if c.transform == "launch_knobs"}
+
+    assert "BLOCK = 128" in prog.source
+    assert knobs("1", 8192) == set() and knobs("2", 8192) == set()
+    assert "1" in knobs("1", 256)
+    assert "8" in knobs("8", 8192)
+
+
 def _fake_gates(monkeypatch, evidence: dict | None = None, child_ms: float = 1.0) -> None:
     """Gates that pass every program (the correctness verdict with `evidence`) and a timer that puts every
     candidate at `child_ms` against 1 ms, on a fake H200: nothing runs."""

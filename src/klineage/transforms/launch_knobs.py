@@ -243,15 +243,18 @@ def warps_for_tile(variants: list[dict], source: str, kernel: str, launches: lis
     launch parameter enlarges, so fewer threads are the one way to give each more of it. Measured: on RoPE (64
     elements a program) and the masked softmax (1024 fp16 elements) the autotune baseline's 2 warps ran at x1.234
     and x1.068, and 1 warp after them at x1.000 and x1.140, where the cap had left KLineage no warps at all (H200,
-    RESULTS.md#run-20). A literal tile keeps the drop: the launch-configuration search enlarges it instead."""
+    RESULTS.md#run-20). A literal tile keeps the drop: the launch-configuration search enlarges it instead.
+    Fewer warps than the present ones that would leave each thread more than MAX_ELEMENTS_PER_THREAD of the tile are
+    dropped as well: registers, not parallelism, bound such a kernel."""
     elements = launch_config.elements_per_program(source, kernel)
     computed = elements is None
     if computed:
         elements = launch_config.launched_elements(source, kernel, launches)
-    cap = None
+    cap = floor = None
     if elements is not None:
         room = elements // (32 * launch_config.MIN_ELEMENTS_PER_THREAD)
         cap = 1 << (room.bit_length() - 1) if room else 0  # a power of two
+        floor = -(-elements // (32 * launch_config.MAX_ELEMENTS_PER_THREAD))
     present = launch_config.present_warps(source, kernel)
     out = []
     for params in variants:
@@ -264,6 +267,9 @@ def warps_for_tile(variants: list[dict], source: str, kernel: str, launches: lis
             else:
                 continue
         if params.get("num_warps") is not None and literal_int(params["num_warps"]) == present and len(params) == 1:
+            continue
+        fewer = literal_int(params.get("num_warps"))
+        if fewer is not None and floor is not None and fewer < present and fewer < floor:
             continue
         if params not in out:
             out.append(params)
