@@ -282,9 +282,7 @@ def launched_elements(source: str, kernel: str, launches: list[dict] | None) -> 
     launch, a tile constexpr, or agreement. Where `elements_per_program` cannot read a tile computed at run time
     (`next_power_of_2(half)`), the launch had its value."""
     products = set()
-    for row in launches or []:
-        if row.get("kernel", "").rsplit(".", 1)[-1] != kernel:
-            continue
+    for row in kernel_rows(launches, kernel):
         tiles = {name: v for name, v in row.get("constexprs", {}).items() if TILE_NAME.match(name)}
         products.add(_tile_product(source, kernel, tiles))
     if len(products) != 1 or None in products:
@@ -295,13 +293,30 @@ def launched_elements(source: str, kernel: str, launches: list[dict] | None) -> 
 @functools.lru_cache(maxsize=64)
 def kernel_code(source: str, kernel: str) -> str:
     """The source of the module-level function `kernel` ("" when there is none or the source does not parse)."""
+    fn = kernel_def(source, kernel)
+    return _parsed(source).code_for_node(fn) if fn is not None else ""
+
+
+def kernel_def(source: str, kernel: str) -> cst.FunctionDef | None:
+    """The module-level function `kernel` of `source` (None when there is none or the source does not parse); the
+    source is parsed once for every name asked of it (`_parsed`)."""
+    module = _parsed(source)
+    if module is None:
+        return None
+    return next((n for n in module.body if isinstance(n, cst.FunctionDef) and n.name.value == kernel), None)
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed(source: str) -> cst.Module | None:
     try:
-        module = cst.parse_module(source)
+        return cst.parse_module(source)
     except cst.ParserSyntaxError:
-        return ""
-    return next(
-        (module.code_for_node(n) for n in module.body if isinstance(n, cst.FunctionDef) and n.name.value == kernel), ""
-    )
+        return None
+
+
+def kernel_rows(launches: list[dict] | None, kernel: str) -> list[dict]:
+    """The launch rows (klineage.gates.launch_rows) of `kernel`: a row names it by qualified name."""
+    return [row for row in launches or [] if row.get("kernel", "").rsplit(".", 1)[-1] == kernel]
 
 
 class _LaunchTiles(cst.CSTVisitor):

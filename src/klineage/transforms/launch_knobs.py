@@ -266,10 +266,10 @@ def warps_for_tile(variants: list[dict], source: str, kernel: str, launches: lis
                 params = {**params, "num_warps": str(present // 2)}
             else:
                 continue
-        if params.get("num_warps") is not None and literal_int(params["num_warps"]) == present and len(params) == 1:
+        warps = literal_int(params.get("num_warps"))  # as capped
+        if warps == present and len(params) == 1:
             continue
-        fewer = literal_int(params.get("num_warps"))
-        if fewer is not None and floor is not None and fewer < present and fewer < floor:
+        if warps is not None and floor is not None and warps < min(present, floor):
             continue
         if params not in out:
             out.append(params)

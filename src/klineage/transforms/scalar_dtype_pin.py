@@ -6,6 +6,7 @@ import re
 
 import libcst as cst
 
+from klineage.launch_config import kernel_def, kernel_rows
 from klineage.transform import dotted, register
 from klineage.transforms._anchored import AnchoredTransform, Module, names_in
 from klineage.transforms._kernel_exprs import (
@@ -145,15 +146,16 @@ class ScalarDtypePin(StatementSites, AnchoredTransform):
         where a launcher passes fp64 (Inductor's). '' where a launch passes anything else, or none was seen. In one
         H100 bench KLineage and blind gated the pin 12 times on six FlagGems kernels (`eps` of layer, weight, RMS and
         group norm among them), x0.994-x1.008 (RESULTS.md#wild-h100-3)."""
-        rows = [r for r in launches or [] if r.get("kernel", "").rsplit(".", 1)[-1] == site.function]
+        rows = kernel_rows(launches, site.function)
+        fn = kernel_def(source, site.function)
+        if not rows or fn is None:
+            return ""
         try:
-            module = cst.parse_module(source)
             stmt = cst.parse_statement(site.before)
         except cst.ParserSyntaxError:
             return ""
-        fn = next((s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == site.function), None)
-        used = {n for n in names_in(stmt) & scalar_params(fn) if not _INT_NAME.search(n)} if fn is not None else set()
-        if not rows or not used or not all(used <= set(r.get("floats", ())) for r in rows):
+        used = {n for n in names_in(stmt) & scalar_params(fn) if not _INT_NAME.search(n)}
+        if not used or not all(used <= set(r.get("floats", ())) for r in rows):
             return ""
         named = ", ".join(sorted(used))
         return (

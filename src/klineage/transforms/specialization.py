@@ -6,6 +6,7 @@ import ast
 
 import libcst as cst
 
+from klineage.launch_config import kernel_def
 from klineage.transform import NodeTransform, Site, dotted, node_code, register
 from klineage.transforms._anchored import constexpr_params
 from klineage.transforms.launch_knobs import append_kwargs, drop_trailing, trailing_kwargs
@@ -83,7 +84,7 @@ class Specialization(NodeTransform):
         `["eps"]`, set on seven FlagGems kernels without an `eps` (std, cumsum, index_select, vector_norm, diag, mv,
         bmm), spent an evaluation each in one H100 bench, a no-op at x0.996-x1.001 where timed
         (RESULTS.md#wild-h100-3)."""
-        kernel = _kernel(source, site.function)
+        kernel = kernel_def(source, site.function)
         if kernel is None:
             return None
         arguments = {p.name.value for p in kernel.params.params} - constexpr_params(kernel)
@@ -101,11 +102,3 @@ class Specialization(NodeTransform):
     def variants(self, carried: dict, source: str, kernel: str | None, launches: list[dict] | None) -> list[dict]:
         """The names as carried, or nothing: there is no default name to exclude, nor a neighbour of one."""
         return [carried] if carried else []
-
-
-def _kernel(source: str, name: str) -> cst.FunctionDef | None:
-    try:
-        module = cst.parse_module(source)
-    except cst.ParserSyntaxError:
-        return None
-    return next((s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == name), None)
