@@ -7,6 +7,8 @@
 #   bash benchmarks/h200_wild.sh poll POLL_S                   # wait up to POLL_S (at most 540), pack into $OUT
 #   DEVICE=cpu bash benchmarks/h200_wild.sh walks DIR JOBS     # here, without a GPU: every walk into DIR/home-NAME,
 #                                                              # JOBS at a time (a device run's PRIOR)
+#   bash benchmarks/h200_wild.sh library WALKS EFFECTS OUT     # here: WALKS given a run's effects/ (committed under
+#                                                              # docs/runs), merged into the library OUT (LIBRARY=)
 #
 # The pipeline, all of it stopped at MINUTES after the start (what finished is kept):
 #   T. the GPU tests named by GPU_TESTS_K (those not yet run on a GPU), beside A;
@@ -125,6 +127,37 @@ with Library(r / "home" / "library") as merged:
 EOF2
 }
 
+export_effects() {  # every home's GPU-timed steps into $R/effects/NAME.json: hashes and numbers, no source, so a
+    # run's timings can be committed and a later session rebuilds the library from CPU walks (`library` below)
+    local home name n=0
+    mkdir -p "$R/effects"
+    for home in "$R"/home-*/; do
+        name=$(basename "$home") && name=${name#home-}
+        python3 -m klineage effects export "$R/effects/$name.json" --home "$home" >>"$R/effects/export.log" 2>&1 &&
+            n=$((n + 1))
+    done
+    stage "effects exported: $n homes"
+}
+
+library() {  # library WALKS EFFECTS OUT: here, no GPU: each WALKS/home-NAME (a `walks` folder) given the effects
+    # EFFECTS/NAME.json measured (`effects import`), the skills merged into OUT: the library a device run built,
+    # from committed effects
+    local walks=$1 effects=$2 out=$3 home name
+    R="$(mktemp -d)" && env_setup
+    for home in "$walks"/home-*/; do
+        name=$(basename "$home") && name=${name#home-}
+        cp -r "$home" "$R/home-$name"
+        if [ ! -f "$effects/$name.json" ]; then
+            echo "no effects for $name: its skills stay untimed"
+        elif ! python3 -m klineage effects import "$effects/$name.json" --home "$R/home-$name" --json \
+            >"$R/import-$name.json" 2>&1; then
+            echo "import failed for $name: $(tail -1 "$R/import-$name.json")"
+        fi
+    done
+    merge_libraries
+    rm -rf "$out" && cp -r "$R/home/library" "$out" && echo "library written to $out"
+}
+
 expert_names() {  # the experts to mine, as "KIND NAME" entries in the array names
     names=()
     if [ "$ECOSYSTEM" = all ]; then
@@ -197,6 +230,7 @@ print('torch', torch.__version__, 'triton', triton.__version__, 'gpus', torch.cu
         for pid in "${pids[@]}"; do wait "$pid"; done
         merge_libraries >>"$R/stages.txt" 2>&1
         stage "library merged"
+        export_effects
     fi
     mkdir -p "$R/bench"
     pids=()
@@ -225,6 +259,7 @@ pack() {
     tar -czf "$OUT/results.tgz" -C "$(dirname "$R")" --exclude='cache.sqlite' --exclude='inputs' \
         --exclude='*.lock' --exclude='kernels' --exclude='ecosystem' --exclude='wild' "$(basename "$R")"
     cp "$R/stages.txt" "$OUT/" 2>/dev/null
+    [ -d "$R/effects" ] && cp -r "$R/effects" "$OUT/effects"
     [ -f "$R/report/bench.md" ] && cp "$R/report/bench.md" "$OUT/bench.md"
 }
 
@@ -263,9 +298,10 @@ start)
     ;;
 pipeline) pipeline "$2" "$3" ;;
 walks) walks "$2" "${3:-2}" ;;
+library) library "$2" "$3" "$4" ;;
 poll) poll "$2" ;;
 *)
-    echo "usage: $0 start MINUTES BUDGET POLL_S | poll POLL_S | walks DIR JOBS" >&2
+    echo "usage: $0 start MINUTES BUDGET POLL_S | poll POLL_S | walks DIR JOBS | library WALKS EFFECTS OUT" >&2
     exit 2
     ;;
 esac
