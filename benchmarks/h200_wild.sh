@@ -92,9 +92,12 @@ mine_one() {  # mine_one KIND NAME END: one expert walked and timed in $R/home-N
     fi
     [ "$WALK_DEVICE" = cpu ] && [ "$DEVICE" = cuda ] && walk=(--walk-device cpu)
     if [ ${#walk[@]} -gt 0 ] && ! grep -q "mined $kind $name: rc 0" "$PRIOR/stages.txt" 2>/dev/null; then
-        # not walked there (or its walk failed): walked here on the CPU first, for --walk-device cpu to time it
+        # not walked there (or its walk failed): walked here on the CPU first, for --walk-device cpu to time it.
+        # A gate's limit of WALK_TIMEOUT s: an autotuned expert's own compile gate compiles every config for sm_90,
+        # over the default 300 s for gems_weight_norm on 2 idle cores and on the H100 host beside 11 timings
+        # (RESULTS.md#wild-h100-4); 615 s with 1500 (BENCHMARKS.md, 2026-12-05)
         # shellcheck disable=SC2046
-        KLINEAGE_HOME="$R/home-$name" KLINEAGE_GPU_LOCK="" timeout "$(left_s "$end")" python3 -m klineage \
+        KLINEAGE_TIMEOUT="${WALK_TIMEOUT:-1500}" KLINEAGE_HOME="$R/home-$name" KLINEAGE_GPU_LOCK="" timeout "$(left_s "$end")" python3 -m klineage \
             $([ "$kind" = ecosystem ] && echo "mine-ecosystem --only $name" || echo "mine $(bundled_args "$name")") \
             --device cpu --max-steps "$MAX_STEPS" --no-probe --json >"$R/walk-$name.json" 2>"$R/walk-$name.log"
     fi
@@ -173,7 +176,7 @@ walks() {  # walks DIR JOBS: every expert walked here on the CPU into DIR/home-N
     local dir=$1 jobs=$2 entry kind name
     R="$dir" && mkdir -p "$R"
     env_setup
-    export KLINEAGE_GPU_LOCK=""
+    export KLINEAGE_GPU_LOCK="" KLINEAGE_TIMEOUT="${KLINEAGE_TIMEOUT:-${WALK_TIMEOUT:-1500}}"  # as in mine_one
     expert_names
     stage "walks here: ${#names[@]} experts, $jobs at a time, max $MAX_STEPS steps, device $DEVICE"
     for entry in "${names[@]}"; do
