@@ -144,3 +144,57 @@ def test_the_bench_retime_asks_for_the_programs_alone(data_dir, monkeypatch):
     plan = SimpleNamespace(device="cuda", settings=Settings.from_env(data_dir=data_dir), say=lambda text: None)
     assert run._retime(inst, SimpleNamespace(path=inst.workload), {}, plan) == {"error": "not run here"}
     assert jobs[0].payload.programs_only is True
+
+
+def _served(programs: tuple[str, ...]):
+    """A candidate's side as references_task sees it: the start workload (one bench case) and the programs."""
+    workload = SimpleNamespace(cases={"bench": {}}, bench_case=lambda: "bench")
+    return SimpleNamespace(
+        timed={}, spec=SimpleNamespace(others=programs), workload=lambda path: (workload, SimpleNamespace())
+    )
+
+
+def test_the_programs_are_timed_in_a_round_of_their_own_before_inductor_compiles(monkeypatch):
+    """A references round disturbed the programs timed in it (gems_sort on the H100: x1.015 alone, x1.000 beside a
+    just-compiled torch.compile of torch.sort; RESULTS.md#wild-h100-4): the programs' round shares no time_calls
+    with eager or torch.compile, and comes before torch.compile is built on the first request."""
+    import klineage.bench.references as references
+    import klineage.gates.common as common
+    import klineage.program as program
+    import klineage.timing as timing
+    import klineage.workload as workload
+    from klineage.timing import Timing
+
+    events: list = []
+    medians = {"start": 0.30, "final": 0.25, "eager": 0.5, "torch.compile": 0.4}
+
+    def time_calls(calls, *args):
+        events.append(("time", tuple(c() for c in calls)))
+        return [Timing(medians[c()], 0, 0, 0, 0, 30, 0) for c in calls]
+
+    def reference_calls(served, meta, *setup):
+        events.append(("build references", meta.get("pytorch_op")))
+        return [lambda: "eager", lambda: "torch.compile"]
+
+    monkeypatch.setattr(timing, "time_calls", time_calls)
+    monkeypatch.setattr(references, "_reference_calls", reference_calls)
+    monkeypatch.setattr(program, "install", lambda name: SimpleNamespace(ModelNew=name))
+    monkeypatch.setattr(common, "build", lambda model, init: SimpleNamespace(cuda=lambda: model))
+    monkeypatch.setattr(common, "input_sets", lambda *a, **k: [])
+    monkeypatch.setattr(common, "rotating", lambda model, sets: lambda: model)
+    monkeypatch.setattr(workload, "make_case_init_inputs", lambda *a: [])
+    served = _served(("start", "final"))
+    meta = {"workload": "w.py", "sets": 2, "warmup_ms": 1, "rep_ms": 1, "min_reps": 3, "pytorch_op": "op"}
+
+    _, answer = references.references_task(served, SimpleNamespace(meta=meta))
+    assert events == [("time", ("start", "final")), ("build references", "op"), ("time", ("eager", "torch.compile"))]
+    assert [t["median_ms"] for t in answer["timings"]] == [0.5, 0.4, 0.30, 0.25]  # references, then the programs
+    events.clear()
+    references.references_task(served, SimpleNamespace(meta=meta))  # a second round: nothing built again
+    assert events == [("time", ("start", "final")), ("time", ("eager", "torch.compile"))]
+    events.clear()
+    _, alone = references.references_task(
+        _served(("start", "final")), SimpleNamespace(meta={**meta, "programs_only": True})
+    )
+    assert events == [("time", ("start", "final"))]
+    assert [t["median_ms"] for t in alone["timings"]] == [0.30, 0.25]

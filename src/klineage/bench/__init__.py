@@ -6,7 +6,8 @@ the expert's speed, fraction of the roofline, speedup over `torch.compile`, gate
 speedup, share of candidates that failed a gate, and correctness escapes: every final program that differs from its
 start is re-checked with hidden seeds and with probe cases inside the workload's domain; a failure there that the
 starting program does not have is an escape. References (PyTorch eager, `torch.compile`, the expert, the start) are
-timed side by side in one job (bench.references); eager and `torch.compile` run the workload's `Model`, or PyTorch's
+timed in one job (bench.references), the programs side by side in a round of their own, eager and `torch.compile` in
+theirs; eager and `torch.compile` run the workload's `Model`, or PyTorch's
 own op where the instance has one (a wild kernel, whose workload's `Model` is its start). bench.run runs a suite
 (bench.engine: on a Dask cluster, one task per instance), bench.report writes what it found, and bench.memory builds
 the memory baseline's knowledge base.

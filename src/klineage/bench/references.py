@@ -26,8 +26,9 @@ ESCAPE_PROBES = ("divisible_by_block", "contiguous", "dtype_fp32", "dtype_fp16",
 
 
 def references_job(payload: ReferencesPayload | tuple) -> dict:
-    """Time PyTorch eager, torch.compile of the reference (or of PyTorch's op: the payload's `pytorch_op`) and each
-    given program, interleaved, on the bench case. The programs run in a candidate process (gates.candidate:
+    """Time PyTorch eager and torch.compile of the reference (or of PyTorch's op: the payload's `pytorch_op`)
+    side by side, and the given programs side by side in a round of their own (`references_task` says why), on the
+    bench case. The programs run in a candidate process (gates.candidate:
     `references_task`), never in this one, the judge; a round whose noisiest program spreads over the payload's
     spread limit (REFERENCE_SPREAD) is timed once more, as the judge decides. The payload: a ReferencesPayload, or
     the tuple (request, programs[, spread limit]). The result names which Model eager and torch.compile ran
@@ -95,28 +96,43 @@ def pytorch_op_module(source: str) -> types.ModuleType:
 
 
 def references_task(served, frame) -> tuple[dict, dict]:
-    """In the candidate: eager, torch.compile (of the workload's Model, or of PyTorch's op where the request carries
-    its workload's text: `pytorch_op`) and each program built once (the first request), then one round of them timed
-    interleaved per request (`programs_only`: the programs alone). Every call runs on the start workload's input
-    sets."""
+    """In the candidate: each program built once (the first request) and timed side by side in a round of its own,
+    then eager and torch.compile (of the workload's Model, or of PyTorch's op where the request carries its workload's
+    text: `pytorch_op`), built once after the programs' first round, timed side by side in theirs (`programs_only`:
+    the programs alone). Every call runs on the start workload's input sets. The answer's timings: the references',
+    then the programs'.
+
+    Why apart: a references round disturbed the programs timed in it. On the H100 (2026-12-06) gems_sort's start and
+    blind's final ran x1.015 apart alone, twice, and x1.003 and x1.000 apart interleaved with a just-compiled
+    torch.compile of `torch.sort` (whose own spread was 0.05-0.07, the programs' 0.003-0.006 against 0.0003 alone);
+    x1.014 once Inductor's cache was warm. The bench's row read x1.000 for a change confirmed at x1.014 and re-timed
+    at x1.015 (RESULTS.md#wild-h100-4). The programs' round comes first, before Inductor compiles anything here."""
     from klineage.gates.common import build, input_sets, rotating
     from klineage.program import install
     from klineage.timing import time_calls
     from klineage.workload import make_case_init_inputs
 
     meta = frame.meta
-    if not served.timed.get("calls"):
+    timing = (float(meta["warmup_ms"]), float(meta["rep_ms"]), int(meta["min_reps"]))
+    if "programs" not in served.timed:
         workload, wl_module = served.workload(meta["workload"])
         case = workload.cases[workload.bench_case()]
         init = make_case_init_inputs(wl_module, case)
         cache = Path(meta["input_cache"]) if meta.get("input_cache") else None
         sets = input_sets(wl_module, case, int(meta["sets"]), cache_dir=cache, write_cache=False)
-        calls = [] if meta.get("programs_only") else _reference_calls(served, meta, wl_module, case, init, sets)
-        calls += [rotating(build(install(program).ModelNew, init).cuda(), sets) for program in served.spec.others]
-        served.timed["calls"] = calls
-    timed = time_calls(served.timed["calls"], float(meta["warmup_ms"]), float(meta["rep_ms"]), int(meta["min_reps"]))
+        served.timed["programs"] = [
+            rotating(build(install(program).ModelNew, init).cuda(), sets) for program in served.spec.others
+        ]
+        served.timed["setup"] = (wl_module, case, init, sets)
+    programs = time_calls(served.timed["programs"], *timing)
+    references = []
+    if not meta.get("programs_only"):
+        if "references" not in served.timed:
+            served.timed["references"] = _reference_calls(served, meta, *served.timed["setup"])
+        references = time_calls(served.timed["references"], *timing)
     failed = served.timed.get("torch_compile_error")
-    return {}, {"timings": [t.as_dict() for t in timed], **({"torch_compile_error": failed} if failed else {})}
+    timings = [t.as_dict() for t in references + programs]
+    return {}, {"timings": timings, **({"torch_compile_error": failed} if failed else {})}
 
 
 def _reference_calls(served, meta: dict, wl_module, case: dict, init: list, sets: list) -> list:
@@ -189,9 +205,9 @@ def _worst_program_spread(timings: list, references: int = 2) -> float:
 
 
 def steadier(rounds: list[list], references: int = 2) -> list:
-    """Of rounds timing the same calls side by side (eager, torch.compile where it compiled: `references`, then the
-    programs), the one whose noisiest program spreads least: each round's programs stay timed together, never mixed
-    across rounds."""
+    """Of rounds timing the same calls (eager, torch.compile where it compiled: `references`, then the programs,
+    side by side in their own round: references_task), the one whose noisiest program spreads least: each round's
+    programs stay timed together, never mixed across rounds."""
     return min(rounds, key=lambda timings: _worst_program_spread(timings, references))
 
 

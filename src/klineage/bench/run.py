@@ -265,9 +265,9 @@ def _optimize_each(
 
 
 def _time_references(inst: Instance, workload: Workload, finals: dict[str, Trajectory], plan: BenchPlan) -> dict:
-    """PyTorch eager, torch.compile, the start, the expert and each method's final program timed side by side in
-    one job (references_job): per name, its time and spread, and which Model eager and torch.compile were
-    (`eager_of`); or the job's error."""
+    """PyTorch eager, torch.compile, the start, the expert and each method's final program timed in one job
+    (references_job: the programs side by side, apart from eager and torch.compile): per name, its time and spread,
+    and which Model eager and torch.compile were (`eager_of`); or the job's error."""
     plan.say(f"{inst.name}: references")
     # each distinct program timed once: a method that kept nothing is its start, not a second sample
     named = [("start", inst.start)] + ([("expert", inst.expert)] if inst.expert else [])
@@ -288,7 +288,7 @@ def _time_references(inst: Instance, workload: Workload, finals: dict[str, Traje
 def _timing_job(
     inst: Instance, workload: Workload, distinct: list, plan: BenchPlan, programs_only: bool = False
 ) -> Job:
-    """The job that times `distinct` programs side by side with the references (references_job): eager and
+    """The job that times `distinct` programs side by side, and the references apart (references_job): eager and
     torch.compile of PyTorch's own op where the instance has a PyTorch-op workload (a wild kernel's), else of the
     workload's Model; with `programs_only` (a re-time, which reads no reference's time), the programs alone."""
     request = GateRequest(str(workload.path), inst.start, plan.device, plan.settings)
