@@ -262,7 +262,8 @@ pack() {
     tar -czf "$OUT/results.tgz" -C "$(dirname "$R")" --exclude='cache.sqlite' --exclude='inputs' \
         --exclude='*.lock' --exclude='kernels' --exclude='ecosystem' --exclude='wild' "$(basename "$R")"
     cp "$R/stages.txt" "$OUT/" 2>/dev/null
-    [ -d "$R/effects" ] && cp -r "$R/effects" "$OUT/effects"
+    # one file: the device tool brings back a handful of files a folder (31 effects/*.json were left out)
+    [ -d "$R/effects" ] && tar -czf "$OUT/effects.tgz" -C "$R" effects
     [ -f "$R/report/bench.md" ] && cp "$R/report/bench.md" "$OUT/bench.md"
 }
 
