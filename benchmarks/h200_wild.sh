@@ -54,9 +54,16 @@ GPU_TESTS_K="${GPU_TESTS_K-many_tiny_launches or patched_clock or honest_profile
 mkdir -p "$OUT"
 
 env_setup() {
+    # .whl holds the device's wheels (cp312): on another Python (a laptop's `walks`, `library`) SITE is made by hand
+    local tag
+    tag=cp$(python3 -c 'import sys; print(*sys.version_info[:2], sep="")')
     if [ -d .whl ] && [ ! -f "$SITE/.done" ]; then
-        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" \
-            .whl/*.whl && touch "$SITE/.done"
+        if compgen -G ".whl/*-$tag-*.whl" >/dev/null; then
+            python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" \
+                .whl/*.whl && touch "$SITE/.done"
+        else
+            echo "SITE=$SITE: .whl has no $tag wheels; install the packages there by hand, then touch $SITE/.done" >&2
+        fi
     fi
     export PYTHONPATH="$SITE:$PWD/src:$PWD${PYTHONPATH:+:$PYTHONPATH}"
     export KLINEAGE_SEED_CASE=tiny PYTHONUNBUFFERED=1 KLINEAGE_INPUT_CACHE=/dev/shm/klineage-inputs

@@ -294,20 +294,22 @@ def launched_elements(source: str, kernel: str, launches: list[dict] | None) -> 
 def kernel_code(source: str, kernel: str) -> str:
     """The source of the module-level function `kernel` ("" when there is none or the source does not parse)."""
     fn = kernel_def(source, kernel)
-    return _parsed(source).code_for_node(fn) if fn is not None else ""
+    return parsed(source).code_for_node(fn) if fn is not None else ""
 
 
 def kernel_def(source: str, kernel: str) -> cst.FunctionDef | None:
     """The module-level function `kernel` of `source` (None when there is none or the source does not parse); the
-    source is parsed once for every name asked of it (`_parsed`)."""
-    module = _parsed(source)
+    source is parsed once for every name asked of it (`parsed`)."""
+    module = parsed(source)
     if module is None:
         return None
     return next((n for n in module.body if isinstance(n, cst.FunctionDef) and n.name.value == kernel), None)
 
 
 @functools.lru_cache(maxsize=16)
-def _parsed(source: str) -> cst.Module | None:
+def parsed(source: str) -> cst.Module | None:
+    """`source` parsed (None when it does not parse), once for every caller: libcst's trees are immutable, so the
+    cached module is shared safely."""
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError:

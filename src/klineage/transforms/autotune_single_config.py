@@ -534,11 +534,10 @@ def autotune_params(source: str, kernel: str, tiles: list[dict[str, int]]) -> di
     an autotuner over that one config is the launch as it is. An expert whose list is built at run time (FlagGems's
     `runtime.get_tuned_config(...)`) carries no tiles, and its x6.22 on weight norm ranked such a no-op first on
     FlagGems's trace (expected x1.58 after the likeness discount; H100 library, RESULTS.md#wild-h100-3)."""
-    try:
-        module = cst.parse_module(source)
-    except cst.ParserSyntaxError:
+    module = launch_config.parsed(source)
+    fn = launch_config.kernel_def(source, kernel)
+    if module is None:
         return None
-    fn = next((s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == kernel), None)
     values = {t.keyword: t.value for t in launch_config.tunables(source) if t.kernel == kernel}
     launches = kernel_launches(module, kernel)
     if fn is None or not values or not launches:
