@@ -4,7 +4,9 @@ program it is compared with. Suites:
 - `naive`: the bundled examples' naive programs, with the project-written expert (else the tuned version) as the
   reference;
 - `experts`: the simplest form of every finished lineage under `$KLINEAGE_HOME/lineages` (what mining reduced each
-  expert to), with the expert itself as the reference."""
+  expert to), with the expert itself as the reference;
+- `wild`, `wild-quant`: real Triton kernels of installed packages, each its own reference (klineage.suites.wild,
+  klineage.suites.wild_quant)."""
 
 from __future__ import annotations
 
@@ -61,9 +63,20 @@ def suite(name: str, settings: Settings) -> list[Instance]:
         return out
     if name == "experts":
         return expert_instances(settings)
-    if name == "wild":
-        return wild_instances(settings)[0]
-    raise UserError(f"unknown suite {name!r}: expected heldout, naive, experts, wild or a suite folder")
+    if name in WILD_SUITES:
+        return wild_instances(settings, wild_catalogue(name))[0]
+    raise UserError(f"unknown suite {name!r}: expected heldout, naive, experts, wild, wild-quant or a suite folder")
+
+
+# real kernels, each its own reference: every final program re-timed, every rejected start classified
+WILD_SUITES = ("wild", "wild-quant")
+
+
+def wild_catalogue(name: str) -> tuple:
+    """The catalogue of the wild suite `name` (klineage.suites.wild, klineage.suites.wild_quant)."""
+    from klineage.suites import wild, wild_quant
+
+    return wild_quant.catalogue() if name == "wild-quant" else wild.catalogue()
 
 
 def wild_instances(settings: Settings, kernels: tuple | None = None) -> tuple[list[Instance], dict[str, str]]:

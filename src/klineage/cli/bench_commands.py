@@ -69,14 +69,15 @@ def bench(
     workers,
     as_json,
 ) -> None:
-    """Run methods x instances of SUITE (heldout, naive, experts, wild, a folder, or several joined by commas) under one
-    budget; write the report, and rewrite it after each instance so a run cut short keeps what it finished.
-    `--resume` continues such a run. `--workers N` or `--scheduler ADDRESS` run the instances on a Dask cluster
-    (docs/scale.md); without them, several processes split a suite by `--shard` or share a `--queue`, and
+    """Run methods x instances of SUITE (heldout, naive, experts, wild, wild-quant, a folder, or several joined by
+    commas) under one budget; write the report, and rewrite it after each instance so a run cut short keeps what it
+    finished. `--resume` continues such a run. `--workers N` or `--scheduler ADDRESS` run the instances on a Dask
+    cluster (docs/scale.md); without them, several processes split a suite by `--shard` or share a `--queue`, and
     `klineage bench-merge` joins their reports."""
     from klineage.bench import Queue, markdown, run_bench, suite, write_report
     from klineage.bench import shard as take_shard
     from klineage.bench.report import plots_missing
+    from klineage.bench.suites import WILD_SUITES, wild_catalogue
     from klineage.check import resolve_device
     from klineage.optimize import METHODS
     from klineage.scale import Engine
@@ -92,12 +93,12 @@ def bench(
 
         memory_base(settings, memory_path)
     chosen = suite(suite_name, settings)
-    wild = "wild" in [part.strip() for part in suite_name.split(",")]
+    wild = [part.strip() for part in suite_name.split(",") if part.strip() in WILD_SUITES]
     not_offered = {}
-    if wild:  # the kernels of packages not installed here, said in the report
+    for part in wild:  # the kernels of packages not installed here, said in the report
         from klineage.suites.wild import chosen as wild_chosen
 
-        not_offered = wild_chosen()[1]
+        not_offered |= wild_chosen(wild_catalogue(part))[1]
     if instances:
         names = list(dict.fromkeys(n.strip() for n in instances.split(",") if n.strip()))
         by_name = {i.name: i for i in chosen}
@@ -136,7 +137,7 @@ def bench(
                 on_instance=lambda partial: write_report(partial, folder, plot=False),
                 earlier=earlier,
                 claim=Queue(queue_dir).claim if queue_dir else None,
-                retime=retime or wild,
+                retime=retime or bool(wild),
                 not_offered=not_offered,
             )
         else:
@@ -160,7 +161,7 @@ def bench(
                 on_progress=lambda text: progress.update(task, description=text),
                 on_instance=finished,
                 earlier=earlier,
-                retime=retime or wild,
+                retime=retime or bool(wild),
                 not_offered=not_offered,
                 on_cluster=progress.say,
             )
