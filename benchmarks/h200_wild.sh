@@ -23,12 +23,14 @@
 #      experts are not mined again, their homes joining this run's for the merge (timing split over sessions);
 #      with LIBRARY=DIR (an earlier run's results.tgz home/library, from the same GPU kind) no expert is mined:
 #      a suite split over sessions (INSTANCES) runs every part with one library;
-#   B. `klineage bench wild` with METHODS under BUDGET, SHARDS processes sharing one queue, each rewriting its report
-#      after every instance and re-timing every final program in a fresh process (always on for the wild suite).
+#   B. `klineage bench SUITE` (wild or wild-quant) with METHODS under BUDGET, SHARDS processes sharing one queue,
+#      each rewriting its report after every instance and re-timing every final program in a fresh process (always
+#      on for a wild suite).
 # Jobs take turns at the GPU's clock through KLINEAGE_GPU_LOCK (klineage.sandbox.gpu_turn).
 # Before the call, here: `git rev-parse --short HEAD > .state/COMMIT`; the call carries .whl (libcst, liger-kernel,
 # flag_gems, triton_kernels, fla-core, flash-linear-attention, sqlalchemy, PyYAML, einops, packaging,
-# typing_extensions: the device has no network) and .state. DEVICE=cpu makes a dry run without a GPU.
+# typing_extensions; torchao and bitsandbytes for wild-quant: the device has no network) and .state. DEVICE=cpu
+# makes a dry run without a GPU.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-/tmp/klineage-out}"
@@ -40,7 +42,8 @@ MINE_JOBS="${MINE_JOBS:-6}"
 MAX_STEPS="${MAX_STEPS:-4}"
 SHARDS="${SHARDS:-8}"
 METHODS="${METHODS:-klineage,blind,autotune}"
-INSTANCES="${INSTANCES:-}"        # comma-separated wild instances (empty: the whole suite)
+SUITE="${SUITE:-wild}"             # wild or wild-quant (klineage.bench.suites.WILD_SUITES)
+INSTANCES="${INSTANCES:-}"        # comma-separated instances of SUITE (empty: the whole suite)
 ECOSYSTEM="${ECOSYSTEM-all}"      # comma-separated ecosystem experts, "all", or empty for none
 BUNDLED="${BUNDLED-matmul attention rmsnorm cross_entropy swiglu softmax}"
 SITE="${SITE:-/tmp/site}"          # the packages' folder (.whl installed there once; here: one made by hand)
@@ -245,7 +248,7 @@ print('torch', torch.__version__, 'triton', triton.__version__, 'gpus', torch.cu
     mkdir -p "$R/bench"
     pids=()
     for i in $(seq 1 "$SHARDS"); do
-        (KLINEAGE_HOME="$R/home" timeout "$(left_s "$deadline")" python3 -m klineage bench wild \
+        (KLINEAGE_HOME="$R/home" timeout "$(left_s "$deadline")" python3 -m klineage bench "$SUITE" \
             --methods "$METHODS" --budget "$budget" --device "$DEVICE" --library "$R/home/library" \
             ${INSTANCES:+--instances "$INSTANCES"} --queue "$R/queue" --out "$R/bench/shard$i" \
             >"$R/bench/shard$i.log" 2>&1
