@@ -16,8 +16,13 @@ path), before the program is imported:
   `synchronize`, streams (`current_stream`, `default_stream`, `Stream`, `stream(...)`, `set_stream`) and events are
   no-ops on the CPU (one device, one queue: program order is execution order), `get_device_properties`,
   `get_device_capability` and `get_device_name` describe an H200 (sm_90, 132 SMs, 141 GiB, 50 MiB of L2, 227 KiB
-  of opt-in shared memory per block: SHARED_MEMORY_LIMIT[90] of the compile gate), `is_bf16_supported()` True.
-  `torch.cuda.is_initialized()` stays False: the harness's own stream checks read it and must stay off on the CPU.
+  of opt-in shared memory per block: SHARED_MEMORY_LIMIT[90] of the compile gate), `is_bf16_supported()` True,
+  `init()` a no-op. `torch.cuda.is_initialized()` stays False: the harness's own stream checks read it and must stay
+  off on the CPU. The CUDA generator is the CPU's (`get_rng_state`, `set_rng_state`, `default_generators`), which
+  `device="cuda"` tensors draw from: torch.compile saves and restores it around every frame it compiles.
+- `torch._C`: the CUDA bindings that host code binds for itself (`_cuda_getCurrentRawStream`, which bitsandbytes
+  reads at import and Inductor's generated code calls; `_cuda_getCurrentStream`, `_cuda_getDevice`, ...) answer
+  for device 0 and stream 0.
 - Triton's driver: `triton.runtime.driver.active` is a stand-in whose current device is 0, current stream 0,
   target `GPUTarget("cuda", 90, 32)`, and `utils.get_device_properties` the H200's (persistent kernels size their
   grid by `multiprocessor_count`).
@@ -260,16 +265,20 @@ class _DeviceContext:
         return False
 
 
+def _noted(what: str, value):
+    """A stand-in for `what` that notes its use and returns `value` (called, where it is a function)."""
+
+    def fn(*args, **kwargs):
+        _note(what)
+        return value() if callable(value) else value
+
+    fn.__name__ = what.rsplit(".", 1)[-1]
+    return fn
+
+
 def _patch_torch_cuda(torch) -> None:
     cuda = torch.cuda
-
-    def noted(what, value):
-        def fn(*args, **kwargs):
-            _note(what)
-            return value() if callable(value) else value
-
-        fn.__name__ = what.rsplit(".", 1)[-1]
-        return fn
+    noted = _noted
 
     def properties(device=None):
         _note("torch.cuda.get_device_properties")
@@ -281,6 +290,18 @@ def _patch_torch_cuda(torch) -> None:
             return _DeviceContext(device)
 
         return make
+
+    def get_rng_state(device="cuda"):
+        _note("torch.cuda.get_rng_state")
+        return torch.get_rng_state()
+
+    def set_rng_state(new_state, device="cuda") -> None:
+        _note("torch.cuda.set_rng_state")
+        torch.set_rng_state(new_state)
+
+    def set_rng_state_all(new_states) -> None:
+        for state in new_states:
+            set_rng_state(state)
 
     main_stream = _Stream.__new__(_Stream)  # made without noting: the harness reads it too
     replacements = {
@@ -304,9 +325,39 @@ def _patch_torch_cuda(torch) -> None:
         "empty_cache": noted("torch.cuda.empty_cache", None),
         "manual_seed": noted("torch.cuda.manual_seed", None),
         "manual_seed_all": noted("torch.cuda.manual_seed_all", None),
+        "init": noted("torch.cuda.init", None),
+        # the mapped device's generator is the CPU's, which `device="cuda"` tensors draw from. torch.compile saves
+        # and restores it around every frame it compiles (torch._dynamo.convert_frame) once CUDA is available.
+        "default_generators": (torch.default_generator,),
+        "get_rng_state": get_rng_state,
+        "set_rng_state": set_rng_state,
+        "get_rng_state_all": lambda: [get_rng_state()],
+        "set_rng_state_all": set_rng_state_all,
     }
     for name, value in replacements.items():
         setattr(cuda, name, value)
+    _patch_torch_c(torch)
+
+
+def _patch_torch_c(torch) -> None:
+    """The CUDA bindings in `torch._C` that host code reads for itself: bitsandbytes and Inductor's generated code
+    take the raw stream from `torch._C._cuda_getCurrentRawStream` (bitsandbytes at import, once CUDA is available),
+    which a CPU-only build lacks. Each answers for the one mapped device and its one queue, stream 0 as Triton's
+    driver reports it. `_cuda_getDeviceCount` stays missing: its presence is how torch tells it was built with
+    CUDA (`torch.cuda._is_compiled()`), and with it torch.cuda and fake tensors would call into a CUDA runtime
+    that is not there."""
+    cuda_stream = (0, 0, 1)  # torch.cuda.Stream's (stream_id, device_index, device_type): the default, on cuda:0
+    bindings = {
+        "_cuda_getCurrentRawStream": 0,
+        "_cuda_getCurrentStream": cuda_stream,
+        "_cuda_getDefaultStream": cuda_stream,
+        "_cuda_getDevice": 0,
+        "_cuda_setDevice": None,
+        "_cuda_synchronize": None,
+    }
+    for name, value in bindings.items():
+        if not hasattr(torch._C, name):  # a CUDA build has the real one (install() never runs there)
+            setattr(torch._C, name, _noted(f"torch._C.{name}", value))
 
 
 # --- Triton's driver ----------------------------------------------------------------------------------------------

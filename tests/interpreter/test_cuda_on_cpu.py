@@ -1,6 +1,9 @@
 """CUDA host code checked on the CPU unchanged (klineage.cuda_on_cpu), and Python's `and`/`or`/`not` on tensors in
 kernels as Triton's compiler reads them (klineage.interp)."""
 
+import subprocess
+import sys
+
 import pytest
 
 from klineage.check import check
@@ -57,3 +60,19 @@ def test_the_compile_gate_compiles_a_cuda_only_program_for_the_target(settings, 
     verdict = check(workload, program, settings, "cpu", ("compile",), sandbox).verdict("compile")
     assert verdict.passed, verdict.reason
     assert "driver.active.utils.get_device_properties" in verdict.evidence["cuda_mapped"]
+
+
+def test_torch_compile_runs_with_cuda_mapped():
+    """With CUDA available, torch.compile saves and restores the CUDA generator's state around each frame it
+    compiles (torch._dynamo.convert_frame): a reference compiled with torch.compile (bitsandbytes' pure-PyTorch
+    8-bit optimizer) failed there ("Torch not compiled with CUDA enabled") in the mapped candidate process."""
+    script = (
+        "import torch\n"
+        "from klineage import cuda_on_cpu\n"
+        "cuda_on_cpu.install()\n"
+        "twice = torch.compile(lambda x: x * 2 + 1)\n"
+        "print(twice(torch.ones(3, device='cuda')).tolist(), 'torch.cuda.set_rng_state' in cuda_on_cpu.used())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split("\n")[-2] == "[3.0, 3.0, 3.0] True"

@@ -1,0 +1,50 @@
+"""CUDA mapped to the CPU (klineage.cuda_on_cpu) answers the torch internals that host code reads once CUDA is
+available: `torch._C`'s raw stream (bitsandbytes binds it at import), the CUDA generator's state (torch.compile saves
+and restores it around each frame), `torch.cuda.init()`. `install()` is for the rest of a process's life, so each
+case runs in a child of its own; no kernel runs (no interpreter)."""
+
+import subprocess
+import sys
+
+SCRIPT = """
+import torch
+from klineage import cuda_on_cpu
+cuda_on_cpu.install()
+
+# bitsandbytes/backends/cuda/ops.py, module level, and functional._get_tensor_stream
+get_raw_stream = torch._C._cuda_getCurrentRawStream
+assert get_raw_stream(0) == 0 == torch.cuda.current_stream().cuda_stream
+assert torch._C._cuda_getCurrentStream(0)[:2] == (0, 0)
+assert torch._C._cuda_getDevice() == 0
+torch._C._cuda_setDevice(0)
+torch._C._cuda_synchronize()
+
+# the generator of `device="cuda"` tensors, saved and restored as torch._dynamo.convert_frame does
+state = torch.cuda.get_rng_state()
+first = torch.randn(8, device="cuda")
+torch.cuda.set_rng_state(state)
+assert torch.equal(torch.randn(8, device="cuda"), first)
+torch.cuda.set_rng_state_all(torch.cuda.get_rng_state_all())
+assert torch.equal(torch.cuda.default_generators[0].get_state(), torch.get_rng_state())
+
+# bitsandbytes.functional.check_matmul: `if not torch.cuda.is_initialized(): torch.cuda.init()`
+torch.cuda.init()
+assert not torch.cuda.is_initialized()  # the harness's own stream checks read it: still off
+assert not torch.cuda._is_compiled()  # torch.cuda's own paths still know there is no CUDA runtime
+print(" ".join(u for u in cuda_on_cpu.used() if "rng" in u or "_C." in u or "init" in u))
+"""
+
+
+def test_torch_internals_that_host_code_reads_answer_for_the_mapped_device():
+    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == [
+        "torch._C._cuda_getCurrentRawStream",
+        "torch._C._cuda_getCurrentStream",
+        "torch._C._cuda_getDevice",
+        "torch._C._cuda_setDevice",
+        "torch._C._cuda_synchronize",
+        "torch.cuda.get_rng_state",
+        "torch.cuda.set_rng_state",
+        "torch.cuda.init",
+    ]
