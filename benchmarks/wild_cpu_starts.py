@@ -6,7 +6,7 @@ wild --budget 1` decides before any method runs, without the methods, the check 
 
     KLINEAGE_HOME=DIR KLINEAGE_SEEDS=2 GEMS_VENDOR=nvidia PYTHONPATH=src:.:SITE \\
         python benchmarks/wild_cpu_starts.py --out starts.jsonl [--shard 0/2] [--instances a,b] [--last a,b] \\
-        [--device cuda]
+        [--device cuda] [--suite wild-quant]
 
 One JSON line per entry, appended as it finishes (an entry already in --out is not run again)."""
 
@@ -17,7 +17,7 @@ import json
 import time
 from pathlib import Path
 
-from klineage.bench.suites import wild_instances
+from klineage.bench.suites import WILD_SUITES, wild_catalogue, wild_instances
 from klineage.check import check
 from klineage.config import Settings
 from klineage.gates import GATES
@@ -65,9 +65,10 @@ def main() -> None:
     parser.add_argument("--instances", default="", help="only these, comma-separated")
     parser.add_argument("--last", default="", help="these run after the others (known to be slow)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--suite", choices=WILD_SUITES, default="wild", help="which wild catalogue")
     args = parser.parse_args()
     settings = Settings.from_env()
-    instances, left = wild_instances(settings)
+    instances, left = wild_instances(settings, wild_catalogue(args.suite))
     done = {json.loads(line)["instance"] for line in args.out.read_text().splitlines()} if args.out.is_file() else set()
     chosen = set(filter(None, args.instances.split(",")))
     last = list(filter(None, args.last.split(",")))
