@@ -36,6 +36,15 @@
    (_patch_reduce_scan_loops).
 11. Integer overflow checks whose assert is a no-op (`debug` off) were computed for every int32 `+ - *`, over half
    of an index-heavy kernel's time; off unless `debug` is on, as in effect compiled (_patch_dead_overflow_checks).
+12. Casts to fp8 rounded wrongly: `_convert_float` adds the round-up bit to the truncated mantissa and ORs the sum
+   into the exponent field, so a carry out of the mantissa is lost whenever the exponent's low bit is 1 (124.3 ->
+   float8e4nv gave 64, not 128); ties went away from zero, the subnormal range truncated, an overflow or inf became
+   NaN's code (the GPU saturates), and widening read inf and NaN codes as numbers. torchao's fp8 blockwise
+   quantizers came out 2x off on ~2% of their elements (19 of 1024). Every conversion to or from an fp8 type rounds
+   here as the compiled cast does (_patch_fp8_casts).
+13. A grid given as a list (`kernel[[g0, g1]]`, as torch.sparse._triton_ops.launch_kernel launches torchao's
+   bsr_dense_addmm) failed on `grid + (1,)`; the compiled launcher indexes any sequence. It is a tuple here
+   (_patch_list_grid).
 
 CUDA in host code (`device="cuda"`, `torch.cuda.*`, Triton's driver) is not the interpreter's: klineage.cuda_on_cpu.
 
@@ -44,6 +53,10 @@ Apply in the sandbox process, after setting TRITON_INTERPRET=1 and before any ke
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _patched = False
 
@@ -415,6 +428,8 @@ def _patch_small_gaps(interpreter) -> None:
     _patch_lang_lookup(interpreter)
     _patch_reduce_scan_loops(interpreter)
     _patch_dead_overflow_checks(interpreter)
+    _patch_fp8_casts(interpreter)
+    _patch_list_grid(interpreter)
 
 
 def _patch_dead_overflow_checks(interpreter) -> None:
@@ -693,3 +708,148 @@ def _patch_reduce_scan_loops(interpreter) -> None:
 
     interpreter.ReduceOps.generic_reduce = generic_reduce
     interpreter.ScanOps.generic_scan = generic_scan
+
+
+# fp8 formats of the interpreter by Triton's name: exponent bias, mantissa bits, largest finite magnitude, and how
+# they spend their special codes: "fn" (e4m3fn: S.1111.111 is NaN, no inf), "ieee" (e5m2: exponent all ones is inf
+# or NaN), "fnuz" (AMD's: 0x80 is the only NaN, no inf, no -0), "b15" (Triton's own e4m3 with bias 15: all finite)
+FP8_FORMATS = {
+    "fp8e4nv": (7, 3, 448.0, "fn"),
+    "fp8e5": (15, 2, 57344.0, "ieee"),
+    "fp8e4b8": (8, 3, 240.0, "fnuz"),
+    "fp8e5b16": (16, 2, 57344.0, "fnuz"),
+    "fp8e4b15": (15, 3, 1.875, "b15"),
+}
+
+
+def fp8_values(name: str) -> np.ndarray:
+    """The value of each of the 256 codes of an fp8 format (float64, indexed by code)."""
+    import numpy as np
+
+    bias, m, _, kind = FP8_FORMATS[name]
+    codes = np.arange(256)
+    field, n = (codes >> m) & ((1 << (7 - m)) - 1), codes & ((1 << m) - 1)
+    # subnormal (field 0): n * 2^(1 - bias - m); normal: (2^m + n) * 2^(field - bias - m)
+    magnitude = np.where(field == 0, n, n + (1 << m)) * np.exp2(np.maximum(field, 1) - bias - m)
+    values = np.where(codes >> 7, -magnitude, magnitude)
+    if kind == "fn":
+        values[(codes & 0x7F) == 0x7F] = np.nan
+    elif kind == "ieee":
+        top = field == (1 << (7 - m)) - 1
+        values[top] = np.where(n[top] == 0, np.copysign(np.inf, values[top]), np.nan)
+    elif kind == "fnuz":
+        values[0x80] = np.nan
+    return values
+
+
+def to_fp8_bits(values: np.ndarray, name: str, toward_zero: bool = False) -> np.ndarray:
+    """float64 values -> codes (uint8) of an fp8 format, as the compiled cast makes them on the GPU.
+
+    e4m3fn and e5m2 (NVIDIA's `cvt.rn.satfinite`, what Triton emits for sm_89+; cuda_fp8.hpp's __NV_SATFINITE) and
+    the fnuz pair (AMD's downcastToFp8_RTNE, the OCP saturation mode): round to nearest even, a magnitude past the
+    largest finite and an inf become the largest finite, NaN stays NaN. `toward_zero` (`fp_downcast_rounding="rtz"`)
+    truncates instead and keeps an inf an inf where the format has one (fp32 -> fp16 rtz -> e5m2's top byte).
+    torch's `.to(float8_e4m3fn)` is the same; its e5m2 and fnuz casts do not saturate (inf, NaN).
+    e4b15 (Triton's convert_float16_to_fp8e4b15): the magnitude clamped to 1.75 (NaN too: `min.f16x2` keeps the
+    number), then rounded half away from zero (`+ 0x0080` before the byte is taken)."""
+    import numpy as np
+
+    bias, m, largest, kind = FP8_FORMATS[name]
+    values = np.asarray(values, dtype=np.float64)
+    nan, negative = np.isnan(values), np.signbit(values)
+    magnitude = np.abs(values)
+    if kind == "b15":
+        magnitude = np.where(nan, 1.75, np.minimum(magnitude, 1.75))
+    finite = np.where(np.isfinite(magnitude), magnitude, 0.0)
+    smallest_normal = 1 - bias
+
+    def binade(x):  # the exponent of x's binade, or the smallest normal's below it (zero included)
+        return np.where(x > 0, np.maximum(np.frexp(x)[1] - 1, smallest_normal), smallest_normal)
+
+    # the step of the grid around each value: its binade's, or the subnormals' below the smallest normal
+    step = np.exp2(binade(finite) - m)
+    units = finite / step  # exact: a power of two
+    if kind == "b15":
+        units = np.floor(units + 0.5)
+    else:
+        units = np.trunc(units) if toward_zero else np.rint(units)  # rint: ties to even
+    with np.errstate(over="ignore"):
+        rounded = np.minimum(units * step, largest)  # a carry into the next binade is simply the next value
+    rounded = np.where(np.isinf(magnitude), largest, rounded)
+    # code = (binade - smallest normal's) << m, plus the value in units of its binade's step (2^m + mantissa for a
+    # normal, the mantissa for a subnormal)
+    exponent = binade(rounded)
+    codes = ((exponent - smallest_normal) << m) + (rounded / np.exp2(exponent - m)).astype(np.int64)
+    if kind == "ieee" and toward_zero:
+        codes = np.where(np.isinf(magnitude), 0x7C, codes)
+    if kind == "fnuz":
+        codes = np.where(nan, 0x80, np.where(negative & (codes != 0), codes | 0x80, codes))  # no -0: 0x80 is NaN
+    else:
+        codes = np.where(negative, codes | 0x80, codes)
+        if kind != "b15":
+            codes = np.where(nan, codes | 0x7F, codes)
+    return codes.astype(np.uint8)
+
+
+def _patch_fp8_casts(interpreter) -> None:
+    """`_convert_float` (every cast to or from an fp8 type goes through it: create_fp_to_fp, and tl.dot's fp8
+    operands) is bit surgery that rounds wrongly. Its RTNE branch adds the cut-off bit to the truncated mantissa
+    (Triton 3.6.0 interpreter.py:241), and the sum, 2^m when it carries, is ORed into the exponent field (:261-262):
+    the carry survives only when the exponent's low bit is 0, so 124.3 gave 64 instead of 128 (float8e4nv and
+    float8e5 alike). Ties also round away from zero; the subnormal range truncates (0.001 -> float8e4nv gave 0, not
+    2^-9); an overflow clamps the exponent field to all ones (:232: NaN in e4m3fn, inf in e5m2, where the GPU
+    saturates); widening reads fp8 inf and NaN codes as numbers. torchao's fp8 blockwise quantizers
+    (fp8_blockwise_act_quant: 19 of 1024 values 2x off) and its other fp8-producing kernels came out unlike the
+    same kernels on a GPU.
+    A conversion with an fp8 side goes through exact values here: the source decoded to float64 (which holds every
+    fp32, fp16, bf16 and fp8 value), rounded once to the target as the compiled cast rounds (to_fp8_bits), or
+    widened exactly; other conversions keep the original."""
+    import numpy as np
+    import triton.language as tl
+
+    original = interpreter._convert_float
+    toward_zero = interpreter._ir.ROUNDING_MODE.RTZ
+
+    def as_float64(data, dtype):
+        if dtype.name in FP8_FORMATS:
+            return fp8_values(dtype.name)[np.asarray(data).view(np.uint8)]
+        if dtype == tl.bfloat16:
+            return (np.asarray(data).view(np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+        with np.errstate(invalid="ignore"):  # a signalling NaN stays a NaN, quietly
+            return np.asarray(data).astype(np.float64)
+
+    def convert_float(input, input_dtype, output_dtype, rounding_mode):
+        if input_dtype.name not in FP8_FORMATS and output_dtype.name not in FP8_FORMATS:
+            return original(input, input_dtype, output_dtype, rounding_mode)
+        values = as_float64(input, input_dtype)
+        if output_dtype.name in FP8_FORMATS:
+            out = to_fp8_bits(values, output_dtype.name, rounding_mode == toward_zero)
+        elif output_dtype == tl.bfloat16:  # widening: every fp8 value is exact in each wider type
+            out = _to_bf16_bits(values.astype(np.float32))
+        else:
+            width = output_dtype.primitive_bitwidth
+            out = values.astype(getattr(np, f"float{width}")).view(getattr(np, f"uint{width}"))
+        return out.reshape(np.shape(input))  # as the original: the bits, in an unsigned type of the target's width
+
+    interpreter._convert_float = convert_float
+
+
+def _patch_list_grid(interpreter) -> None:
+    """`GridExecutor.__call__` pads the grid with `grid + (1,) * (3 - len(grid))`, which only a tuple survives:
+    torch.sparse._triton_ops.launch_kernel (torchao's bsr_dense_addmm) launches `kernel[list(grid)]` and failed
+    "can only concatenate list (not "tuple") to list". The compiled launcher (JITFunction.run) reads `grid[0]`,
+    `grid[1]`, `grid[2]` of any sequence of 1 to 3 entries, a callable's result too: such a grid is a tuple here."""
+    original = interpreter.GridExecutor.__init__
+
+    def as_tuple(grid):
+        return grid if isinstance(grid, tuple) else tuple(grid)
+
+    def init(self, fn, arg_names, grid, *args, **kwargs):
+        if callable(grid):
+            wrapped = grid
+            grid = lambda meta: as_tuple(wrapped(meta))  # noqa: E731
+        else:
+            grid = as_tuple(grid)
+        original(self, fn, arg_names, grid, *args, **kwargs)
+
+    interpreter.GridExecutor.__init__ = init
