@@ -45,6 +45,16 @@
 13. A grid given as a list (`kernel[[g0, g1]]`, as torch.sparse._triton_ops.launch_kernel launches torchao's
    bsr_dense_addmm) failed on `grid + (1,)`; the compiled launcher indexes any sequence. It is a tuple here
    (_patch_list_grid).
+14. Casts to bf16 truncated: `cast_impl` sends fp32 -> bf16 (every `x.to(tl.bfloat16)` and every store of an fp32
+   value through a bf16 pointer; fp16 -> bf16 goes by fp32) to `_convert_float` with no rounding mode, where the
+   compiled cast (cvt.rn.bf16.f32) rounds to nearest even: 2035 of 4096 random values one unit off torch's cast, and
+   an overflow stuck at the largest finite. fp64 and integers -> bf16 made `astype(uint16)` of the value, not its
+   bits; bf16 subnormals widened to garbage; `fp_downcast_rounding="rtz"` made NaN of an fp16 overflow (round toward
+   zero gives the largest finite), inf of a NaN, garbage of an fp32 subnormal, and raised on an fp64 zero or
+   subnormal. torchao's inverse Hadamard transform (`x.to(tl.bfloat16)` of its fp32 result) had 1006 of 2048 bf16
+   outputs one unit off that result rounded to nearest even (0 now). Every conversion between float types, and from
+   an integer to bf16, rounds once from the exact value as the compiled cast does (_patch_fp8_casts,
+   _patch_cast_impl).
 
 CUDA in host code (`device="cuda"`, `torch.cuda.*`, Triton's driver) is not the interpreter's: klineage.cuda_on_cpu.
 
@@ -763,8 +773,8 @@ def to_fp8_bits(values: np.ndarray, name: str, toward_zero: bool = False) -> np.
     finite = np.where(np.isfinite(magnitude), magnitude, 0.0)
     smallest_normal = 1 - bias
 
-    def binade(x):  # the exponent of x's binade, or the smallest normal's below it (zero included)
-        return np.where(x > 0, np.maximum(np.frexp(x)[1] - 1, smallest_normal), smallest_normal)
+    def binade(x):
+        return _binade(x, smallest_normal)
 
     # the step of the grid around each value: its binade's, or the subnormals' below the smallest normal
     step = np.exp2(binade(finite) - m)
@@ -791,6 +801,44 @@ def to_fp8_bits(values: np.ndarray, name: str, toward_zero: bool = False) -> np.
     return codes.astype(np.uint8)
 
 
+# the standard float formats a cast may round to, by Triton's name: exponent bias, mantissa bits (IEEE's layout:
+# the exponent field all ones is inf or NaN, the largest finite is (2 - 2^-m) * 2^bias)
+FLOAT_FORMATS = {"fp16": (15, 10), "bf16": (127, 7), "fp32": (127, 23)}
+
+
+def to_float_bits(values: np.ndarray, name: str, toward_zero: bool = False) -> np.ndarray:
+    """float64 values -> bit patterns (uint16 or uint32) of fp16, bf16 or fp32, as the compiled cast makes them:
+    PTX cvt.rn (round to nearest even once, from the exact value, subnormals included; a magnitude past the largest
+    finite rounds to inf, as cvt.rn has no satfinite), or cvt.rz for `toward_zero` (truncated; an overflow is the
+    largest finite, as IEEE's round toward zero makes it, and an inf stays inf). NaN stays NaN (bf16's is 0x7FC0,
+    as _to_bf16_bits and torch's scalar cast make it); -0 stays -0. torch's casts from fp32 are the same, NaN's
+    payload aside."""
+    import numpy as np
+
+    bias, m = FLOAT_FORMATS[name]
+    largest = (2 - 2.0**-m) * 2.0**bias
+    values = np.asarray(values, dtype=np.float64)
+    magnitude = np.abs(values)
+    finite = np.isfinite(magnitude)
+    # as to_fp8_bits: the value in units of the grid step around it, rounded; exact, the step being a power of two
+    step = np.exp2(_binade(np.where(finite, magnitude, 0.0), 1 - bias) - m)
+    units = np.where(finite, magnitude, 0.0) / step
+    rounded = (np.trunc(units) if toward_zero else np.rint(units)) * step  # rint: ties to even
+    rounded = np.where(rounded > largest, largest if toward_zero else np.inf, rounded)
+    exact = np.copysign(np.where(finite, rounded, magnitude), values)  # inf and NaN as they were
+    if name == "bf16":
+        return _to_bf16_bits(exact.astype(np.float32))  # exact in fp32: only NaN is changed (to 0x7FC0)
+    width = 16 if name == "fp16" else 32
+    return exact.astype(getattr(np, f"float{width}")).view(getattr(np, f"uint{width}"))
+
+
+def _binade(x: np.ndarray, smallest_normal: int) -> np.ndarray:
+    """The exponent of each x's binade, or the smallest normal's below it (zero included)."""
+    import numpy as np
+
+    return np.where(x > 0, np.maximum(np.frexp(x)[1] - 1, smallest_normal), smallest_normal)
+
+
 def _patch_fp8_casts(interpreter) -> None:
     """`_convert_float` (every cast to or from an fp8 type goes through it: create_fp_to_fp, and tl.dot's fp8
     operands) is bit surgery that rounds wrongly. Its RTNE branch adds the cut-off bit to the truncated mantissa
@@ -801,13 +849,16 @@ def _patch_fp8_casts(interpreter) -> None:
     saturates); widening reads fp8 inf and NaN codes as numbers. torchao's fp8 blockwise quantizers
     (fp8_blockwise_act_quant: 19 of 1024 values 2x off) and its other fp8-producing kernels came out unlike the
     same kernels on a GPU.
-    A conversion with an fp8 side goes through exact values here: the source decoded to float64 (which holds every
-    fp32, fp16, bf16 and fp8 value), rounded once to the target as the compiled cast rounds (to_fp8_bits), or
-    widened exactly; other conversions keep the original."""
+    The conversions between standard float types that reach it (gap 14) fared no better: fp32 -> bf16 from
+    cast_impl, with no rounding mode, truncated where cvt.rn.bf16.f32 rounds to nearest even; the `rtz` ones
+    (create_fp_to_fp) made NaN of an fp16 overflow and inf of a NaN whose payload lies in the cut-off bits; its
+    renormalization of subnormals garbled bf16's (1e-40 -> bf16 gave 0xb, not 0x1) and raised on an fp64 zero.
+    Every conversion goes through exact values here: the source decoded to float64 (which holds every fp32, fp16,
+    bf16 and fp8 value), rounded once to the target as the compiled cast rounds (to_fp8_bits, to_float_bits; no
+    rounding mode is cast_impl's default, to nearest even), which leaves a widening exact."""
     import numpy as np
     import triton.language as tl
 
-    original = interpreter._convert_float
     toward_zero = interpreter._ir.ROUNDING_MODE.RTZ
 
     def as_float64(data, dtype):
@@ -819,19 +870,51 @@ def _patch_fp8_casts(interpreter) -> None:
             return np.asarray(data).astype(np.float64)
 
     def convert_float(input, input_dtype, output_dtype, rounding_mode):
-        if input_dtype.name not in FP8_FORMATS and output_dtype.name not in FP8_FORMATS:
-            return original(input, input_dtype, output_dtype, rounding_mode)
-        values = as_float64(input, input_dtype)
-        if output_dtype.name in FP8_FORMATS:
-            out = to_fp8_bits(values, output_dtype.name, rounding_mode == toward_zero)
-        elif output_dtype == tl.bfloat16:  # widening: every fp8 value is exact in each wider type
-            out = _to_bf16_bits(values.astype(np.float32))
+        source, target, rtz = input_dtype.name, output_dtype.name, rounding_mode == toward_zero
+        # the common casts by a shorter route (a bf16 load widened, an fp32 result stored as bf16 or fp16: a fifth
+        # of to_float_bits's time or less on a large block); the unit tests hold the rounding ones to to_float_bits
+        if (target in ("fp32", "fp64") and source != "fp64") or (source in FP8_FORMATS and target not in FP8_FORMATS):
+            values = as_float64(input, input_dtype)  # every value exact in the target
+            out = _to_bf16_bits(values.astype(np.float32)) if target == "bf16" else values.astype(f"float{target[2:]}")
+        elif source == "fp32" and target == "bf16" and not rtz:
+            out = _to_bf16_bits(np.asarray(input).view(np.float32))
+        elif source in ("fp32", "fp64") and target == "fp16" and not rtz:
+            with np.errstate(over="ignore"):  # numpy's cast rounds once to nearest even, an overflow to inf
+                out = np.asarray(input).astype(np.float16)
+        elif target in FP8_FORMATS:
+            out = to_fp8_bits(as_float64(input, input_dtype), target, rtz)
         else:
-            width = output_dtype.primitive_bitwidth
-            out = values.astype(getattr(np, f"float{width}")).view(getattr(np, f"uint{width}"))
-        return out.reshape(np.shape(input))  # as the original: the bits, in an unsigned type of the target's width
+            out = to_float_bits(as_float64(input, input_dtype), target, rtz)
+        out = out.view(f"uint{output_dtype.primitive_bitwidth}")  # as the original: bits, in an unsigned type
+        return out.reshape(np.shape(input))
 
     interpreter._convert_float = convert_float
+    _patch_cast_impl(interpreter, convert_float)
+
+
+def _patch_cast_impl(interpreter, convert_float) -> None:
+    """cast_impl (fp_trunc, fp_ext, int <-> fp) takes fp32 <-> bf16 to `_convert_float` and makes every other cast
+    an `astype` of the data, which for bf16 (stored as uint16) is the value as an integer, not bf16's bits: fp64 ->
+    bf16 and an integer -> bf16 (`tl.arange(0, B).to(tl.bfloat16)`) came out as garbage (gap 14). semantic.cast
+    widens a bf16 source to fp32 before any other cast, so only fp32 reads bf16 here. A float -> float cast goes to
+    the patched `_convert_float` (to nearest even, as cvt.rn); an integer -> bf16 rounds its value once, as
+    cvt.rn.bf16 of an integer does (exact in float64 up to 2^53: an int64 past it may round twice)."""
+    import numpy as np
+    import triton.language as tl
+
+    original = interpreter.InterpreterBuilder.cast_impl
+
+    def cast_impl(self, src, dst_type):
+        src_type, dst_scalar = src.dtype.scalar, dst_type.scalar
+        if src_type.is_floating() and dst_scalar.is_floating():
+            data = convert_float(src.data, src_type, dst_scalar, None)
+        elif dst_scalar == tl.bfloat16 and src_type != tl.bfloat16:
+            data = to_float_bits(np.asarray(src.data).astype(np.float64), "bf16").reshape(np.shape(src.data))
+        else:
+            return original(self, src, dst_type)
+        return interpreter.TensorHandle(data.view(interpreter._get_np_dtype(dst_type)), dst_scalar)
+
+    interpreter.InterpreterBuilder.cast_impl = cast_impl
 
 
 def _patch_list_grid(interpreter) -> None:

@@ -1,5 +1,6 @@
-"""fp8 casts and list grids under the patched interpreter (klineage.interp, gaps 12 and 13), each on a kernel of
-its own in a sandbox child, since TRITON_INTERPRET must be set before Triton is imported."""
+"""fp8 casts, list grids and casts between standard float types under the patched interpreter (klineage.interp, gaps
+12, 13 and 14), each on a kernel of its own in a sandbox child, since TRITON_INTERPRET must be set before Triton is
+imported."""
 
 import math
 
@@ -7,7 +8,7 @@ import pytest
 
 from klineage.interp import FP8_FORMATS
 from klineage.sandbox import Job
-from tests.fixtures.interp_cast_jobs import FP8_SOURCES
+from tests.fixtures.interp_cast_jobs import FLOAT_CASTS, FP8_SOURCES
 
 pytestmark = pytest.mark.interpreter
 
@@ -102,3 +103,68 @@ def test_list_grid_runs_as_the_tuple_grid(sandbox):
     assert got["list"] == got["tuple"]
     assert got["callable"] == got["tuple"]
     assert got["one"] == [i * 100 for i in range(6) for _ in range(4)]
+
+
+# fp32 -> bf16 / fp16 edge values: ties both ways (1 + 2^-8 and 1 + 3 * 2^-8 in bf16, 1 + 2^-11 and 1 + 3 * 2^-11 in
+# fp16), just past and short of a half unit, a carry into the next binade, the largest finites and just past them,
+# subnormals of each target, -0, inf, NaN
+FLOAT_VALUES = [
+    1.0, 1 + 2.0**-8, 1 + 3 * 2.0**-8, 1 + 2.0**-8 + 2.0**-20, 1 + 2.0**-8 - 2.0**-20, -(1 + 3 * 2.0**-8),
+    1 + 2.0**-11, 1 + 3 * 2.0**-11, -(1 + 2.0**-11 + 2.0**-20), 2 - 2.0**-9, 255.9, 0.1, -0.3, 3.14159265, 1e-3,
+    65504.0, 65519.0, 65520.0, 70000.0, -1e5, 3.3895313892515355e38, 3.3961e38, 3.4028234663852886e38,
+    6e-8, 2.9e-8, 3e-8, 1e-6, -6.1e-5, 1e-39, 9.2e-41, 1e-40, -1e-45, 0.0, -0.0,
+    math.inf, -math.inf, math.nan, 123456.789, -7.0, 1000.0,
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def float_casts(sandbox):
+    result = sandbox.run(
+        Job("tests.fixtures.interp_cast_jobs:float_casts", FLOAT_VALUES, env={"TRITON_INTERPRET": "1"})
+    )
+    assert result.ok, result.error + result.log
+    return result.value
+
+
+def _toward_zero(x, nearest):
+    """torch's cast to nearest, one unit toward zero where it rounded away from zero; a finite overflow is the
+    largest finite (cvt.rz, IEEE's round toward zero)."""
+    import torch
+
+    past = (nearest.double().abs() > x.double().abs()) & x.isfinite()
+    stepped = torch.where(past, torch.nextafter(nearest, torch.zeros_like(nearest)), nearest)
+    largest = torch.finfo(nearest.dtype).max
+    return torch.where(x.isfinite() & stepped.isinf(), stepped.sign() * largest, stepped).to(nearest.dtype)
+
+
+@pytest.mark.parametrize("source,target", FLOAT_CASTS)
+def test_float_cast_matches_torch(float_casts, source, target):
+    """Round to nearest even, as torch's cast and the compiled cvt.rn; an overflow is inf (fp16 and bf16 alike); -0
+    stays -0; bit for bit, NaN aside (NaN stays NaN). `rtz` truncates (cvt.rz). The interpreter truncated every cast
+    to bf16 (fp16 -> bf16 too, by fp32), made garbage of fp64 and int32 -> bf16, and NaN of an rtz overflow."""
+    import torch
+
+    tt = getattr(torch, target)
+    bits = getattr(torch, f"int{torch.finfo(tt).bits}")
+    if source == "int32":
+        x = torch.tensor([int(v) if abs(v) < 2**31 else 0 for v in FLOAT_VALUES], dtype=torch.int32)
+    else:
+        x = torch.tensor(FLOAT_VALUES, dtype=torch.float64).to(
+            torch.float32 if source == "store" else getattr(torch, source)
+        )
+    # fp64 -> bf16 / fp16: torch goes through fp32; these values round the same either way (the unit test covers
+    # double rounding)
+    nearest = x.to(tt)
+    for rounding in ("rtne", "rtz"):
+        got = float_casts.get((source, target, rounding))
+        if got is None:
+            continue
+        assert not isinstance(got, str), got
+        expected = nearest if rounding == "rtne" else _toward_zero(x, nearest)
+        for v, g, e in zip(FLOAT_VALUES, torch.tensor(got, dtype=bits).view(tt), expected, strict=True):
+            if e.isnan():
+                assert g.isnan(), (v, rounding)
+                continue
+            g_bits, e_bits = g.view(bits).item(), e.view(bits).item()
+            where = f"{v} {source} -> {target} {rounding}"
+            assert g_bits == e_bits, f"{where}: {g.item()} ({g_bits:#06x}), torch {e.item()} ({e_bits:#06x})"
