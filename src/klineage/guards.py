@@ -138,8 +138,8 @@ class Tracer:
         storages = set()
         for value in [*args, *kwargs.values()]:
             base = value if isinstance(value, torch.Tensor) else _wrapped_tensor(value)
-            if isinstance(base, torch.Tensor) and base.numel():
-                storages.add(base.untyped_storage().data_ptr())
+            if isinstance(base, torch.Tensor):
+                storages |= tensor_storages(base)
         stream = None
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             stream = torch.cuda.current_stream().cuda_stream
@@ -401,9 +401,14 @@ def _make_forward_guard(guard_bytes: int, host_ops: frozenset[str] = frozenset()
                 raise TorchComputeError(f"PyTorch compute op aten.{name} inside forward")
             out = func(*args, **kwargs)
             if name in host_ops and name not in ALLOWED_OPS:
-                # provenance flows through an allowed host op: a sum of kernel-written partials counts as written
-                if _storages_of([*args, *kwargs.values()]) & self.written():
-                    self.derived |= _storages_of([out])
+                # provenance flows through an allowed host op: a sum of kernel-written partials counts as written.
+                # What a functional op hands back sharing its inputs' storage is a view that moved no data (a
+                # sparse tensor built from its parts, a part read back): it keeps its own provenance, or a
+                # kernel-written values tensor would vouch for the host-made indices beside it. An in-place or out=
+                # op's output is the buffer it wrote: derived, as before.
+                inputs = _storages_of([*args, *kwargs.values()])
+                if inputs & self.written():
+                    self.derived |= _storages_of([out]) - (set() if func._schema.is_mutable else inputs)
             elif name in PROVENANCE_COPIES:
                 # a copy's source only: `out.copy_(host_values)` into a buffer a kernel was handed stays unproven
                 # (tests/adversarial/programs/noop_kernel_copy_host.py)
@@ -433,9 +438,41 @@ def _storages_of(values) -> set[int]:
     for value in values:
         items = value if isinstance(value, (list, tuple)) else [value]
         for item in items:
-            if isinstance(item, torch.Tensor) and item.numel():
-                found.add(item.untyped_storage().data_ptr())
+            if isinstance(item, torch.Tensor):
+                found |= tensor_storages(item)
     return found
+
+
+def tensor_storages(tensor) -> set[int]:
+    """The data pointers of the storages a tensor's elements live in, by which the guards follow data: what a launch
+    was handed, what a host op derived, what an output is, what a later call returned again. A strided tensor has
+    one (none when empty). A sparse tensor has none of its own (`untyped_storage()` raises "Cannot access storage
+    of SparseCsrTensorImpl": torchao's bsr_dense_addmm, whose program builds a BSR tensor in forward, failed
+    forward_error): its parts' storages, indices and values, each a tensor the program made or was handed. A wrapper
+    subclass (a jagged nested tensor, a tensor subclass of torchao's) has its inner tensors'. A meta tensor has no
+    data: none, so it can neither vouch for an output nor be vouched for."""
+    import torch
+    from torch.utils._python_dispatch import _disable_current_modes, is_traceable_wrapper_subclass
+
+    if tensor.is_meta:
+        return set()
+    if is_traceable_wrapper_subclass(tensor):
+        names, _ = tensor.__tensor_flatten__()
+        parts = [getattr(tensor, n) for n in names]
+    elif tensor.layout == torch.strided:
+        return {tensor.untyped_storage().data_ptr()} if tensor.numel() else set()
+    else:
+        # the accessors are ops: outside the forward's compute ban (they read parts, compute nothing)
+        with _disable_current_modes():
+            if tensor.layout == torch.sparse_coo:
+                parts = [tensor._indices(), tensor._values()]
+            elif tensor.layout in (torch.sparse_csr, torch.sparse_bsr):
+                parts = [tensor.crow_indices(), tensor.col_indices(), tensor.values()]
+            elif tensor.layout in (torch.sparse_csc, torch.sparse_bsc):
+                parts = [tensor.ccol_indices(), tensor.row_indices(), tensor.values()]
+            else:  # a layout without parts to follow (none other in torch 2.x): no storage to name
+                return set()
+    return set().union(*(tensor_storages(p) for p in parts if isinstance(p, torch.Tensor)))
 
 
 class TorchComputeError(RuntimeError):
@@ -538,7 +575,12 @@ def launch_findings(record: ForwardRecord, outputs: list, main_stream: int | Non
             return Finding("side_stream", f"kernel {launch.kernel} launched on a side stream")
     written = record.derived.union(*(launch.storages for launch in record.launches))
     for i, out in enumerate(outputs):
-        if isinstance(out, torch.Tensor) and out.numel() and out.untyped_storage().data_ptr() not in written:
+        if not isinstance(out, torch.Tensor) or not out.numel():
+            continue
+        # every storage an output reads was written: a sparse output's indices as well as its values, since both
+        # are its answer; one with none (meta) was written by nothing
+        storages = tensor_storages(out)
+        if not storages or not storages <= written:
             return Finding("output_not_from_kernel", f"output {i} was never passed to a Triton kernel")
     return None
 

@@ -172,3 +172,82 @@ def test_a_launch_names_the_arguments_it_passed_as_python_floats():
     assert recorded.floats == ("eps",)  # gate was passed an int
     (row,) = launch_rows([recorded])
     assert row["floats"] == ["eps"] and row["constexprs"] == {"BLOCK": 4}
+
+
+# torchao's bsr_dense_addmm: its program builds the BSR operand from its inputs in forward, and the wrapper reads the
+# parts back; the entry allows these host ops (suites/wild_quant.py)
+SPARSE_HOST_OPS = frozenset({"sparse_compressed_tensor", "values", "crow_indices", "col_indices", "_nnz"})
+
+
+def _bsr_parts():
+    crow, col = torch.tensor([0, 1, 2]), torch.tensor([0, 1])
+    return crow, col, torch.randn(2, 2, 2)
+
+
+def _ptrs(*tensors) -> set[int]:
+    return {t.untyped_storage().data_ptr() for t in tensors}
+
+
+@pytest.mark.filterwarnings("ignore:Sparse:UserWarning")  # beta, and invariants unchecked
+def test_a_sparse_or_wrapped_tensor_s_storages_are_its_parts():
+    """A sparse tensor has no storage of its own (`untyped_storage()` raises): its parts have, and they are the
+    tensors it was built from."""
+    from klineage.guards import tensor_storages
+
+    crow, col, values = _bsr_parts()
+    bsr = torch.sparse_bsr_tensor(crow, col, values, (4, 4))
+    assert tensor_storages(bsr) == _ptrs(crow, col, values)
+    csc = torch.eye(3).to_sparse_csc()
+    assert tensor_storages(csc) == _ptrs(csc.ccol_indices(), csc.row_indices(), csc.values())
+    coo = torch.eye(3).to_sparse()
+    assert tensor_storages(coo) == _ptrs(coo._indices(), coo._values())
+    jagged = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)], layout=torch.jagged)
+    assert tensor_storages(jagged) == _ptrs(jagged.values(), jagged.offsets())
+    assert tensor_storages(torch.empty(3, device="meta")) == set()  # no data: its pointer, 0, names nothing
+    assert tensor_storages(torch.empty(0)) == set()
+
+
+@pytest.mark.filterwarnings("ignore:Sparse:UserWarning")  # beta, and invariants unchecked
+def test_a_forward_building_a_sparse_tensor_from_its_inputs_passes_the_guards():
+    """Before, the host-op provenance check asked the BSR tensor for its storage and the forward raised
+    NotImplementedError. A kernel that writes the values (a launch recorded as the tracer records one) vouches for
+    the values and what is read back from them, not for the host-made indices beside them."""
+    from klineage.guards import TRACER, guarded_forward, launch_findings
+
+    crow, col, values = _bsr_parts()
+    with guarded_forward(1024, SPARSE_HOST_OPS) as record:
+        TRACER.record(lambda: None, (values,), {})  # a kernel wrote the values
+        bsr = torch.sparse_bsr_tensor(crow, col, values, (4, 4))
+        parts = bsr.values(), bsr.crow_indices(), bsr.col_indices()
+        assert bsr._nnz() == 2
+        copied = parts[1].clone()
+    assert record.banned == [] and record.derived == set()  # the views and the index copy derive nothing
+    assert launch_findings(record, [parts[0]], None) is None  # the values a kernel wrote, read back
+    for out in (bsr, parts[1], copied):  # the indices the host made: not a kernel's, nor a sparse tensor of them
+        assert launch_findings(record, [out], None).code == "output_not_from_kernel"
+    # a launch handed a sparse tensor counts its parts (a kernel cannot take one: a wrapper's own launch may)
+    with guarded_forward(1024, SPARSE_HOST_OPS) as record:
+        TRACER.record(lambda: None, (torch.sparse_bsr_tensor(crow, col, values, (4, 4)),), {})
+    assert record.launches[0].storages == _ptrs(crow, col, values)
+    assert launch_findings(record, [torch.sparse_bsr_tensor(crow, col, values, (4, 4))], None) is None
+
+
+@pytest.mark.filterwarnings("ignore:Sparse:UserWarning")  # beta, and invariants unchecked
+def test_an_input_written_through_a_sparse_tensor_s_parts_is_still_a_mutation():
+    """A BSR tensor built in forward shares its inputs' storage: a write into its values is a write into the input,
+    which the correctness gate's before/after comparison of the inputs finds (not declared in MUTATED_INPUTS)."""
+    from types import SimpleNamespace
+
+    from klineage.gates.correctness import _mutation_finding
+    from klineage.guards import guarded_forward
+
+    crow, col, values = _bsr_parts()
+    inputs = [crow, col, values]
+    originals = [x.clone() for x in inputs]
+    with guarded_forward(1024, SPARSE_HOST_OPS) as record:
+        bsr = torch.sparse_bsr_tensor(crow, col, values, (4, 4))
+        bsr.values()[0].copy_(torch.zeros(2, 2))
+    assert record.banned == []
+    workload = SimpleNamespace(mutated_inputs=(), clobbered_inputs=())
+    finding = _mutation_finding(workload, inputs, originals, None)
+    assert finding is not None and finding.code == "input_mutated" and "input 2" in finding.detail

@@ -28,7 +28,7 @@ from pathlib import Path
 from klineage.compare import Finding, flatten_outputs
 from klineage.config import clip
 from klineage.gates.common import Verdict
-from klineage.guards import check_guards, launch_findings
+from klineage.guards import check_guards, launch_findings, tensor_storages
 from klineage.program import Program
 from klineage.sandbox import MEMORY_LIMIT_CPU, GpuTurns, broker_turns, describe_exit, take_turns
 from klineage.wire import Bulk, Frame, WireError, pack_values, read_frame, unpack_inputs, write_frame
@@ -777,7 +777,8 @@ def _plain(out):
 def _storages(outputs) -> set[int]:
     import torch
 
-    return {o.untyped_storage().data_ptr() for o in outputs if isinstance(o, torch.Tensor) and o.numel()}
+    # a sparse output's are its parts' (guards.tensor_storages): a cache of one is served through them
+    return set().union(*(tensor_storages(o) for o in outputs if isinstance(o, torch.Tensor)))
 
 
 def launch_rows(launches: list) -> list[dict]:
