@@ -11,6 +11,7 @@ import ast
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import re
 import sys
 import tempfile
 from dataclasses import dataclass, field, replace
@@ -173,13 +174,25 @@ class ModuleOverrides(importlib.abc.MetaPathFinder):
         return None
 
 
+# how many copies of each module this process has imported: a later copy's operators get namespaces of its own
+_installed_copies: dict[str, int] = {}
+
+
 def install(program: Program, workdir: Path | None = None):
     """Import the program in this process (the sandbox child) and return its main module. Its files are written to
     `workdir` (a fresh temporary directory by default), whose frames are then the program's. Overridden modules
-    that were already imported are evicted first, so the rewritten copy is what the program's imports bind to."""
+    that were already imported are evicted first, so the rewritten copy is what the program's imports bind to.
+    A copy of a module that an earlier program in this process installed, and that registers `torch.library`
+    operators, registers them under namespaces of its own (`own_operator_namespaces`)."""
     workdir = workdir or Path(tempfile.mkdtemp(prefix="klineage-program-"))
     main = program.write(workdir)
     files = {dotted: workdir / "modules" / f"{dotted}.py" for dotted in program.modules}
+    for dotted, file in files.items():
+        if copies := _installed_copies.get(dotted, 0):  # the tag names this import: the same program may come twice
+            source = program.modules[dotted]
+            if (renamed := own_operator_namespaces(source, f"{program.hash[:8]}{copies}")) != source:
+                file.write_text(renamed)
+        _installed_copies[dotted] = copies + 1
     if files:
         sys.meta_path.insert(0, ModuleOverrides(files))
         for dotted in files:
@@ -190,3 +203,40 @@ def install(program: Program, workdir: Path | None = None):
     sys.modules[module_name] = module  # Triton and dataclasses look kernels' modules up by name
     spec.loader.exec_module(module)
     return module
+
+
+# torch.library registrations a module makes at import: `custom_op("ns::op")`, `triton_op("ns::op")`,
+# `torch.library.define("ns::op(...)")`, and `Library("ns", kind)` whose `lib.define("op(...)")` defines `ns::op`
+_REGISTERED = re.compile(r"""\b(?:custom_op|triton_op|define)\(\s*(["'])(\w+)::(\w+)""")
+_LIBRARY = re.compile(r"""\bLibrary\(\s*(["'])(\w+)\1""")
+_DEFINED = re.compile(r"""\.define\(\s*(["'])(\w+)\(""")
+
+
+def own_operator_namespaces(source: str, tag: str) -> str:
+    """`source` (a module copy) with the operators it defines moved to namespaces of its own (`ns` becomes
+    `ns_k<tag>`), and its own uses of them (`torch.ops.ns.op`, `"ns::op"`) with them; operators it only uses keep
+    their names. Why: the profile gate times two programs side by side in one process, each with its copy of a
+    module, and the second copy's registration of an operator the first registered raised (torchao's intmm_triton,
+    `torchao::int_matmul`: every candidate's timing failed, H100, RESULTS.md#wild-quant); one made with
+    `triton_op` or `custom_op` would otherwise dispatch both programs' calls to one copy's kernels. The program's
+    hash is of its source as written; only the file imported is renamed. A `Library` that defines operators moves
+    whole: one that only adds kernels to operators defined elsewhere would then miss them (none seen so far)."""
+    own = {(m.group(2), m.group(3)) for m in _REGISTERED.finditer(source)}
+    defined = {m.group(2) for m in _DEFINED.finditer(source)}
+    libraries = {m.group(2) for m in _LIBRARY.finditer(source)} if defined else set()
+    own |= {(ns, op) for ns in libraries for op in defined}
+    if not own:
+        return source
+
+    def name(ns: str, op: str) -> str:
+        return f"{ns}_k{tag}" if (ns, op) in own else ns
+
+    out = _LIBRARY.sub(
+        lambda m: (
+            f"Library({m.group(1)}{m.group(2) + '_k' + tag if m.group(2) in libraries else m.group(2)}{m.group(1)}"
+        ),
+        source,
+    )
+    out = re.sub(r"""(["'])(\w+)::(\w+)""", lambda m: f"{m.group(1)}{name(m.group(2), m.group(3))}::{m.group(3)}", out)
+    used = re.compile(r"\btorch\.ops\.(\w+)\.(\w+)")
+    return used.sub(lambda m: f"torch.ops.{name(m.group(1), m.group(2))}.{m.group(2)}", out)
