@@ -148,7 +148,8 @@ def _bitsandbytes() -> tuple[WildKernel, ...]:
             "out = torch.empty(A.numel() * 2, dtype=torch.float32, device=A.device)\n"
             'dequantize_4bit_impl(A, absmax, 64, "nf4", torch.float32, out)\nreturn out',
             "import bitsandbytes  # noqa: F401\n"
-            'return torch.ops.bitsandbytes.dequantize_4bit(A, absmax, 64, "nf4", [A.numel() * 2], torch.float32)',
+            'out = torch.ops.bitsandbytes.dequantize_4bit(A, absmax, 64, "nf4", [A.numel() * 2], torch.float32)\n'
+            "return out.view(-1)",
             WEIGHT,
             "[torch.randint(0, 256, (M * N // 2, 1), dtype=torch.uint8), torch.rand(M * N // 64) + 0.5]",
         ),
@@ -322,7 +323,9 @@ def _torchao() -> tuple[WildKernel, ...]:
             "scales",
             "return triton_mx_block_rearrange(scales)",
             "from torchao.prototype.mx_formats.utils import to_blocked\n\n"
-            "return to_blocked(scales, use_triton_kernel=False).view(-1)",
+            "# the wrapper's (rows, cols) padded to whole 128 x 4 blocks\n"
+            "rows, cols = -(scales.shape[0] // -128) * 128, -(scales.shape[1] // -4) * 4\n"
+            "return to_blocked(scales, use_triton_kernel=False).view(rows, cols)",
             WEIGHT,
             MX_SCALES,
             _custom_op("triton_mx_block_rearrange"),
@@ -334,7 +337,8 @@ def _torchao() -> tuple[WildKernel, ...]:
             "scales, offsets",
             "return triton_mx_block_rearrange_2d_M_groups(scales, offsets)",
             "from torchao.prototype.moe_training.kernels.mxfp8.quant import torch_to_blocked_2d_M_groups\n\n"
-            "return torch_to_blocked_2d_M_groups(scales, offsets * 32, 32)[0]",
+            "# the wrapper's offsets end each group in rows of scales, as torchao's reference reads them\n"
+            "return torch_to_blocked_2d_M_groups(scales, offsets, 32)[0]",
             {**WEIGHT, "G": 8},
             "[torch.randint(100, 140, (M, N), dtype=torch.uint8), " + GROUP_OFFSETS.format(dim="M") + "]",
             _custom_op("triton_mx_block_rearrange_2d_M_groups"),
@@ -358,7 +362,8 @@ def _torchao() -> tuple[WildKernel, ...]:
             "scales, offsets",
             "return triton_mx_block_rearrange_2d_K_groups(scales, offsets)",
             "from torchao.prototype.moe_training.kernels.mxfp8.quant import torch_to_blocked_2d_K_groups\n\n"
-            "return torch_to_blocked_2d_K_groups(scales, offsets * 32, 32)[0]",
+            "# the wrapper's offsets end each group in columns of scales, as torchao's reference reads them\n"
+            "return torch_to_blocked_2d_K_groups(scales, offsets, 32)[0]",
             {**WEIGHT, "G": 8},
             "[torch.randint(100, 140, (M, N), dtype=torch.uint8), " + GROUP_OFFSETS.format(dim="N") + "]",
             _custom_op("triton_mx_block_rearrange_2d_K_groups"),
@@ -407,7 +412,10 @@ def _torchao() -> tuple[WildKernel, ...]:
             "w",
             f"return tuple(triton_fp8_rowwise_3d_transpose_rhs(w, {FP8}))",
             "from torchao.prototype.moe_training.utils import torch_to_3d_rowwise_float8_transpose_rhs\n\n"
-            f"return tuple(torch_to_3d_rowwise_float8_transpose_rhs(w, {FP8}))",
+            "# torchao's reference asserts a column-major input: the same values in that layout\n"
+            "w_col = w.transpose(-2, -1).contiguous().transpose(-2, -1)\n"
+            f"q, s = torch_to_3d_rowwise_float8_transpose_rhs(w_col, {FP8})\n"
+            "return q, s.squeeze(-2)",
             {"E": 8, "K": 2048, "N": 1024},
             "[torch.randn(E, K, N)]",
             _custom_op("triton_fp8_rowwise_transpose_rhs"),
@@ -419,7 +427,10 @@ def _torchao() -> tuple[WildKernel, ...]:
             "w",
             f"return tuple(triton_fp8_rowwise_3d_transpose_rhs_fused_reduction(w, {FP8}))",
             "from torchao.prototype.moe_training.utils import torch_to_3d_rowwise_float8_transpose_rhs\n\n"
-            f"return tuple(torch_to_3d_rowwise_float8_transpose_rhs(w, {FP8}))",
+            "# torchao's reference asserts a column-major input: the same values in that layout\n"
+            "w_col = w.transpose(-2, -1).contiguous().transpose(-2, -1)\n"
+            f"q, s = torch_to_3d_rowwise_float8_transpose_rhs(w_col, {FP8})\n"
+            "return q, s.squeeze(-2)",
             {"E": 8, "K": 2048, "N": 1024},
             "[torch.randn(E, K, N)]",
             _custom_op("triton_fp8_rowwise_transpose_rhs_fused"),
@@ -430,8 +441,9 @@ def _torchao() -> tuple[WildKernel, ...]:
             "triton_fp8_rowwise_2d_scale_and_cast",
             "x",
             f"return tuple(triton_fp8_rowwise_2d_scale_and_cast(x, {FP8}))",
-            "scale = 448.0 / x.abs().amax(1).double().clamp_min(1e-12)\n"
-            f"return (x * scale[:, None]).clamp(-448.0, 448.0).to({FP8}), scale.float()",
+            "# forward scales (448 / amax, in float64 then float32, as the kernel), shaped (M, 1) as the wrapper\n"
+            "scale = (448.0 / x.abs().amax(1, keepdim=True).double().clamp_min(1e-12)).float()\n"
+            f"return (x.float() * scale).clamp(-448.0, 448.0).to({FP8}), scale",
             WEIGHT,
             "[torch.randn(M, N)]",
             _custom_op("triton_fp8_rowwise_2d_scale_and_cast"),
