@@ -6,6 +6,18 @@ is an integer literal at the launch or a name bound to an integer literal in the
 assignments such as `BLOCK_M = BLOCK_N = 32` included). Changing the bound name, not the keyword, keeps a grid that
 reads the same name consistent with the tile.
 
+A launch is read by position too, where the kernel is a module-level `@triton.jit` function of the same source: each
+positional argument is matched to its parameter, and one bound to a `tl.constexpr` parameter counts as a keyword
+argument of that name. A constexpr is a tile by its name (`TILE_NAME`) or by its role: the extent of a
+`tl.arange(0, P)` in the kernel's body. Both are needed for hand-written wrappers that the keyword-and-name reading
+missed; bitsandbytes's 8-bit blockwise dequantization launches
+`dequant_8bit_kernel[grid](a, out, code, absmax, n, quant_blocksize, SPLIT_SIZE)` with `SPLIT_SIZE = 256` bound in
+the wrapper, `grid = (triton.cdiv(n, SPLIT_SIZE),)`, and a kernel spanning `tl.arange(0, SPLIT_SIZE)`: no method
+could change its tile. A tile found by role keeps its parameter's name as `keyword`, so the readers that match
+tiles by name (expert configs, `elements_per_program`) see it under the name the kernel gives it. A positional
+literal (`kernel[grid](x, 256)`) is rewritten in place at its position, as a keyword literal is: neither moves a grid
+that spells the same number out (the correctness check answers for a grid the new tile no longer covers).
+
 A constexpr whose name is no tile's is still tunable as **work per program** when the kernel's loop runs up to it
 (`for start in range(0, CHUNK, BLOCK)`): each program then handles CHUNK elements, and a grid that divides the
 problem by the same bound name stays consistent. Those are listed only when asked (`work=True`): the other readers
@@ -94,8 +106,91 @@ def _loop_bounds(module: cst.Module) -> dict[str, dict[str, str]]:
     return out
 
 
+@dataclass(frozen=True)
+class _Signature:
+    """What a launch of a kernel defined in the same source can be read by: its positional parameters in order, the
+    constexpr ones, and the constexpr ones that are tiles by role (a `tl.arange(0, P)` extent in its body)."""
+
+    positional: tuple[str, ...]
+    constexpr: frozenset[str]
+    tiles: frozenset[str]
+
+    def is_tile(self, name: str) -> bool:
+        return name in self.tiles
+
+
+def _is_jit(fn: cst.FunctionDef) -> bool:
+    """Whether a `@triton.jit` (or `@jit`, called or not) decorates `fn`, under any other decorators."""
+    for d in fn.decorators:
+        target = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+        if dotted(target) in ("triton.jit", "jit"):
+            return True
+    return False
+
+
+class _Extents(cst.CSTVisitor):
+    def __init__(self):
+        self.names: set[str] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if dotted(node.func) not in ("tl.arange", "triton.language.arange") or len(node.args) != 2:
+            return
+        start, stop = node.args
+        if start.keyword is None and stop.keyword is None and int_literal(start.value) == 0:
+            if isinstance(stop.value, cst.Name):
+                self.names.add(stop.value.value)
+
+
+@functools.lru_cache(maxsize=256)
+def _signature(source: str, kernel: str) -> _Signature | None:
+    """`kernel`'s signature where it is a module-level `@triton.jit` function of `source`; None otherwise (a kernel
+    imported from elsewhere is read by keyword and name alone: its parameters are not known here)."""
+    fn = kernel_def(source, kernel)
+    if fn is None or not _is_jit(fn):
+        return None
+    params = [*fn.params.posonly_params, *fn.params.params]
+    constexpr = frozenset(
+        p.name.value
+        for p in params
+        if p.annotation is not None and (dotted(p.annotation.annotation) or "").split(".")[-1] == "constexpr"
+    )
+    extents = _Extents()
+    fn.body.visit(extents)
+    return _Signature(tuple(p.name.value for p in params), constexpr, frozenset(extents.names & constexpr))
+
+
+def _named_args(call: cst.Call, signature: _Signature | None):
+    """(name, argument) for each argument of a launch that has a name: its keywords, and each positional argument
+    bound to a constexpr parameter of a kernel whose signature is known. Positions after a `*args` are unknown."""
+    position, known = 0, True
+    for arg in call.args:
+        if arg.keyword is not None:
+            yield arg.keyword.value, arg
+        elif arg.star == "*":
+            known = False
+        elif not arg.star and known:
+            if signature is not None and position < len(signature.positional):
+                name = signature.positional[position]
+                if name in signature.constexpr:
+                    yield name, arg
+            position += 1
+
+
+def _is_tile(name: str, signature: _Signature | None) -> bool:
+    """A tile size by name (`TILE_NAME`) or by role in a kernel whose signature is known."""
+    return bool(TILE_NAME.match(name)) or (signature is not None and signature.is_tile(name))
+
+
+def _launched(call: cst.Call) -> str | None:
+    """The kernel name of a launch `kernel[grid](...)`; None for any other call."""
+    if isinstance(call.func, cst.Subscript) and isinstance(call.func.value, cst.Name):
+        return call.func.value.value
+    return None
+
+
 class _Finder(cst.CSTVisitor):
-    def __init__(self, work: dict[str, dict[str, str]] | None = None):
+    def __init__(self, source: str, work: dict[str, dict[str, str]] | None = None):
+        self.source = source
         self.functions: list[cst.FunctionDef] = []
         self.found: list[Tunable] = []
         self.work = work or {}
@@ -107,16 +202,14 @@ class _Finder(cst.CSTVisitor):
         self.functions.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not isinstance(node.func, cst.Subscript) or not isinstance(node.func.value, cst.Name):
+        kernel = _launched(node)
+        if kernel is None:
             return
-        kernel = node.func.value.value
+        signature = _signature(self.source, kernel)
         function = self.functions[-1] if self.functions else None
         bindings = literal_bindings(function) if function is not None else {}
-        for arg in node.args:
-            if arg.keyword is None:
-                continue
-            keyword = arg.keyword.value
-            tile = _is_tunable_keyword(keyword)
+        for keyword, arg in _named_args(node, signature):
+            tile = keyword in KNOBS or _is_tile(keyword, signature)
             work = not tile and keyword in self.work.get(kernel, ())
             if not (tile or work):
                 continue
@@ -141,7 +234,7 @@ def _tunables(source: str) -> tuple[Tunable, ...]:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError:
         return ()
-    finder = _Finder(_loop_bounds(module))
+    finder = _Finder(source, _loop_bounds(module))
     module.visit(finder)
     out, seen = [], set()
     for t in finder.found:
@@ -152,19 +245,23 @@ def _tunables(source: str) -> tuple[Tunable, ...]:
 
 
 class _Rewriter(cst.CSTTransformer):
-    def __init__(self, values: dict[str, int], found: dict[str, Tunable]):
-        self.values, self.found = values, found
+    def __init__(self, source: str, values: dict[str, int], found: dict[str, Tunable]):
+        self.source, self.values, self.found = source, values, found
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        if not isinstance(updated.func, cst.Subscript) or not isinstance(updated.func.value, cst.Name):
+        kernel = _launched(updated)
+        if kernel is None:
             return updated
-        kernel = updated.func.value.value
-        args = []
-        for arg in updated.args:
-            key = f"{kernel}.{arg.keyword.value}" if arg.keyword is not None else None
+        # a literal changes where it stands, by keyword or by position (the names read off the original launch)
+        literal = {}
+        for name, arg in _named_args(original, _signature(self.source, kernel)):
+            key = f"{kernel}.{name}"
             if key in self.values and self.found[key].bound == "literal":
-                arg = arg.with_changes(value=cst.Integer(str(self.values[key])))
-            args.append(arg)
+                literal[id(arg)] = self.values[key]
+        args = [
+            arg.with_changes(value=cst.Integer(str(literal[id(orig)]))) if id(orig) in literal else arg
+            for orig, arg in zip(original.args, updated.args)
+        ]
         return updated.with_changes(args=args)
 
     def leave_SimpleStatementLine(self, original, updated):
@@ -251,7 +348,7 @@ def _elements(source: str, kernel: str) -> int | None:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError:
         return None
-    finder = _LaunchTiles(kernel)
+    finder = _LaunchTiles(kernel, _signature(source, kernel))
     module.visit(finder)
     products = {None if tiles is None else _tile_product(source, kernel, tiles) for tiles in finder.tiles}
     if len(products) != 1 or None in products:
@@ -281,9 +378,9 @@ def launched_elements(source: str, kernel: str, launches: list[dict] | None) -> 
     correctness check's rows, klineage.gates.launch_rows), where every launch of the kernel agrees; None without a
     launch, a tile constexpr, or agreement. Where `elements_per_program` cannot read a tile computed at run time
     (`next_power_of_2(half)`), the launch had its value."""
-    products = set()
+    products, signature = set(), _signature(source, kernel)
     for row in kernel_rows(launches, kernel):
-        tiles = {name: v for name, v in row.get("constexprs", {}).items() if TILE_NAME.match(name)}
+        tiles = {name: v for name, v in row.get("constexprs", {}).items() if _is_tile(name, signature)}
         products.add(_tile_product(source, kernel, tiles))
     if len(products) != 1 or None in products:
         return None
@@ -322,8 +419,9 @@ def kernel_rows(launches: list[dict] | None, kernel: str) -> list[dict]:
 
 
 class _LaunchTiles(cst.CSTVisitor):
-    def __init__(self, kernel: str):
+    def __init__(self, kernel: str, signature: _Signature | None = None):
         self.kernel, self.functions, self.tiles = kernel, [], []  # per launch: its literal tile sizes, or None
+        self.signature = signature
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.append(node)
@@ -340,8 +438,8 @@ class _LaunchTiles(cst.CSTVisitor):
             return
         bindings = literal_bindings(self.functions[-1]) if self.functions else {}
         tiles = {}
-        for arg in node.args:
-            if arg.keyword is None or not TILE_NAME.match(arg.keyword.value):
+        for name, arg in _named_args(node, self.signature):
+            if not _is_tile(name, self.signature):
                 continue
             value = int_literal(arg.value)
             if value is None and isinstance(arg.value, cst.Name):
@@ -349,7 +447,7 @@ class _LaunchTiles(cst.CSTVisitor):
             if value is None:
                 self.tiles.append(None)
                 return
-            tiles[arg.keyword.value] = value
+            tiles[name] = value
         self.tiles.append(tiles or None)
 
 
@@ -359,7 +457,7 @@ def with_values(source: str, values: dict[str, int]) -> str:
     unknown = set(values) - set(found)
     if unknown:
         raise KeyError(f"not tunable here: {sorted(unknown)}")
-    return cst.parse_module(source).visit(_Rewriter(values, found)).code
+    return cst.parse_module(source).visit(_Rewriter(source, values, found)).code
 
 
 def _pow2(v: int) -> bool:

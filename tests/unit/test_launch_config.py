@@ -1,6 +1,6 @@
 """Launch-configuration search space: which launch parameters are tunable, and rewriting them consistently."""
 
-from klineage.launch_config import neighbours, tunables, with_values
+from klineage.launch_config import elements_per_program, neighbours, tunables, with_values
 from tests.conftest import EXAMPLES, FIXTURES
 
 
@@ -106,3 +106,67 @@ def test_launched_elements_read_the_tile_a_launch_asked_for():
         )
         == 32**2
     )
+
+
+# bitsandbytes's 8-bit blockwise dequantization (kernels_8bit_quant, 0.50.2) as it launches: its tile passed by
+# position, under a name TILE_NAME does not match, a tile by its role (the extent of tl.arange)
+POSITIONAL = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def dequant_8bit_kernel(a_ptr, out_ptr, code_ptr, absmax_ptr, n, QUANT_BLOCK: tl.constexpr, SPLIT_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid * SPLIT_SIZE + tl.arange(0, SPLIT_SIZE)
+    mask = offsets < n
+    a = tl.load(a_ptr + offsets, mask)
+    scaled = tl.load(code_ptr + a, mask) * tl.load(absmax_ptr + offsets // QUANT_BLOCK, mask)
+    tl.store(out_ptr + offsets, scaled, mask)
+
+
+def dequant_8bit_blockwise(a, absmax, quant_state_code, quant_blocksize, out):
+    n = a.numel()
+    SPLIT_SIZE = 256
+    QUANT_BLOCK = 64
+    grid = (triton.cdiv(n, SPLIT_SIZE),)
+    dequant_8bit_kernel[grid](a, out, quant_state_code, absmax, n, QUANT_BLOCK, SPLIT_SIZE)
+    return out
+"""
+
+
+def test_a_positional_tile_by_role_is_tunable_and_its_binding_rewritten():
+    (t,) = tunables(POSITIONAL)  # QUANT_BLOCK is a positional constexpr, but no tile by name or role
+    assert (t.kernel, t.keyword, t.name, t.value, t.bound) == (
+        "dequant_8bit_kernel",
+        "SPLIT_SIZE",
+        "SPLIT_SIZE",
+        256,
+        "assigned",
+    )
+    new = with_values(POSITIONAL, {"SPLIT_SIZE": 512})
+    assert "SPLIT_SIZE = 512\n" in new and "QUANT_BLOCK = 64\n" in new
+    assert "grid = (triton.cdiv(n, SPLIT_SIZE),)" in new  # the grid reads the same name, so it follows the tile
+    assert "absmax, n, QUANT_BLOCK, SPLIT_SIZE)" in new
+    compile(new, "new", "exec")
+
+
+def test_a_positional_literal_tile_is_rewritten_at_its_position():
+    source = POSITIONAL.replace("QUANT_BLOCK, SPLIT_SIZE)", "64, 256, num_warps=4)")
+    found = {t.key: t for t in tunables(source)}
+    assert set(found) == {"dequant_8bit_kernel.SPLIT_SIZE", "dequant_8bit_kernel.num_warps"}
+    assert found["dequant_8bit_kernel.SPLIT_SIZE"].bound == "literal"
+    new = with_values(source, {"dequant_8bit_kernel.SPLIT_SIZE": 128})
+    assert "absmax, n, 64, 128, num_warps=4)" in new
+
+
+def test_a_positional_launch_of_a_kernel_defined_elsewhere_adds_nothing():
+    source = POSITIONAL.replace("def dequant_8bit_kernel(", "def other_kernel(")
+    assert tunables(source) == []
+    # nor past a *args, whose positions are unknown
+    assert tunables(POSITIONAL.replace("(a, out, quant_state_code, absmax, n,", "(*args,")) == []
+
+
+def test_elements_per_program_reads_a_positional_tile_by_role():
+    assert elements_per_program(POSITIONAL, "dequant_8bit_kernel") == 256
