@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from klineage.carry import literal_int
-from klineage.transform import broadcasts, dotted, int_literal, literal_bindings
+from klineage.transform import broadcasts, constexpr_params, dotted, int_literal, is_jit, literal_bindings
 
 # Constexpr names that are tile sizes by convention (BLOCK_M, BLOCK_SIZE, TILE_N, BLOCK, BN, GROUP_M excluded).
 TILE_NAME = re.compile(r"^(BLOCK|TILE)(_?[A-Z0-9]*)?$|^B[MNK]$|^(BLOCK|TILE)_SIZE(_[A-Z0-9]+)?$")
@@ -119,15 +119,6 @@ class _Signature:
         return name in self.tiles
 
 
-def _is_jit(fn: cst.FunctionDef) -> bool:
-    """Whether a `@triton.jit` (or `@jit`, called or not) decorates `fn`, under any other decorators."""
-    for d in fn.decorators:
-        target = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
-        if dotted(target) in ("triton.jit", "jit"):
-            return True
-    return False
-
-
 class _Extents(cst.CSTVisitor):
     def __init__(self):
         self.names: set[str] = set()
@@ -146,17 +137,12 @@ def _signature(source: str, kernel: str) -> _Signature | None:
     """`kernel`'s signature where it is a module-level `@triton.jit` function of `source`; None otherwise (a kernel
     imported from elsewhere is read by keyword and name alone: its parameters are not known here)."""
     fn = kernel_def(source, kernel)
-    if fn is None or not _is_jit(fn):
+    if fn is None or not is_jit(fn):
         return None
-    params = [*fn.params.posonly_params, *fn.params.params]
-    constexpr = frozenset(
-        p.name.value
-        for p in params
-        if p.annotation is not None and (dotted(p.annotation.annotation) or "").split(".")[-1] == "constexpr"
-    )
+    constexpr = frozenset(constexpr_params(fn))
     extents = _Extents()
     fn.body.visit(extents)
-    return _Signature(tuple(p.name.value for p in params), constexpr, frozenset(extents.names & constexpr))
+    return _Signature(tuple(p.name.value for p in fn.params.params), constexpr, frozenset(extents.names & constexpr))
 
 
 def _named_args(call: cst.Call, signature: _Signature | None):

@@ -222,6 +222,20 @@ def is_kernel(fn: cst.FunctionDef) -> bool:
     return any(decorator_name(d) in KERNEL_DECORATORS for d in fn.decorators)
 
 
+def is_jit(fn: cst.FunctionDef) -> bool:
+    """Whether `@triton.jit` (or `@jit`, called or not) decorates `fn`, under any other decorators."""
+    return any(decorator_name(d) in ("triton.jit", "jit") for d in fn.decorators)
+
+
+def constexpr_params(fn: cst.FunctionDef) -> set[str]:
+    """Parameters annotated as compile-time constants (`BLOCK: tl.constexpr`), read off the annotation's text."""
+    return {
+        p.name.value
+        for p in fn.params.params
+        if p.annotation is not None and "constexpr" in node_code(p.annotation.annotation)
+    }
+
+
 def is_autotuned(fn: cst.FunctionDef) -> bool:
     """Triton's autotuner, or a library's own that takes `configs=` as it does (FlagGems's `@libtuner(configs=...,
     key=...)` on 24 of its ops): its configs set the launch's knobs, and a launch passing one again raises

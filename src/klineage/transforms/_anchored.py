@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
-from klineage.transform import Site, Transform, dotted, node_code
+from klineage.transform import Site, Transform, dotted, is_jit, node_code
 
 
 class Module:
@@ -67,14 +67,6 @@ class Module:
         return [f for f in self.functions() if not is_jit(f)]
 
 
-def is_jit(fn: cst.FunctionDef) -> bool:
-    for d in fn.decorators:
-        target = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
-        if dotted(target) in ("triton.jit", "jit"):
-            return True
-    return False
-
-
 def nodes_under(node: cst.CSTNode, kind: type | tuple[type, ...]) -> list:
     """Every node of `kind` under `node` (itself included), in source order: an outer node before those inside it."""
     found: list = []
@@ -106,15 +98,6 @@ def launch_statement(stmt: cst.CSTNode) -> cst.Call | None:
     call = stmt.body[0].value
     ok = isinstance(call, cst.Call) and isinstance(call.func, cst.Subscript) and isinstance(call.func.value, cst.Name)
     return call if ok else None
-
-
-def constexpr_params(fn: cst.FunctionDef) -> set[str]:
-    """Parameters annotated as compile-time constants (`BLOCK: tl.constexpr`), read off the annotation's text."""
-    return {
-        p.name.value
-        for p in fn.params.params
-        if p.annotation is not None and "constexpr" in node_code(p.annotation.annotation)
-    }
 
 
 def names_in(node: cst.CSTNode) -> set[str]:

@@ -13,6 +13,7 @@ from klineage.transform import (
     WHOLE_CONFIGS,
     Site,
     Transform,
+    constexpr_params,
     decorator_name,
     dotted,
     is_kernel,
@@ -20,7 +21,6 @@ from klineage.transform import (
     node_code,
     register,
 )
-from klineage.transforms._anchored import constexpr_params
 from klineage.transforms.launch_knobs import append_kwargs, drop_trailing, trailing_kwargs
 
 AUTOTUNE = ("triton.autotune", "autotune")

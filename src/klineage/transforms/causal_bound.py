@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from klineage.transform import dotted, node_code, register
-from klineage.transforms._anchored import AnchoredTransform, Module, constexpr_params, is_jit, nodes_under
+from klineage.transform import constexpr_params, dotted, is_jit, node_code, register
+from klineage.transforms._anchored import AnchoredTransform, Module, nodes_under
 from klineage.transforms._kernel_exprs import LOOP_RANGES, call_with
 
 MINIMUM = ("tl.minimum", "min")

@@ -14,11 +14,10 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from klineage.transform import Site, Transform, dotted, node_code, register
+from klineage.transform import Site, Transform, constexpr_params, dotted, node_code, register
 from klineage.transforms._anchored import (
     Module,
     bound_once,
-    constexpr_params,
     kept,
     kernel_param_for,
     launches,

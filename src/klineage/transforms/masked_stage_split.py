@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from klineage.transform import Site, Transform, dotted, node_code, register
-from klineage.transforms._anchored import Module, bound_in, bound_once, constexpr_params, fresh_name, nodes_under
+from klineage.transform import Site, Transform, constexpr_params, dotted, node_code, register
+from klineage.transforms._anchored import Module, bound_in, bound_once, fresh_name, nodes_under
 from klineage.transforms._kernel_exprs import LOOP_RANGES, NOT_VALUES, strip_parens
 
 MEMORY = ("tl.load", "tl.store")

@@ -7,6 +7,7 @@ import libcst as cst
 from klineage import launch_config
 from klineage.transform import (
     broadcasts,
+    constexpr_params,
     dotted,
     int_literal,
     kwarg,
@@ -20,7 +21,6 @@ from klineage.transforms._anchored import (
     Module,
     calls,
     calls_to,
-    constexpr_params,
     imported_modules,
     launch_statement,
     launches,

@@ -7,8 +7,7 @@ import ast
 import libcst as cst
 
 from klineage.launch_config import kernel_def
-from klineage.transform import NodeTransform, Site, dotted, node_code, register
-from klineage.transforms._anchored import constexpr_params
+from klineage.transform import NodeTransform, Site, constexpr_params, dotted, node_code, register
 from klineage.transforms.launch_knobs import append_kwargs, drop_trailing, trailing_kwargs
 
 JIT = ("triton.jit", "jit")

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from klineage.transform import broadcasts, dotted, kwarg, node_code, register, with_kwargs
+from klineage.transform import broadcasts, constexpr_params, dotted, kwarg, node_code, register, with_kwargs
 from klineage.transforms._anchored import (
     AnchoredTransform,
     Module,
     bound_in,
     calls,
-    constexpr_params,
     imported_modules,
     kernel_param_for,
     launch_statement,
