@@ -3,8 +3,6 @@ instances from an installed package (a tiny one written here; FlagGems is not in
 report (shares that load, start correct and improve; rejections classified; the worst reported / re-timed ratio) is
 computed from a bench result."""
 
-import ast
-import math
 import os
 import sys
 
@@ -17,6 +15,7 @@ from klineage.bench.suites import wild_instances
 from klineage.config import Settings
 from klineage.suites import wild
 from klineage.suites.wild import EXPERT_MODULE_PREFIXES, WildKernel, rule_violations, under_expert_prefix
+from tests.wild_catalogue import assert_wellformed
 
 TINY = """import torch
 import triton
@@ -75,28 +74,7 @@ def test_the_catalogue_has_forty_wellformed_kernels_with_unique_names():
     assert len(kernels) >= 40
     assert len({k.name for k in kernels}) == len(kernels)
     for k in kernels:
-        program = ast.parse(k.program_source())
-        assert any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in program.body), k.name
-        inputs = ast.parse(k.inputs_source())
-        sizes = {
-            t.id: n.value.value
-            for n in inputs.body
-            if isinstance(n, ast.Assign)
-            for t in n.targets
-            if isinstance(t, ast.Name) and isinstance(n.value, ast.Constant)
-        }
-        assert sizes == k.sizes and all(isinstance(v, int) for v in sizes.values()), k.name
-        assert any(isinstance(n, ast.FunctionDef) and n.name == "get_inputs" for n in inputs.body), k.name
-        # the program is a user's file of its own: it cannot read the inputs file's sizes
-        names = [n for n in ast.walk(program) if isinstance(n, ast.Name)]
-        read = {n.id for n in names if isinstance(n.ctx, ast.Load)} - {
-            n.id for n in names if isinstance(n.ctx, ast.Store)
-        }
-        assert not read & set(k.sizes), k.name
-        reference = ast.parse(k.pytorch_source())
-        assert any(isinstance(n, ast.ClassDef) and n.name == "Model" for n in reference.body), k.name
-        # bench size: the CPU case is shrinking's to derive, so the file itself is a GPU-size case
-        assert math.prod(k.sizes.values()) >= 4096, k.name
+        assert_wellformed(k, 4096)
 
 
 def test_every_catalogue_entry_obeys_the_disjointness_rule():
