@@ -81,6 +81,7 @@ def bench(
     from klineage.check import resolve_device
     from klineage.optimize import METHODS
     from klineage.scale import Engine
+    from klineage.suites.wild import chosen as wild_chosen
 
     engine = Engine.of(scheduler, workers)
 
@@ -96,8 +97,6 @@ def bench(
     wild = [part.strip() for part in suite_name.split(",") if part.strip() in WILD_SUITES]
     not_offered = {}
     for part in wild:  # the kernels of packages not installed here, said in the report
-        from klineage.suites.wild import chosen as wild_chosen
-
         not_offered |= wild_chosen(wild_catalogue(part))[1]
     if instances:
         names = list(dict.fromkeys(n.strip() for n in instances.split(",") if n.strip()))
