@@ -18,6 +18,15 @@ tiles by name (expert configs, `elements_per_program`) see it under the name the
 literal (`kernel[grid](x, 256)`) is rewritten in place at its position, as a keyword literal is: neither moves a grid
 that spells the same number out (the correctness check answers for a grid the new tile no longer covers).
 
+A launch configuration a caller hands to a host function as a `triton.Config` literal
+(`int_matmul_kernel(a, b, c, triton.Config({"BLOCK_M": 32, ...}, num_warps=1, num_stages=1))`, for a wrapper that
+launches with `num_warps=config.num_warps, **config.kwargs`, as torchao's int8 matmul does) is tunable where it is
+written: each tile-named key of its dict and its `num_warps` / `num_stages`, when an integer literal, listed under the
+called function's name as `kernel` (bound "config") and rewritten in the literal. Without it the tiles of a kernel
+whose wrapper takes its configuration as an argument were out of every method's reach. A `triton.Config` inside a
+list (an autotuner's `configs`) is not such an argument: the autotuner chooses among those, and
+`autotune_single_config` is their transform.
+
 A constexpr whose name is no tile's is still tunable as **work per program** when the kernel's loop runs up to it
 (`for start in range(0, CHUNK, BLOCK)`): each program then handles CHUNK elements, and a grid that divides the
 problem by the same bound name stays consistent. Those are listed only when asked (`work=True`): the other readers
@@ -65,7 +74,8 @@ class Tunable:
     keyword: str  # the launch's keyword: BLOCK_M, num_warps, ...
     name: str  # what is rewritten: the keyword itself (literal) or the host name bound to the literal
     value: int
-    bound: str  # "literal" (at the launch) or "assigned" (a name in the launching function)
+    bound: str  # "literal" (at the launch), "assigned" (a name in the launching function) or "config" (a
+    # `triton.Config` literal handed to the host function `kernel`)
     function: str
     work: bool = False  # work per program (a loop's bound), not a tile
     step: str = ""  # for work per program: the keyword of the tile its loop steps by, where it is one
@@ -167,6 +177,33 @@ def _is_tile(name: str, signature: _Signature | None) -> bool:
     return bool(TILE_NAME.match(name)) or (signature is not None and signature.is_tile(name))
 
 
+def _handed_configs(call: cst.Call) -> tuple[str, list[cst.Call]]:
+    """The function a call calls by name and the `triton.Config` literals it is handed as arguments ("" and none
+    for a launch or a method call: `configs.append(triton.Config(...))` builds an autotuner's list, FlagGems's
+    Cambricon backend does so in five modules)."""
+    callee = call.func.value if isinstance(call.func, cst.Name) else ""
+    if not callee or callee == "Config":
+        return "", []
+    return callee, [a.value for a in call.args if isinstance(a.value, cst.Call) and _is_config(a.value)]
+
+
+def _is_config(call: cst.Call) -> bool:
+    return dotted(call.func) in ("triton.Config", "Config")
+
+
+def _config_entries(config: cst.Call):
+    """(keyword, value node, where) for each tunable setting of a `triton.Config` literal: the tile-named keys of its
+    dict (`where` the dict element) and its `num_warps` / `num_stages` keywords (`where` the argument)."""
+    if config.args and config.args[0].keyword is None and isinstance(config.args[0].value, cst.Dict):
+        for element in config.args[0].value.elements:
+            key = getattr(element, "key", None)
+            if isinstance(key, cst.SimpleString) and TILE_NAME.match(key.evaluated_value or ""):
+                yield key.evaluated_value, element.value, element
+    for arg in config.args:
+        if arg.keyword is not None and arg.keyword.value in KNOBS:
+            yield arg.keyword.value, arg.value, arg
+
+
 def _launched(call: cst.Call) -> str | None:
     """The kernel name of a launch `kernel[grid](...)`; None for any other call."""
     if isinstance(call.func, cst.Subscript) and isinstance(call.func.value, cst.Name):
@@ -189,10 +226,16 @@ class _Finder(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         kernel = _launched(node)
+        function = self.functions[-1] if self.functions else None
         if kernel is None:
+            callee, configs = _handed_configs(node)
+            fname = function.name.value if function is not None else "<module>"
+            for config in configs:
+                for keyword, value, _ in _config_entries(config):
+                    if (v := int_literal(value)) is not None:
+                        self.found.append(Tunable(callee, keyword, keyword, v, "config", fname))
             return
         signature = _signature(self.source, kernel)
-        function = self.functions[-1] if self.functions else None
         bindings = literal_bindings(function) if function is not None else {}
         for keyword, arg in _named_args(node, signature):
             tile = keyword in KNOBS or _is_tile(keyword, signature)
@@ -237,7 +280,7 @@ class _Rewriter(cst.CSTTransformer):
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
         kernel = _launched(updated)
         if kernel is None:
-            return updated
+            return self._configs(updated)
         # a literal changes where it stands, by keyword or by position (the names read off the original launch)
         literal = {}
         for name, arg in _named_args(original, _signature(self.source, kernel)):
@@ -249,6 +292,23 @@ class _Rewriter(cst.CSTTransformer):
             for orig, arg in zip(original.args, updated.args)
         ]
         return updated.with_changes(args=args)
+
+    def _configs(self, call: cst.Call) -> cst.Call:
+        """A call handed `triton.Config` literals, their retuned settings rewritten in place."""
+        callee, configs = _handed_configs(call)
+        if not configs:
+            return call
+        new = {}
+        for config in configs:
+            changes = {}
+            for keyword, _, where in _config_entries(config):
+                key = f"{callee}.{keyword}"
+                if key in self.values and self.found[key].bound == "config":
+                    changes[id(where)] = where.with_changes(value=cst.Integer(str(self.values[key])))
+            if changes:
+                new[id(config)] = _replaced(config, changes)
+        args = [a.with_changes(value=new[id(a.value)]) if id(a.value) in new else a for a in call.args]
+        return call.with_changes(args=args)
 
     def leave_SimpleStatementLine(self, original, updated):
         """`A = B = 32` with B retuned becomes `A = 32` and `B = 64` on separate lines; in `A, B = 512, 128` the
@@ -286,6 +346,16 @@ class _Rewriter(cst.CSTTransformer):
                 v = v.with_changes(value=cst.Integer(str(self.values[name])))
             elements.append(v)
         return line.with_changes(body=[assign.with_changes(value=value.with_changes(elements=elements))])
+
+
+def _replaced(config: cst.Call, changes: dict[int, cst.CSTNode]) -> cst.Call:
+    """`config` with the dict elements and keyword arguments named by id in `changes` replaced."""
+    args = list(config.args)
+    if args and isinstance(args[0].value, cst.Dict):
+        elements = [changes.get(id(e), e) for e in args[0].value.elements]
+        args[0] = args[0].with_changes(value=args[0].value.with_changes(elements=elements))
+    args = [args[0], *(changes.get(id(a), a) for a in args[1:])] if args else args
+    return config.with_changes(args=args)
 
 
 def present_warps(source: str, kernel: str) -> int:

@@ -170,3 +170,46 @@ def test_a_positional_launch_of_a_kernel_defined_elsewhere_adds_nothing():
 
 def test_elements_per_program_reads_a_positional_tile_by_role():
     assert elements_per_program(POSITIONAL, "dequant_8bit_kernel") == 256
+
+
+HANDED = """
+import triton
+from m import int_matmul_kernel
+
+
+def forward(a, b, c):
+    return int_matmul_kernel(
+        a, b, c, triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "GROUP_M": 8, "EVEN": True}, num_stages=1, num_warps=1)
+    )
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK_M": 64}, num_warps=4)], key=[])
+@triton.jit
+def k(x, BLOCK_M: tl.constexpr):
+    pass
+"""
+
+
+def test_a_config_literal_handed_to_a_host_function_is_tunable_where_written():
+    """torchao's int8 matmul wrapper launches with `**config.kwargs` from a `triton.Config` argument: the literal at
+    the call is the only place its tiles can change. GROUP_M (no tile name), a non-integer and an autotuner's
+    configs are not tunables."""
+    found = {t.key: (t.value, t.bound, t.function) for t in tunables(HANDED)}
+    assert found == {
+        "int_matmul_kernel.BLOCK_M": (32, "config", "forward"),
+        "int_matmul_kernel.BLOCK_N": (32, "config", "forward"),
+        "int_matmul_kernel.num_stages": (1, "config", "forward"),
+        "int_matmul_kernel.num_warps": (1, "config", "forward"),
+    }
+    new = with_values(HANDED, {"int_matmul_kernel.BLOCK_N": 128, "int_matmul_kernel.num_warps": 8})
+    assert '{"BLOCK_M": 32, "BLOCK_N": 128, "GROUP_M": 8, "EVEN": True}, num_stages=1, num_warps=8)' in new
+    assert 'triton.Config({"BLOCK_M": 64}, num_warps=4)' in new  # the autotuner's list untouched
+    assert {t.key: t.value for t in tunables(new)}["int_matmul_kernel.BLOCK_N"] == 128
+
+
+def test_a_config_appended_to_a_list_is_not_a_handed_config():
+    source = (
+        "import triton\n\n\ndef configs():\n    out = []\n"
+        "    out.append(triton.Config({'BLOCK_M': 32}, num_warps=2))\n    return out\n"
+    )
+    assert tunables(source) == []

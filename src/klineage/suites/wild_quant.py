@@ -224,6 +224,16 @@ def _custom_op(op: str) -> str:
     return f"# the wrapper is the custom op torchao::{op}: its kernels run inside it\nHOST_OPS = ({op!r},)\n"
 
 
+# The int8 matmul wrappers take their launch as a `triton.Config` argument. Their entries run the first of the
+# configs torchao's tuner walks (`torchao.kernel.intmm_triton.int8_mm_kernel_configs[0]`: 32 x 32 x 32 tiles, one
+# warp, one stage), spelled out as the literal a caller who fixes one writes (the GPU runs of ca8d143 and before
+# passed `int8_mm_kernel_configs[0]` itself: the same launch; `launch_config` reads a literal, not a list's element).
+INT8_MM_CONFIG_0 = (
+    'triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 8}, num_stages=1, num_warps=1)'
+)
+INT8_MM_CONFIG_0_NOTE = "# the first of the configs torchao's tuner walks (int8_mm_kernel_configs[0]), fixed\n"
+
+
 def _torchao() -> tuple[WildKernel, ...]:
     a = _ao
     return (
@@ -232,10 +242,9 @@ def _torchao() -> tuple[WildKernel, ...]:
             "kernel.intmm_triton",
             "int_matmul_kernel",
             "a, b",
-            "# the first of the configs torchao's tuner walks, fixed\n"
-            "from torchao.kernel.intmm_triton import int8_mm_kernel_configs\n\n"
+            INT8_MM_CONFIG_0_NOTE +
             "c = torch.empty((a.shape[0], b.shape[1]), dtype=torch.int32, device=a.device)\n"
-            "return int_matmul_kernel(a, b, c, int8_mm_kernel_configs[0])",
+            f"return int_matmul_kernel(a, b, c, {INT8_MM_CONFIG_0})",
             "return torch.matmul(a.int(), b.int())",
             {"M": 4096, "K": 4096, "N": 4096},
             "[torch.randint(-128, 128, (M, K), dtype=torch.int8), torch.randint(-128, 128, (K, N), dtype=torch.int8)]",
@@ -245,10 +254,9 @@ def _torchao() -> tuple[WildKernel, ...]:
             "kernel.intmm_triton",
             "int_scaled_matmul_kernel",
             "a, b, scales1",
-            "# the first of the configs torchao's tuner walks, fixed\n"
-            "from torchao.kernel.intmm_triton import int8_mm_kernel_configs\n\n"
+            INT8_MM_CONFIG_0_NOTE +
             "c = torch.empty((a.shape[0], b.shape[1]), dtype=scales1.dtype, device=a.device)\n"
-            "return int_scaled_matmul_kernel(a, b, scales1, c, int8_mm_kernel_configs[0])",
+            f"return int_scaled_matmul_kernel(a, b, scales1, c, {INT8_MM_CONFIG_0})",
             "return torch.matmul(a.int(), b.int()).float() * scales1",
             {"M": 4096, "K": 4096, "N": 4096},
             "[torch.randint(-128, 128, (M, K), dtype=torch.int8), torch.randint(-128, 128, (K, N), dtype=torch.int8),"
