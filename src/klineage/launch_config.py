@@ -155,6 +155,13 @@ def _signature(source: str, kernel: str) -> _Signature | None:
     return _Signature(tuple(p.name.value for p in fn.params.params), constexpr, frozenset(extents.names & constexpr))
 
 
+def tiles_by_role(source: str, kernel: str) -> frozenset[str]:
+    """The constexpr parameters of `kernel` (a module-level `@triton.jit` function of `source`) that are tiles by
+    their role, a `tl.arange(0, P)` extent in its body, whatever their names; empty where the kernel is not one."""
+    signature = _signature(source, kernel)
+    return signature.tiles if signature is not None else frozenset()
+
+
 def _named_args(call: cst.Call, signature: _Signature | None):
     """(name, argument) for each argument of a launch that has a name: its keywords, and each positional argument
     bound to a constexpr parameter of a kernel whose signature is known. Positions after a `*args` are unknown."""
@@ -541,7 +548,7 @@ def describe(values: dict[str, int]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(values.items()))
 
 
-__all__ = ["Tunable", "allowed", "describe", "neighbours", "tunables", "with_values"]
+__all__ = ["Tunable", "allowed", "describe", "neighbours", "tiles_by_role", "tunables", "with_values"]
 
 
 class _ToMeta(cst.CSTTransformer):

@@ -21,8 +21,10 @@ each factor in (0, 1], 1 where the two sides agree:
 - bound: the roofline regime of the bench case (compute or memory bound). The other one 0.5.
 - dtype: the element type of the bench case. The same element size of another type (float16 and bfloat16) 0.9:
   the same bytes, registers and shared memory per tile; another element size 0.5.
-- tile: the tile rank, the most tile sizes (launch_config.TILE_NAME: BLOCK_M, BLOCK_SIZE, ...) one kernel takes
-  (1 for a row kernel, 2 for a 2-D tile, 3 for a matmul's M/N/K). Another rank 0.5.
+- tile: the tile rank, the most tile sizes one kernel takes, by name (launch_config.TILE_NAME: BLOCK_M,
+  BLOCK_SIZE, ...) or, in a kernel with none by name, by role (`launch_config.tiles_by_role`: bitsandbytes's
+  SPLIT_SIZE spans `tl.arange(0, SPLIT_SIZE)`); 1 for a row kernel, 2 for a 2-D tile, 3 for a matmul's M/N/K.
+  Another rank 0.5. Skills mined before the role was read recorded the rank by name alone (0 for such a kernel).
 
 A factor whose field either side lacks is halfway between alike and unlike (operator 0.625, the others 0.75): no
 evidence either way. The values are priors, not measurements: one unlike factor halves a skill's log-gain, another
@@ -40,7 +42,7 @@ import math
 from dataclasses import dataclass, field
 
 from klineage.features import FEATURES
-from klineage.launch_config import TILE_NAME
+from klineage.launch_config import TILE_NAME, tiles_by_role
 from klineage.program import Program
 
 OPERATOR_CLASSES = ("matmul", "attention", "reduction", "elementwise")
@@ -155,7 +157,10 @@ def _tile_rank(source: str) -> int | None:
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and any(_is_kernel_decorator(d) for d in node.decorator_list):
             names = [a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)]
-            ranks.append(sum(bool(TILE_NAME.match(n)) for n in names))
+            # by role only where no parameter is a tile by name: attention's HEAD_DIM spans a tl.arange too, but
+            # it is the data's dimension beside BLOCK_M and BLOCK_N, not a third tile
+            tiles = {n for n in names if TILE_NAME.match(n)} or tiles_by_role(source, node.name) & set(names)
+            ranks.append(len(tiles))
     return max(ranks) if ranks else None
 
 

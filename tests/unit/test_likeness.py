@@ -8,6 +8,7 @@ import pytest
 from klineage.likeness import (
     NO_LIKE_KERNEL,
     UNLIKE,
+    _tile_rank,
     context_of,
     likeness,
     operator_class,
@@ -87,6 +88,19 @@ def test_tile_rank_counts_the_tile_sizes_one_kernel_takes():
     assert tile_rank(load_program(EXAMPLES / "matmul" / "naive.py")) == 3  # BLOCK_M, BLOCK_N, BLOCK_K
     assert tile_rank(load_program(EXAMPLES / "attention" / "naive.py")) == 2
     assert tile_rank(load_program(EXAMPLES / "rmsnorm" / "naive.py")) == 1
+
+
+def test_tile_rank_counts_a_tile_by_its_role():
+    """bitsandbytes's 8-bit dequantization spans `tl.arange(0, SPLIT_SIZE)`: a row kernel (rank 1), not one
+    without tiles; a constexpr that is no extent (a block count) is not a tile."""
+    source = (
+        "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+        "def k(a, out, n, QUANT_BLOCK: tl.constexpr, SPLIT_SIZE: tl.constexpr):\n"
+        "    offs = tl.program_id(0) * SPLIT_SIZE + tl.arange(0, SPLIT_SIZE)\n"
+        "    tl.store(out + offs, tl.load(a + offs, mask=offs < n) * QUANT_BLOCK, mask=offs < n)\n"
+    )
+    assert _tile_rank(source) == 1
+    assert _tile_rank(source.replace("tl.arange(0, SPLIT_SIZE)", "tl.arange(0, 256)")) == 0
 
 
 def test_the_phrase_names_the_expert_and_both_classes_only_across_operators():
