@@ -198,3 +198,50 @@ def test_the_programs_are_timed_in_a_round_of_their_own_before_inductor_compiles
     )
     assert events == [("time", ("start", "final"))]
     assert [t["median_ms"] for t in alone["timings"]] == [0.30, 0.25]
+
+
+def test_pytorchs_op_failing_on_the_device_leaves_the_programs_timed(monkeypatch):
+    """A matmul of int32 tensors has no CUDA kernel (H100, docs/runs/2026-12-06-h100-wild6): eager's error in the
+    timing round took the programs' times with it. Eager runs once first; its error is kept, no reference call is
+    made, and the programs' round is answered all the same."""
+    import klineage.bench.references as references
+    import klineage.gates.common as common
+
+    class Model:
+        def __call__(self, a, b):
+            raise NotImplementedError("\"addmm_cuda\" not implemented for 'Int'")
+
+    monkeypatch.setattr(common, "build", lambda model, init: SimpleNamespace(cuda=lambda: Model()))
+    served = SimpleNamespace(timed={})
+    meta = {"pytorch_op": "class Model: ...\ndef get_inputs(): return []\n"}
+    calls = references._reference_calls(served, meta, None, {}, [], [("a", "b")])
+    assert calls == []
+    assert served.timed["eager_error"].startswith('NotImplementedError: "addmm_cuda" not implemented')
+    assert "torch_compile_error" not in served.timed
+
+
+def test_the_job_reports_eager_failed_and_keeps_the_programs_times(monkeypatch):
+    import klineage.gates.candidate as candidate
+    from klineage.bench.references import references_job
+    from klineage.timing import Timing
+
+    def task(_candidate, name, **meta):  # the programs' two timings only, and eager's error
+        timings = [Timing(m, m, m, m, m, 30, m).as_dict() for m in (0.2, 0.1)]
+        return SimpleNamespace(meta={"timings": timings, "eager_error": "NotImplementedError: no CUDA kernel"})
+
+    monkeypatch.setattr(candidate, "spec_for", lambda *a, **k: None)
+    monkeypatch.setattr(candidate, "running", lambda spec: contextlib.nullcontext())
+    monkeypatch.setattr(candidate, "task", task)
+    request = SimpleNamespace(settings=Settings(), workload_path="w.py")
+    result = references_job((request, ["start", "final"]))
+    assert (result["program0"]["ms"], result["program1"]["ms"]) == (0.2, 0.1)
+    assert result["eager"] == result["torch_compile"] == {"error": "NotImplementedError: no CUDA kernel"}
+
+
+def test_the_report_names_the_instances_whose_pytorch_op_failed():
+    from klineage.bench.report import _timing_notes
+
+    references = {"ao_int_matmul_kernel": {"eager": {"error": "NotImplementedError: no CUDA kernel"}}, "ok": {}}
+    lines = _timing_notes({"references": references, "stamp": {"timed": False}})
+    failed = [line for line in lines if line.startswith("PyTorch's op failed on this device (1;")]
+    assert len(failed) == 1 and "ao_int_matmul_kernel (NotImplementedError: no CUDA kernel)" in failed[0]

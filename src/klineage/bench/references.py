@@ -40,15 +40,17 @@ def references_job(payload: ReferencesPayload | tuple) -> dict:
     programs = payload.programs
     meta = references_meta(payload)
     shape = Record(
-        required={"timings": ListOf(TIMING_SHAPE, 2 + len(programs))}, optional={"torch_compile_error": text(400)}
+        required={"timings": ListOf(TIMING_SHAPE, 2 + len(programs))},
+        optional={"torch_compile_error": text(400), "eager_error": text(400)},
     )
     spec = spec_for(payload.request, interpret=False, autotune_picks=False, others=tuple(programs))
-    rounds, compile_error = [], None
+    rounds, compile_error, eager_error = [], None, None
     with running(spec) as candidate:
         for _ in range(2):  # a second round only where the first spread too wide
             answer = checked(task(candidate, "references", **meta).meta, shape)
             compile_error = answer.get("torch_compile_error") or None
-            references = 0 if payload.programs_only else 1 if compile_error else 2
+            eager_error = answer.get("eager_error") or None
+            references = 0 if payload.programs_only or eager_error else 1 if compile_error else 2
             timings = [timing(t) for t in answer["timings"]]
             if len(timings) != references + len(programs):
                 raise ValueError(f"{len(timings)} timings answered, {references + len(programs)} asked")
@@ -60,7 +62,9 @@ def references_job(payload: ReferencesPayload | tuple) -> dict:
     timed = {n: {"ms": t.median_ms, "spread": t.spread} for n, t in zip(names, timings, strict=True)}
     if payload.programs_only:
         return {**timed, "rounds": len(rounds)}
-    if compile_error:  # torch.compile's failure is its own row's: the programs are timed all the same
+    if eager_error:  # PyTorch's op failed on this device: neither reference has a time, the programs have theirs
+        timed["eager"] = timed["torch_compile"] = {"error": eager_error}
+    elif compile_error:  # torch.compile's failure is its own row's: the programs are timed all the same
         timed["torch_compile"] = {"error": compile_error}
     eager_of = EAGER_OF_PYTORCH if "pytorch_op" in meta else EAGER_OF_REFERENCE
     return {**timed, "rounds": len(rounds), "eager_of": eager_of}
@@ -130,15 +134,20 @@ def references_task(served, frame) -> tuple[dict, dict]:
         if "references" not in served.timed:
             served.timed["references"] = _reference_calls(served, meta, *served.timed["setup"])
         references = time_calls(served.timed["references"], *timing)
-    failed = served.timed.get("torch_compile_error")
+    failed = {k: served.timed[k] for k in ("torch_compile_error", "eager_error") if served.timed.get(k)}
     timings = [t.as_dict() for t in references + programs]
-    return {}, {"timings": timings, **({"torch_compile_error": failed} if failed else {})}
+    return {}, {"timings": timings, **failed}
 
 
 def _reference_calls(served, meta: dict, wl_module, case: dict, init: list, sets: list) -> list:
     """Eager and torch.compile (where Inductor compiles it) of the workload's Model, or of PyTorch's op where the
     request carries its text, as calls rotating through the start's input sets; torch.compile's failure is kept in
-    `served.timed`."""
+    `served.timed`, and so is eager's: then there is no reference call at all.
+
+    Eager runs once here first. PyTorch's op may not run on this device where it ran on the CPU that checked it
+    (a matmul of int32 tensors: "addmm_cuda" not implemented for 'Int'; bitsandbytes's ops without their native
+    library): its error in the timing round took the programs' times with it, and five wild-quant instances'
+    methods, timed all the way, had no speedup in the report (H100, docs/runs/2026-12-06-h100-wild6)."""
     import torch
 
     from klineage.gates.common import build, rotating
@@ -146,7 +155,15 @@ def _reference_calls(served, meta: dict, wl_module, case: dict, init: list, sets
 
     reference = pytorch_op_module(meta["pytorch_op"]) if meta.get("pytorch_op") else wl_module
     reference_init = init if reference is wl_module else make_case_init_inputs(reference, case)
-    calls = [rotating(build(reference.Model, reference_init).cuda(), sets)]
+    try:
+        eager = build(reference.Model, reference_init).cuda()
+        with torch.no_grad():
+            eager(*sets[0])
+        torch.cuda.synchronize()
+    except Exception as e:  # PyTorch's op on this device, not ours: the programs are timed all the same
+        served.timed["eager_error"] = f"{type(e).__name__}: {str(e)[:300]}"
+        return []
+    calls = [rotating(eager, sets)]
     try:
         compiled = torch.compile(build(reference.Model, reference_init).cuda())
         with torch.no_grad():  # compile now, beside other jobs: only the measurement takes the GPU alone

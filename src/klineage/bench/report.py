@@ -242,6 +242,13 @@ def _timing_notes(result: dict) -> list[str]:
             f"Eager and torch.compile are PyTorch's own op on the same inputs, not the start again "
             f"({len(of_pytorch)}): {', '.join(of_pytorch)}.",
         ]
+    failed = {name: ref["eager"]["error"] for name, ref in references.items() if "error" in ref.get("eager", {})}
+    if failed:
+        lines += [
+            "",
+            f"PyTorch's op failed on this device ({len(failed)}; no eager or torch.compile time, the programs timed "
+            "all the same): " + "; ".join(f"{name} ({error[:120]})" for name, error in sorted(failed.items())) + ".",
+        ]
     if retimed := sorted(name for name, ref in references.items() if ref.get("rounds", 1) > 1):
         lines += [
             "",

@@ -278,7 +278,7 @@ def _time_references(inst: Instance, workload: Workload, finals: dict[str, Traje
     if not result.ok:
         return {"error": clip(result.error, 2000)}
     timed = {p.hash: result.value[f"program{i}"] for i, p in enumerate(distinct)}
-    ref = {k: result.value[k] for k in ("eager", "torch_compile")}
+    ref = {k: result.value.get(k, {}) for k in ("eager", "torch_compile")}
     ref["eager_of"] = result.value.get("eager_of", EAGER_OF_REFERENCE)
     ref.update({name: timed[p.hash] for name, p in named})
     ref["rounds"] = result.value.get("rounds", 1)

@@ -231,6 +231,8 @@ def _custom_op(op: str) -> str:
 INT8_MM_CONFIG_0 = (
     'triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 8}, num_stages=1, num_warps=1)'
 )
+# Their PyTorch op is torch._int_mm (torchao's own fallback, safe_int_mm): a matmul of int32 tensors has no CUDA
+# kernel ("addmm_cuda" not implemented for 'Int', H100, docs/runs/2026-12-06-h100-wild6), which the CPU allows.
 INT8_MM_CONFIG_0_NOTE = "# the first of the configs torchao's tuner walks (int8_mm_kernel_configs[0]), fixed\n"
 
 
@@ -245,7 +247,7 @@ def _torchao() -> tuple[WildKernel, ...]:
             INT8_MM_CONFIG_0_NOTE +
             "c = torch.empty((a.shape[0], b.shape[1]), dtype=torch.int32, device=a.device)\n"
             f"return int_matmul_kernel(a, b, c, {INT8_MM_CONFIG_0})",
-            "return torch.matmul(a.int(), b.int())",
+            "return torch._int_mm(a, b)",
             {"M": 4096, "K": 4096, "N": 4096},
             "[torch.randint(-128, 128, (M, K), dtype=torch.int8), torch.randint(-128, 128, (K, N), dtype=torch.int8)]",
         ),
@@ -257,7 +259,7 @@ def _torchao() -> tuple[WildKernel, ...]:
             INT8_MM_CONFIG_0_NOTE +
             "c = torch.empty((a.shape[0], b.shape[1]), dtype=scales1.dtype, device=a.device)\n"
             f"return int_scaled_matmul_kernel(a, b, scales1, c, {INT8_MM_CONFIG_0})",
-            "return torch.matmul(a.int(), b.int()).float() * scales1",
+            "return torch._int_mm(a, b) * scales1",
             {"M": 4096, "K": 4096, "N": 4096},
             "[torch.randint(-128, 128, (M, K), dtype=torch.int8), torch.randint(-128, 128, (K, N), dtype=torch.int8),"
             " torch.rand(M, 1) * 0.01]",
