@@ -552,17 +552,17 @@ __all__ = ["Tunable", "allowed", "describe", "neighbours", "tiles_by_role", "tun
 
 
 class _ToMeta(cst.CSTTransformer):
-    def __init__(self, names: set[str]):
+    def __init__(self, names: dict[str, str]):
         self.names, self.changed = names, False
 
     def leave_Name(self, original, updated):
         if updated.value in self.names:
             self.changed = True
-            return cst.parse_expression(f'META["{updated.value}"]')
+            return cst.parse_expression(f'META["{self.names[updated.value]}"]')
         return updated
 
 
-def _as_meta_lambda(expr: cst.BaseExpression, names: set[str]) -> cst.BaseExpression | None:
+def _as_meta_lambda(expr: cst.BaseExpression, names: dict[str, str]) -> cst.BaseExpression | None:
     if isinstance(expr, cst.Lambda):
         return None
     renamer = _ToMeta(names)
@@ -590,7 +590,7 @@ class _MetaGrid(cst.CSTTransformer):
     """In each function that launches `kernel`, the grid (inline, or a name bound once in that function) becomes
     `lambda META: ...` with the tile names read from META."""
 
-    def __init__(self, kernel: str, names: set[str]):
+    def __init__(self, kernel: str, names: dict[str, str]):
         self.kernel, self.names, self.grid_names, self.changed = kernel, names, set(), False
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -618,9 +618,12 @@ class _MetaGrid(cst.CSTTransformer):
         return updated
 
 
-def meta_grid(source: str, kernel: str, names: set[str]) -> str:
-    """`source` with `kernel`'s launch grid computed from META where it read any of the host tile `names`: an
-    autotuned kernel's tiles come from its config, so a grid sized by the host's tile launches the wrong count."""
+def meta_grid(source: str, kernel: str, names: dict[str, str]) -> str:
+    """`source` with `kernel`'s launch grid computed from META where it read any of the host tile names (`names`:
+    each host name with the kernel parameter it is passed as, META's key): an autotuned kernel's tiles come from its
+    config, so a grid sized by the host's tile launches the wrong count. The key is the parameter, not the host's
+    name: bitsandbytes passes `SPLIT_NUM_BLOCKS=split_num_blocks`, and a grid reading `META["split_num_blocks"]`
+    raised KeyError on three config-list candidates of one H100 run (docs/runs/2026-12-06-h100-wild6)."""
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError:

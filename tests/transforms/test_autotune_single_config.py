@@ -319,3 +319,31 @@ def test_an_expert_list_built_at_run_time_carries_no_one_config_autotuner():
     assert t.variants(None, SIMPLE, "k", None) == []
     blind = t.blind_params(SIMPLE, site)
     assert blind is not None and "'BLOCK': 2048" in blind["configs"]
+
+
+def test_the_grid_reads_the_parameter_a_host_name_is_passed_as():
+    """bitsandbytes launches `SPLIT_NUM_BLOCKS=split_num_blocks` with `grid = (triton.cdiv(blocks,
+    split_num_blocks),)`: once the configs own the tile, the grid reads META under the kernel's parameter; under the
+    host's name it raised KeyError on three candidates of one H100 run (docs/runs/2026-12-06-h100-wild6)."""
+    source = textwrap.dedent(
+        """\
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def k(x_ptr, n, BLOCK_SIZE: tl.constexpr, SPLIT_NUM_BLOCKS: tl.constexpr):
+            offs = tl.program_id(0) * SPLIT_NUM_BLOCKS * BLOCK_SIZE + tl.arange(0, SPLIT_NUM_BLOCKS * BLOCK_SIZE)
+            tl.store(x_ptr + tl.program_id(0) + tl.arange(0, SPLIT_NUM_BLOCKS), 0.0)
+
+
+        def launch(x, n, blocks):
+            split_num_blocks = 1
+            grid = (triton.cdiv(blocks, split_num_blocks),)
+            k[grid](x_ptr=x, n=n, BLOCK_SIZE=256, SPLIT_NUM_BLOCKS=split_num_blocks)
+        """
+    )
+    (site,) = AutotuneSingleConfig().optimize_sites(source)
+    after = AutotuneSingleConfig().host_side(source, source, site)
+    assert 'grid = lambda META: (triton.cdiv(blocks, META["SPLIT_NUM_BLOCKS"]),)' in after
+    assert 'META["split_num_blocks"]' not in after

@@ -360,7 +360,7 @@ class AutotuneSingleConfig(Transform):
     def host_side(self, before: str, after: str, site: Site) -> str:
         """The configs now own the tiles: size the grid from them (`META`)."""
         host_tiles = {
-            t.name
+            t.name: t.keyword
             for t in launch_config.tunables(before)
             if t.kernel == site.function and t.bound == "assigned" and t.keyword not in launch_config.KNOBS
         }
