@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from klineage.config import Settings
 from klineage.gates.candidate import kernel_cache, program_digest, prune_kernel_caches
 from klineage.program import Program
@@ -56,3 +58,22 @@ def test_kernel_cache_prunes_before_the_fork(tmp_path, monkeypatch):
         os.utime(paths[-1], (1000 + i, 1000 + i))
     assert not paths[0].exists() and paths[1].is_dir() and paths[2].is_dir()
     assert Path(kernel_cache(settings, programs[0])).is_dir() and not paths[1].exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="candidates run as nobody only when the judge runs as root")
+def test_a_cache_copied_by_root_is_made_again_for_the_candidate(tmp_path):
+    """`cp -r` of a data directory as root leaves the program's cache root-owned inside, where the candidate (nobody)
+    cannot write: the matmul expert's resumed walk failed its compile gate with a PermissionError."""
+    from klineage.isolation import NOBODY
+
+    settings = Settings(data_dir=tmp_path)
+    program = Program("a", "class ModelNew: pass\n")
+    path = Path(kernel_cache(settings, program))
+    assert path.stat().st_uid == NOBODY
+    (path / "KEY").mkdir()  # as a copy made by root leaves it
+    (path / "KEY" / "kernel.cubin").write_bytes(b"x")
+    assert Path(kernel_cache(settings, program)) == path and list(path.iterdir()) == []
+    assert path.stat().st_uid == NOBODY
+    (path / "OWN").mkdir()
+    os.chown(path / "OWN", NOBODY, NOBODY)  # the candidate's own entries stay
+    assert Path(kernel_cache(settings, program)) == path and [p.name for p in path.iterdir()] == ["OWN"]

@@ -354,12 +354,17 @@ def kernel_cache(settings, program: Program) -> str:
     if it alone is over the size: made again empty). Run in the judge, before the fork."""
     import time
 
-    from klineage.isolation import NOBODY
+    from klineage.isolation import NOBODY, remove_private_dir
 
     root = Path(settings.data_dir) / "kernels"
     path = root / program_digest(program)
     root.mkdir(parents=True, exist_ok=True)
     os.chmod(root, 0o700)  # the data directory's own rule: the judge's only (candidates reach theirs by a bind)
+    if os.geteuid() == 0 and path.is_dir() and not _owned_by(path, NOBODY):
+        # a data directory copied by root (`cp -r`) hands the candidate a cache it cannot write: the bundled
+        # matmul expert's resumed walk failed its own compile gate with a PermissionError (2026-12-06). A cache:
+        # made again empty, never chowned (a candidate's symlinks are not followed by anything here)
+        remove_private_dir(path)
     path.mkdir(exist_ok=True)
     if os.geteuid() == 0:
         os.chown(path, NOBODY, NOBODY)
@@ -371,6 +376,16 @@ def kernel_cache(settings, program: Program) -> str:
         if os.geteuid() == 0:
             os.chown(path, NOBODY, NOBODY)
     return str(path)
+
+
+def _owned_by(path: Path, uid: int) -> bool:
+    """Whether `path` and everything under it (links not followed) belong to `uid`."""
+    if path.lstat().st_uid != uid:
+        return False
+    for top, dirs, files in os.walk(path):
+        if any(os.lstat(os.path.join(top, name)).st_uid != uid for name in (*dirs, *files)):
+            return False
+    return True
 
 
 def program_digest(program: Program) -> str:
