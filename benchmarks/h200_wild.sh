@@ -22,7 +22,9 @@
 #      with TIMED=DIR (home-NAME folders an earlier run on the same GPU kind timed: its results.tgz homes) those
 #      experts are not mined again, their homes joining this run's for the merge (timing split over sessions);
 #      with LIBRARY=DIR (an earlier run's results.tgz home/library, from the same GPU kind) no expert is mined:
-#      a suite split over sessions (INSTANCES) runs every part with one library;
+#      a suite split over sessions (INSTANCES) runs every part with one library; with BASE_LIBRARY=DIR instead, the
+#      experts named (ECOSYSTEM, BUNDLED) are mined and their skills merged over DIR's (a deeper walk of one expert,
+#      PRIOR holding it, timed and added to a library the other experts' earlier timings made);
 #   B. `klineage bench SUITE` (wild or wild-quant) with METHODS under BUDGET, SHARDS processes sharing one queue,
 #      each rewriting its report after every instance and re-timing every final program in a fresh process (always
 #      on for a wild suite).
@@ -50,6 +52,7 @@ SITE="${SITE:-/tmp/site}"          # the packages' folder (.whl installed there 
 PRIOR="${PRIOR:-}"                # a `walks` folder made without a GPU (carried): its steps are timed here
 WALK_DEVICE="${WALK_DEVICE:-}"    # cpu: a walk not in PRIOR is walked on this machine's CPU, then timed
 LIBRARY="${LIBRARY:-}"            # a library folder made by an earlier run on this GPU kind (carried): no stage A
+BASE_LIBRARY="${BASE_LIBRARY:-}"  # such a library that stage A's walks are merged over (not with LIBRARY)
 TIMED="${TIMED:-}"                # home-NAME folders timed by earlier runs on this GPU kind (carried): not mined again
 GPU_TESTS_FILES="${GPU_TESTS_FILES:-tests/gpu/test_gates_gpu.py tests/gpu/test_optimize_gpu.py}"
 # the GPU tests not yet run on a GPU: the NVML busy share (many_tiny_launches) with the clock tests beside it
@@ -241,6 +244,10 @@ print('torch', torch.__version__, 'triton', triton.__version__, 'gpus', torch.cu
             pids+=($!)
         done
         for pid in "${pids[@]}"; do wait "$pid"; done
+        if [ -n "$BASE_LIBRARY" ]; then  # the walks' skills saved over it: a skill walked again replaces its own
+            mkdir -p "$R/home" && cp -r "$BASE_LIBRARY" "$R/home/library"
+            stage "base library $BASE_LIBRARY: $(find "$R/home/library/skills" -name '*.json' | wc -l) skills"
+        fi
         merge_libraries >>"$R/stages.txt" 2>&1
         stage "library merged"
         export_effects
