@@ -20,6 +20,10 @@ path), before the program is imported:
   `init()` a no-op. `torch.cuda.is_initialized()` stays False: the harness's own stream checks read it and must stay
   off on the CPU. The CUDA generator is the CPU's (`get_rng_state`, `set_rng_state`, `default_generators`), which
   `device="cuda"` tensors draw from: torch.compile saves and restores it around every frame it compiles.
+- `torch.accelerator`, PyTorch's device-generic front: `current_accelerator()` is `cuda`, `is_available()` True,
+  one device, index 0, its stream and `synchronize` as torch.cuda's. Host code picks its device module by it
+  (bitsandbytes's Triton backend: `torch.accelerator.current_accelerator().type` at import, None on a CPU-only
+  build, so the module did not import).
 - `torch._C`: the CUDA bindings that host code binds for itself (`_cuda_getCurrentRawStream`, which bitsandbytes
   reads at import and Inductor's generated code calls; `_cuda_getCurrentStream`, `_cuda_getDevice`, ...) answer
   for device 0 and stream 0.
@@ -210,6 +214,9 @@ class _Stream:
     def query(self) -> bool:
         return True
 
+    def is_capturing(self) -> bool:  # torch.optim's graph-capture check asks the accelerator's stream
+        return False
+
     def wait_stream(self, stream) -> None:
         pass
 
@@ -337,6 +344,42 @@ def _patch_torch_cuda(torch) -> None:
     for name, value in replacements.items():
         setattr(cuda, name, value)
     _patch_torch_c(torch)
+    _patch_torch_accelerator(torch, main_stream)
+
+
+def _patch_torch_accelerator(torch, main_stream) -> None:
+    """torch.accelerator answering for the mapped CUDA device (its own functions read the CPU-only build's device
+    module, which has none)."""
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is None:  # a torch before 2.6
+        return
+    noted = _noted
+
+    def current_accelerator(check_available=False):
+        _note("torch.accelerator.current_accelerator")
+        return torch.device("cuda")
+
+    def device_index(device=None):
+        _note("torch.accelerator.device_index")
+        return contextlib.nullcontext()
+
+    replacements = {
+        "current_accelerator": current_accelerator,
+        "is_available": noted("torch.accelerator.is_available", True),
+        "device_count": noted("torch.accelerator.device_count", 1),
+        "current_device_index": noted("torch.accelerator.current_device_index", 0),
+        "current_device_idx": noted("torch.accelerator.current_device_idx", 0),
+        "set_device_index": noted("torch.accelerator.set_device_index", None),
+        "set_device_idx": noted("torch.accelerator.set_device_idx", None),
+        "device_index": device_index,
+        "current_stream": noted("torch.accelerator.current_stream", main_stream),
+        "set_stream": noted("torch.accelerator.set_stream", None),
+        "synchronize": noted("torch.accelerator.synchronize", None),
+        "empty_cache": noted("torch.accelerator.empty_cache", None),
+    }
+    for name, value in replacements.items():
+        if hasattr(accelerator, name):
+            setattr(accelerator, name, value)
 
 
 def _patch_torch_c(torch) -> None:

@@ -1,6 +1,7 @@
 """CUDA mapped to the CPU (klineage.cuda_on_cpu) answers the torch internals that host code reads once CUDA is
 available: `torch._C`'s raw stream (bitsandbytes binds it at import), the CUDA generator's state (torch.compile saves
-and restores it around each frame), `torch.cuda.init()`. `install()` is for the rest of a process's life, so each
+and restores it around each frame), `torch.cuda.init()`, `torch.accelerator` (bitsandbytes's Triton backend picks
+its device module by it). `install()` is for the rest of a process's life, so each
 case runs in a child of its own; no kernel runs (no interpreter)."""
 
 import subprocess
@@ -31,7 +32,16 @@ assert torch.equal(torch.cuda.default_generators[0].get_state(), torch.get_rng_s
 torch.cuda.init()
 assert not torch.cuda.is_initialized()  # the harness's own stream checks read it: still off
 assert not torch.cuda._is_compiled()  # torch.cuda's own paths still know there is no CUDA runtime
-print(" ".join(u for u in cuda_on_cpu.used() if "rng" in u or "_C." in u or "init" in u))
+
+# bitsandbytes/backends/triton/ops.py, module level: its device module picked by the accelerator
+device_type = torch.accelerator.current_accelerator().type
+assert device_type == "cuda" and getattr(torch, device_type) is torch.cuda
+assert torch.accelerator.is_available() and torch.accelerator.device_count() == 1
+assert torch.accelerator.current_device_index() == 0
+with torch.accelerator.device_index(0):
+    torch.accelerator.synchronize()
+assert not torch.accelerator.current_stream().is_capturing()  # torch.optim's graph-capture check
+print(" ".join(u for u in cuda_on_cpu.used() if "rng" in u or "_C." in u or "init" in u or "accelerator" in u))
 """
 
 
@@ -47,4 +57,11 @@ def test_torch_internals_that_host_code_reads_answer_for_the_mapped_device():
         "torch.cuda.get_rng_state",
         "torch.cuda.set_rng_state",
         "torch.cuda.init",
+        "torch.accelerator.current_accelerator",
+        "torch.accelerator.is_available",
+        "torch.accelerator.device_count",
+        "torch.accelerator.current_device_index",
+        "torch.accelerator.device_index",
+        "torch.accelerator.synchronize",
+        "torch.accelerator.current_stream",
     ]

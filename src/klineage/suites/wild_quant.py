@@ -72,7 +72,7 @@ LEFT_OUT: dict[str, str] = {
     "ao_blocksparse_int_addmm": "near-duplicate of ao_bsr_dense_addmm (torchao.sparsity.blocksparse calls it)",
     "bnb_ops": "near-duplicates: bitsandbytes.backends.triton.ops (quantize_blockwise, dequantize_blockwise[_inplace], "
     "quantize_4bit, dequantize_4bit[_inplace], gemv_4bit, optimizer_update_32bit, optimizer_update_8bit_blockwise) "
-    "register the kernels_* wrappers (the bnb_ entries) as XPU ops, and cannot be imported without an accelerator",
+    "wrap the kernels_* wrappers (the bnb_ entries) with the same launches, registered as XPU ops",
 }
 
 BNB = "bitsandbytes.backends.triton."
