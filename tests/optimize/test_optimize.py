@@ -1360,3 +1360,64 @@ def test_a_tile_that_leaves_each_thread_few_elements_first_steps_x4(instance, fi
         assert first not in theirs
         wide = next(c for c in SkillProposer(wl, settings, "cuda", []).propose(prog) if c.label == first)
         assert f"BLOCK = {first.split()[-1]}" in wide.program.source
+
+
+def _handed_matmul(tmp_path):
+    """The naive matmul with its launch behind a wrapper handed a `triton.Config` (torchao's int8 matmul's shape),
+    and the matmul expert's config as a skill: the workload, the program, and the expert-tile candidate."""
+    naive = (EXAMPLES / "matmul" / "naive.py").read_text()
+    host = naive[: naive.index("class ModelNew")] + (
+        "def launch(a, b, c, config):\n"
+        "    M, K = a.shape\n"
+        "    _, N = b.shape\n"
+        '    grid = lambda META: (triton.cdiv(M, META["BLOCK_M"]) * triton.cdiv(N, META["BLOCK_N"]),)\n'
+        "    matmul_kernel[grid](\n"
+        "        a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),\n"
+        "        num_warps=config.num_warps, num_stages=config.num_stages, **config.kwargs,\n"
+        "    )\n"
+        "    return c\n\n\n"
+        "class ModelNew(torch.nn.Module):\n"
+        "    def forward(self, a, b):\n"
+        "        c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)\n"
+        '        return launch(a, b, c, triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32}, '
+        "num_warps=4, num_stages=1))\n"
+    )
+    (tmp_path / "handed.py").write_text(host)
+    wl, prog = load_workload(EXAMPLES / "matmul" / "workload.py"), load_program(tmp_path / "handed.py")
+    configs = "[triton.Config({'BLOCK_M': 128, 'BLOCK_N': 256, 'BLOCK_K': 64}, num_warps=8, num_stages=3)]"
+    mined = {"features": features(prog, wl), "tile_rank": 3}
+    autotune = make_skill(
+        "autotune_single_config", {"config_list": configs, "key": "['M', 'N', 'K']"}, (), 2.0, **mined
+    )
+    return wl, prog, autotune
+
+
+def test_an_experts_config_is_written_into_a_config_the_wrapper_is_handed(settings, tmp_path):
+    """torchao's int8 matmul wrapper launches with `num_warps=config.num_warps, **config.kwargs` from a
+    `triton.Config` argument: the matmul expert's configs reach that kernel only through the literal its caller
+    writes (launch_config's "config" tunables), and are carried there whole, as onto a launch's own tiles."""
+    wl, prog, autotune = _handed_matmul(tmp_path)
+    proposer = SkillProposer(wl, settings, "cpu", [autotune])
+    proposer.propose(prog)
+    (tile,) = [c for c in proposer._expert_tiles(prog) if c.label.startswith("expert tile")]
+    assert tile.params == {
+        "launch.BLOCK_M": 128,
+        "launch.BLOCK_N": 256,
+        "launch.BLOCK_K": 64,
+        "launch.num_warps": 8,
+        "launch.num_stages": 3,
+    }
+    written = 'triton.Config({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64}, num_warps=8, num_stages=3))'
+    assert f"return launch(a, b, c, {written}" in tile.program.source
+
+
+@pytest.mark.interpreter
+def test_the_handed_config_and_the_experts_pass_the_correctness_gate(settings, sandbox, tmp_path):
+    from klineage.check import check
+
+    wl, prog, autotune = _handed_matmul(tmp_path)
+    proposer = SkillProposer(wl, settings, "cpu", [autotune])
+    proposer.propose(prog)
+    (tile,) = [c for c in proposer._expert_tiles(prog) if c.label.startswith("expert tile")]
+    assert check(wl, prog, settings, "cpu", ("correctness",), sandbox).passed
+    assert check(wl, tile.program, settings, "cpu", ("correctness",), sandbox).passed
