@@ -260,7 +260,8 @@ class _Event:
 
 
 class _DeviceContext:
-    """`torch.cuda.device(i)` / `device_of(x)`: one device, nothing to switch."""
+    """`torch.cuda.device(i)` / `device_of(x)` / `torch.accelerator.device_index(i)`: one device, nothing to
+    switch."""
 
     def __init__(self, device=None) -> None:
         self.idx = 0
@@ -361,7 +362,7 @@ def _patch_torch_accelerator(torch, main_stream) -> None:
 
     def device_index(device=None):
         _note("torch.accelerator.device_index")
-        return contextlib.nullcontext()
+        return _DeviceContext(device)
 
     replacements = {
         "current_accelerator": current_accelerator,

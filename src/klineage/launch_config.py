@@ -85,10 +85,6 @@ class Tunable:
         return self.name if self.bound == "assigned" else f"{self.kernel}.{self.keyword}"
 
 
-def _is_tunable_keyword(keyword: str) -> bool:
-    return keyword in KNOBS or bool(TILE_NAME.match(keyword))
-
-
 def _loop_bounds(module: cst.Module) -> dict[str, dict[str, str]]:
     """Per module-level function: the parameters a `for` loop over `range`/`tl.range` runs up to, each with the
     parameter the loop steps by ("" when the step is no parameter)."""
@@ -357,11 +353,10 @@ class _Rewriter(cst.CSTTransformer):
 
 def _replaced(config: cst.Call, changes: dict[int, cst.CSTNode]) -> cst.Call:
     """`config` with the dict elements and keyword arguments named by id in `changes` replaced."""
-    args = list(config.args)
+    args = [changes.get(id(a), a) for a in config.args]
     if args and isinstance(args[0].value, cst.Dict):
         elements = [changes.get(id(e), e) for e in args[0].value.elements]
         args[0] = args[0].with_changes(value=args[0].value.with_changes(elements=elements))
-    args = [args[0], *(changes.get(id(a), a) for a in args[1:])] if args else args
     return config.with_changes(args=args)
 
 
