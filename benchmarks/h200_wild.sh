@@ -27,7 +27,8 @@
 #      PRIOR holding it, timed and added to a library the other experts' earlier timings made);
 #   B. `klineage bench SUITE` (wild or wild-quant) with METHODS under BUDGET, SHARDS processes sharing one queue,
 #      each rewriting its report after every instance and re-timing every final program in a fresh process (always
-#      on for a wild suite).
+#      on for a wild suite); with THEN_SUITE (and THEN_INSTANCES) a shard whose queue ran dry takes up that suite's
+#      queue next, into bench2/ and report2/ (two suites in one warm machine's time).
 # Jobs take turns at the GPU's clock through KLINEAGE_GPU_LOCK (klineage.sandbox.gpu_turn).
 # Before the call, here: `git rev-parse --short HEAD > .state/COMMIT`; the call carries .whl (libcst, liger-kernel,
 # flag_gems, triton_kernels, fla-core, flash-linear-attention, sqlalchemy, PyYAML, einops, packaging,
@@ -46,6 +47,8 @@ SHARDS="${SHARDS:-8}"
 METHODS="${METHODS:-klineage,blind,autotune}"
 SUITE="${SUITE:-wild}"             # wild or wild-quant (klineage.bench.suites.WILD_SUITES)
 INSTANCES="${INSTANCES:-}"        # comma-separated instances of SUITE (empty: the whole suite)
+THEN_SUITE="${THEN_SUITE:-}"      # a second suite each shard takes up once SUITE's queue is empty (into bench2/)
+THEN_INSTANCES="${THEN_INSTANCES:-}"  # its instances (empty: the whole suite)
 ECOSYSTEM="${ECOSYSTEM-all}"      # comma-separated ecosystem experts, "all", or empty for none
 BUNDLED="${BUNDLED-matmul attention rmsnorm cross_entropy swiglu softmax}"
 SITE="${SITE:-/tmp/site}"          # the packages' folder (.whl installed there once; here: one made by hand)
@@ -201,6 +204,13 @@ walks() {  # walks DIR JOBS: every expert walked here on the CPU into DIR/home-N
     stage "walks done"
 }
 
+bench_shard() {  # bench_shard SUITE INSTANCES QUEUE OUT DEADLINE BUDGET: one process of a suite's shared queue
+    local suite=$1 instances=$2 queue=$3 out=$4 deadline=$5 budget=$6
+    KLINEAGE_HOME="$R/home" timeout "$(left_s "$deadline")" python3 -m klineage bench "$suite" \
+        --methods "$METHODS" --budget "$budget" --device "$DEVICE" --library "$R/home/library" \
+        ${instances:+--instances "$instances"} --queue "$queue" --out "$out" >"$out.log" 2>&1
+}
+
 pipeline() {
     local minutes=$1 budget=$2 t0 deadline a_end names pids=() i
     t0=$(date +%s)
@@ -254,12 +264,14 @@ print('torch', torch.__version__, 'triton', triton.__version__, 'gpus', torch.cu
     fi
     mkdir -p "$R/bench"
     pids=()
+    [ -n "$THEN_SUITE" ] && mkdir -p "$R/bench2"
     for i in $(seq 1 "$SHARDS"); do
-        (KLINEAGE_HOME="$R/home" timeout "$(left_s "$deadline")" python3 -m klineage bench "$SUITE" \
-            --methods "$METHODS" --budget "$budget" --device "$DEVICE" --library "$R/home/library" \
-            ${INSTANCES:+--instances "$INSTANCES"} --queue "$R/queue" --out "$R/bench/shard$i" \
-            >"$R/bench/shard$i.log" 2>&1
-            stage "bench shard $i: rc $?") &
+        (bench_shard "$SUITE" "$INSTANCES" "$R/queue" "$R/bench/shard$i" "$deadline" "$budget"
+            stage "bench shard $i: rc $?"
+            if [ -n "$THEN_SUITE" ]; then  # a shard whose first queue ran dry goes on to the second at once
+                bench_shard "$THEN_SUITE" "$THEN_INSTANCES" "$R/queue2" "$R/bench2/shard$i" "$deadline" "$budget"
+                stage "bench2 shard $i ($THEN_SUITE): rc $?"
+            fi) &
         pids+=($!)
     done
     for pid in "${pids[@]}"; do wait "$pid"; done
@@ -270,23 +282,27 @@ print('torch', torch.__version__, 'triton', triton.__version__, 'gpus', torch.cu
 
 pack() {
     env_setup
-    local finished=()
-    for d in "$R"/bench/shard*/; do [ -f "$d/bench.json" ] && finished+=("$d"); done
-    if [ ${#finished[@]} -gt 0 ]; then
-        python3 -m klineage bench-merge "${finished[@]}" --out "$R/report" >"$R/report.log" 2>&1 ||
-            echo "bench-merge failed: $(tail -1 "$R/report.log")"
-    fi
+    local finished suffix
+    for suffix in "" 2; do  # bench/ into report/, a THEN_SUITE's bench2/ into report2/
+        finished=()
+        for d in "$R"/bench$suffix/shard*/; do [ -f "$d/bench.json" ] && finished+=("$d"); done
+        if [ ${#finished[@]} -gt 0 ]; then
+            python3 -m klineage bench-merge "${finished[@]}" --out "$R/report$suffix" >"$R/report$suffix.log" 2>&1 ||
+                echo "bench-merge failed: $(tail -1 "$R/report$suffix.log")"
+        fi
+    done
     tar -czf "$OUT/results.tgz" -C "$(dirname "$R")" --exclude='cache.sqlite' --exclude='inputs' \
         --exclude='*.lock' --exclude='kernels' --exclude='ecosystem' --exclude='wild' "$(basename "$R")"
     cp "$R/stages.txt" "$OUT/" 2>/dev/null
     # one file: the device tool brings back a handful of files a folder (31 effects/*.json were left out)
     [ -d "$R/effects" ] && tar -czf "$OUT/effects.tgz" -C "$R" effects
     [ -f "$R/report/bench.md" ] && cp "$R/report/bench.md" "$OUT/bench.md"
+    [ -f "$R/report2/bench.md" ] && cp "$R/report2/bench.md" "$OUT/bench2.md"
 }
 
 status_line() {
     local n
-    n=$(cat "$R"/bench/shard*.log 2>/dev/null | grep -c ": evaluation [0-9]")
+    n=$(cat "$R"/bench*/shard*.log 2>/dev/null | grep -c ": evaluation [0-9]")
     echo "$(date -u +%H:%M:%S) last: $(tail -1 "$R/stages.txt" 2>/dev/null) | bench evaluations: $n"
 }
 
@@ -305,6 +321,7 @@ poll() {  # capped so the packing and the call's own start fit in the device too
     pack
     cat "$R/stages.txt"
     [ -f "$R/report/bench.md" ] && head -40 "$R/report/bench.md"
+    [ -f "$R/report2/bench.md" ] && head -60 "$R/report2/bench.md"
 }
 
 case "${1:-}" in
