@@ -213,3 +213,11 @@ def test_a_config_appended_to_a_list_is_not_a_handed_config():
         "    out.append(triton.Config({'BLOCK_M': 32}, num_warps=2))\n    return out\n"
     )
     assert tunables(source) == []
+
+
+def test_tile_dims_reads_every_tile_name_and_no_knob():
+    from klineage.proposers.params import tile_dims
+
+    assert tile_dims({"BLOCK_M": 64, "num_warps": 4, "GROUP_M": 8}) == {"BLOCK_M"}
+    assert tile_dims({"TILE_N": 64, "BM": 128, "BLOCK_SIZE_K": 32, "num_stages": 3}) == {"TILE_N", "BM", "BLOCK_SIZE_K"}
+    assert tile_dims({"num_warps": 8, "num_stages": 2}) == frozenset()

@@ -25,8 +25,10 @@ def element_bytes(feats: dict[str, float]) -> int | None:
 
 
 def tile_dims(values: dict) -> frozenset[str]:
-    """The tile sizes among launch parameters (BLOCK_M, BLOCK_N, ...), not warps, stages or program order."""
-    return frozenset(k for k in values if k.startswith("BLOCK"))
+    """The tile sizes among launch parameters by the names launch_config reads as tiles (BLOCK_M, TILE_N, BM,
+    BLOCK_SIZE_K, ...), not warps, stages or program order: a `TILE_`-named config had read as no tiles at all, and
+    so as warps and stages alone, the lineage's own knobs carried onto any kernel."""
+    return frozenset(k for k in values if launch_config.TILE_NAME.match(k))
 
 
 def config_tiles(skill: Skill) -> list[dict[str, int]]:
