@@ -8,7 +8,8 @@
 #   DEVICE=cpu bash benchmarks/h200_wild.sh walks DIR JOBS     # here, without a GPU: every walk into DIR/home-NAME,
 #                                                              # JOBS at a time (a device run's PRIOR)
 #   bash benchmarks/h200_wild.sh library WALKS EFFECTS OUT     # here: WALKS given a run's effects/ (committed under
-#                                                              # docs/runs), merged into the library OUT (LIBRARY=)
+#                                                              # docs/runs), merged into the library OUT (LIBRARY=;
+#                                                              # over BASE_LIBRARY's skills where it is set)
 #
 # The pipeline, all of it stopped at MINUTES after the start (what finished is kept):
 #   T. the GPU tests named by GPU_TESTS_K (those not yet run on a GPU), beside A;
@@ -173,6 +174,9 @@ library() {  # library WALKS EFFECTS OUT: here, no GPU: each WALKS/home-NAME (a 
             echo "import failed for $name: $(tail -1 "$R/import-$name.json")"
         fi
     done
+    if [ -n "$BASE_LIBRARY" ]; then  # as in the pipeline: the walks' skills saved over it
+        mkdir -p "$R/home" && cp -r "$BASE_LIBRARY" "$R/home/library"
+    fi
     merge_libraries
     rm -rf "$out" && cp -r "$R/home/library" "$out" && echo "library written to $out"
 }
