@@ -97,6 +97,8 @@ ALLOWED_OPS = ALLOCATION_OPS | {
 }
 # copies whose result holds their source's bytes: a copy of what a kernel wrote was written by that kernel
 # (FlagGems's index_select returns `out.permute(order).contiguous()`)
+# PyTorch's own operator namespaces: an op outside them is a program's (or a library's) torch.library operator
+BUILTIN_NAMESPACES = frozenset({"aten", "prims", "prim", "_c10d_functional", "c10d", "profiler"})
 PROVENANCE_COPIES = {"clone", "_to_copy", "copy_", "contiguous", "lift_fresh_copy"}
 
 
@@ -393,12 +395,25 @@ def _make_forward_guard(guard_bytes: int, host_ops: frozenset[str] = frozenset()
             self.banned: list[str] = []
             self.derived: set[int] = set()  # storages a workload-allowed host op computed from kernel outputs
 
+        # a higher-order operator comes here too: `wrap_triton`'s launch inside a `triton_op` body (torchao's
+        # mx_block_rearrange) raised "no rule registered" once the body was watched
+        supports_higher_order_operators = True
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
+            if isinstance(func, torch._ops.HigherOrderOperator):
+                # its eager implementation, watched like a body (a wrapped launch's grid function included)
+                with self:
+                    return func.dispatch(torch._C.DispatchKey.CompositeExplicitAutograd, *args, **kwargs)
             name = func.overloadpacket.__name__
             if name not in ALLOWED_OPS and name not in host_ops:
                 self.banned.append(name)
-                raise TorchComputeError(f"PyTorch compute op aten.{name} inside forward")
+                raise TorchComputeError(f"PyTorch compute op {func.namespace}.{name} inside forward")
+            if func.namespace not in BUILTIN_NAMESPACES:
+                # an operator a program defines (torch.library: torchao's wrap their kernels) is allowed by its name
+                # only: its body is the program's too, and run unwatched it computed `2 * x + y` into a buffer a
+                # zeros kernel had been handed, and passed (tests/adversarial/programs/host_op_body_compute.py)
+                return self._watched_body(func, args, kwargs)
             out = func(*args, **kwargs)
             if name in host_ops and name not in ALLOWED_OPS:
                 # provenance flows through an allowed host op: a sum of kernel-written partials counts as written.
@@ -423,6 +438,28 @@ def _make_forward_guard(guard_bytes: int, host_ops: frozenset[str] = frozenset()
                     guarded.copy_(out)  # zeros/ones/full keep their values; only the guards are poison
                 return guarded
             return out
+
+        def _watched_body(self, func, args, kwargs):
+            """A program-defined operator run by its backend's kernel with this guard watching what it calls (the
+            mode is off while it handles an op; it goes on again for the body). Only the keys below Python's are
+            dispatched to, or the call would come back here. Its outputs' provenance is what its body did: they
+            are not derived from its inputs, as an allowed aten op's are."""
+            import torch
+
+            below = torch._C._dispatch_keyset_full_after(torch._C.DispatchKey.Python)
+            keys = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)  # what an op of no tensor dispatches to
+            tensors = [
+                item
+                for value in [*args, *kwargs.values()]
+                for item in (value if isinstance(value, (list, tuple)) else [value])
+                if isinstance(item, torch.Tensor)
+            ]
+            if tensors:
+                keys = torch._C._dispatch_keys(tensors[0]) & below
+                for item in tensors[1:]:
+                    keys = keys | (torch._C._dispatch_keys(item) & below)
+            with self:
+                return func.redispatch(keys, *args, **kwargs)
 
         def written(self) -> set[int]:
             """Storages a kernel of this forward was handed, or derived from them on the host."""

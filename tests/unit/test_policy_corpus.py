@@ -8,12 +8,12 @@ from klineage.cli.gate_commands import bundled_examples
 from klineage.policy import judge_program
 from klineage.program import load_program
 from klineage.suites import suite_instances
-from tests.adversarial.manifest import CASES, CONTROLS, ROOT
+from tests.adversarial.manifest import CASES, CONTROLS, ROOT, TRUSTED_ONLY_CONTROLS
 
 HONEST = [
     *(program for _, program in bundled_examples()),
     *(naive for _, naive in suite_instances("heldout")),
-    *(ROOT / program for program, _ in CONTROLS),
+    *(ROOT / program for program, _ in CONTROLS if program not in TRUSTED_ONLY_CONTROLS),
 ]
 
 # the adversarial programs the policy refuses before they run, with a rule each must break
@@ -33,6 +33,13 @@ REFUSED = {
 
 def test_the_honest_corpora_are_all_there():
     assert len(HONEST) == 13 + 22 + 5
+
+
+@pytest.mark.parametrize("program", sorted(TRUSTED_ONLY_CONTROLS))
+def test_a_trusted_only_control_is_refused_as_a_models_program(program):
+    """Its exclusion above is true: the policy refuses it, by the rule named."""
+    report = judge_program(load_program(ROOT / program).written_by("unchecked"))
+    assert report.refused and "torch.library" in " ".join(str(f) for f in report.findings)
 
 
 @pytest.mark.parametrize("path", HONEST, ids=[f"{p.parent.name}/{p.name}" for p in HONEST])
