@@ -361,7 +361,23 @@ def test_memory_build_keeps_each_attempt_as_it_is_made(settings, tmp_path, monke
         build_memory([softmax], settings, "cpu", 6, path, on_progress=said.append)
     (entry,) = load_memory(path)
     assert entry.transform == "launch_config" and entry.speedup == 0.9 and entry.source == "softmax:blind"
-    assert said == ["softmax", "softmax: evaluation 2, BLOCK: 128 -> 256: not_faster"]  # a log says how far it got
+    # a log says how far it got, and what the step measured
+    assert said == ["softmax", "softmax: evaluation 2, BLOCK: 128 -> 256: not_faster x0.900"]
+
+
+def test_a_progress_line_gives_no_speedup_where_none_was_timed():
+    from klineage.bench.run import say_attempt
+    from klineage.optimize import Attempt
+    from klineage.proposers import Candidate
+
+    cand = Candidate("BLOCK: 128 -> 256", "catalog", "launch_config", "program", "forward", {}, 1.0, "", (), None)
+    said = []
+    say_attempt(said.append, "x", Attempt(3, cand, False, "failed_gate", [], {"measured": False, "why": "no GPU"}))
+    say_attempt(said.append, "x", Attempt(4, cand, True, "kept", [], {"measured": True, "speedup": 1.8164}))
+    assert said == [
+        "x: evaluation 3, BLOCK: 128 -> 256: failed_gate",
+        "x: evaluation 4, BLOCK: 128 -> 256: kept x1.816",
+    ]
 
 
 def test_progress_is_a_line_per_step_in_the_log_of_an_unattended_run(monkeypatch, capsys):

@@ -478,6 +478,11 @@ def _recognized(row: dict) -> dict:
 
 
 def say_attempt(on_progress: Callable[[str], None] | None, where: str, attempt) -> None:
-    """An attempt as one progress line: where, which evaluation, what was tried, how it ended."""
+    """An attempt as one progress line: where, which evaluation, what was tried, how it ended, and its measured
+    speedup over the current program where one was timed. The shards' logs are what a device run brings back when
+    it is cut before its reports: an H100 run cut at 11 minutes left 166 evaluations there, kept and not faster,
+    without one number (docs/runs/2026-12-06-h100-wild7)."""
     if on_progress:
-        on_progress(f"{where}: evaluation {attempt.evaluation}, {attempt.candidate.label}: {attempt.outcome}")
+        effect = attempt.effect if isinstance(getattr(attempt, "effect", None), dict) else {}
+        timed = f" x{effect['speedup']:.3f}" if effect.get("measured") and effect.get("speedup") else ""
+        on_progress(f"{where}: evaluation {attempt.evaluation}, {attempt.candidate.label}: {attempt.outcome}{timed}")
