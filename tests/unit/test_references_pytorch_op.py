@@ -245,3 +245,52 @@ def test_the_report_names_the_instances_whose_pytorch_op_failed():
     lines = _timing_notes({"references": references, "stamp": {"timed": False}})
     failed = [line for line in lines if line.startswith("PyTorch's op failed on this device (1;")]
     assert len(failed) == 1 and "ao_int_matmul_kernel (NotImplementedError: no CUDA kernel)" in failed[0]
+
+
+def test_torch_compiles_first_run_is_host_work_and_its_autotuning_alone(monkeypatch):
+    """The references job's `torch.compile` first call lets go of the shared GPU turn (a timer waiting for the GPU
+    alone otherwise stops every shard until the compile ends), and Inductor's benchmarks inside it take the GPU
+    alone; the benchmark method is Inductor's own again afterwards."""
+    import torch
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+
+    import klineage.bench.references as references
+    import klineage.gates.common as common
+    import klineage.sandbox as sandbox
+
+    state, seen = [], []
+
+    @contextlib.contextmanager
+    def turn(kind):
+        state.append(kind)
+        try:
+            yield
+        finally:
+            state.pop()
+
+    monkeypatch.setattr(sandbox, "host_work", lambda: turn("host"))
+    monkeypatch.setattr(sandbox, "exclusive_turn", lambda: turn("exclusive"))
+    original = CachingAutotuner.benchmark_all_configs
+    monkeypatch.setattr(CachingAutotuner, "benchmark_all_configs", lambda self: seen.append(("bench", list(state))))
+
+    class Model:
+        def __call__(self, *args):
+            seen.append(("call", list(state)))
+
+    def compiled(model):
+        def run(*args):
+            seen.append(("compiled", list(state)))
+            CachingAutotuner.benchmark_all_configs(object())
+
+        return run
+
+    monkeypatch.setattr(common, "build", lambda model, init: SimpleNamespace(cuda=lambda: Model()))
+    monkeypatch.setattr(torch, "compile", compiled)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    served = SimpleNamespace(timed={})
+    meta = {"pytorch_op": "class Model: ...\ndef get_inputs(): return []\n"}
+    calls = references._reference_calls(served, meta, None, {}, [], [("a", "b")])
+    assert len(calls) == 2 and "torch_compile_error" not in served.timed
+    assert seen == [("call", []), ("compiled", ["host"]), ("bench", ["host", "exclusive"])]
+    monkeypatch.undo()
+    assert CachingAutotuner.benchmark_all_configs is original

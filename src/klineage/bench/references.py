@@ -151,6 +151,7 @@ def _reference_calls(served, meta: dict, wl_module, case: dict, init: list, sets
     import torch
 
     from klineage.gates.common import build, rotating
+    from klineage.timing import compile_as_host_work
     from klineage.workload import make_case_init_inputs
 
     reference = pytorch_op_module(meta["pytorch_op"]) if meta.get("pytorch_op") else wl_module
@@ -166,9 +167,10 @@ def _reference_calls(served, meta: dict, wl_module, case: dict, init: list, sets
     calls = [rotating(eager, sets)]
     try:
         compiled = torch.compile(build(reference.Model, reference_init).cuda())
-        with torch.no_grad():  # compile now, beside other jobs: only the measurement takes the GPU alone
+        # compile now, as host work: only Inductor's autotuning and the measurement take the GPU alone
+        with compile_as_host_work(), torch.no_grad():
             compiled(*sets[0])
-        torch.cuda.synchronize()
+            torch.cuda.synchronize()
         calls.append(rotating(compiled, sets))
     except Exception as e:  # Inductor's own failure on a program it cannot compile
         # a wild program as its own reference: Inductor compiling FlagGems's kernels failed on the H100
