@@ -97,6 +97,8 @@ ALLOWED_OPS = ALLOCATION_OPS | {
 }
 # copies whose result holds their source's bytes: a copy of what a kernel wrote was written by that kernel
 # (FlagGems's index_select returns `out.permute(order).contiguous()`)
+# the higher-order operators a forward may call: `wrap_triton`'s launch of a Triton kernel (inside a `triton_op`)
+TRITON_WRAPPERS = frozenset({"triton_kernel_wrapper_mutation", "triton_kernel_wrapper_functional"})
 # PyTorch's own operator namespaces: an op outside them is a program's (or a library's) torch.library operator
 BUILTIN_NAMESPACES = frozenset({"aten", "prims", "prim", "_c10d_functional", "c10d", "profiler"})
 PROVENANCE_COPIES = {"clone", "_to_copy", "copy_", "contiguous", "lift_fresh_copy"}
@@ -133,6 +135,23 @@ class Tracer:
     active: bool = False
     launches: list[Launch] = field(default_factory=list)
     depth: int = 0  # > 0 while Triton itself runs a launch (its own threads are not the program's)
+    guard: object = None  # the forward's ForwardGuard while one runs: a launch's grid function runs under it
+
+    def watched(self, grid):
+        """A grid function that runs under the forward's guard: Triton calls it inside its launcher, where the ban
+        is off for Triton's own tensor work. A `triton_op`'s grid that copied PyTorch's 2 * x + y into the output
+        passed the correctness gate as a trusted program (tests/adversarial/programs/host_op_wrapped_grid_compute.py);
+        a model's grid is refused before it runs (policy.flow, launch callbacks). Metadata reads and allocations
+        stay allowed, as in forward."""
+        guard = self.guard
+        if guard is None or not callable(grid):
+            return grid
+
+        def grid_under_guard(meta):
+            with guard:
+                return grid(meta)
+
+        return grid_under_guard
 
     def record(self, fn, args, kwargs, launcher=None, grid=None) -> None:
         import torch
@@ -201,14 +220,13 @@ def launch_shape(launcher, args, kwargs, grid) -> tuple[tuple[tuple[str, int], .
     except Exception:
         return (), None, ()
     try:
-        from torch.utils._python_dispatch import _disable_current_modes
-
-        with _disable_current_modes():  # a grid may read a tensor's size: not the forward's compute
-            shape = grid(bound) if callable(grid) else grid
+        shape = TRACER.watched(grid)(bound) if callable(grid) else grid  # its compute banned as Triton's call's is
         shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
         programs = 1
         for n in shape:
             programs *= int(n)
+    except TorchComputeError:  # a grid that computes fails the launch: nothing else here may
+        raise
     except Exception:
         programs = None
     return values, programs, floats
@@ -231,6 +249,8 @@ def install_tracer() -> None:
         def run(self, *args, grid, warmup, **kwargs):
             if TRACER.active and not warmup:
                 TRACER.record(self.fn, args, kwargs, self, grid)
+            if TRACER.active and not warmup:
+                grid = TRACER.watched(grid)
             TRACER.depth += 1
             try:
                 with _disable_current_modes():  # the launcher's own tensor ops (interpreter copies) are not forward's
@@ -402,6 +422,9 @@ def _make_forward_guard(guard_bytes: int, host_ops: frozenset[str] = frozenset()
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             if isinstance(func, torch._ops.HigherOrderOperator):
+                if func.name() not in TRITON_WRAPPERS:  # another's eager code is not ours to vouch for
+                    self.banned.append(func.name())
+                    raise TorchComputeError(f"higher-order operator {func.name()} inside forward")
                 # its eager implementation, watched like a body (a wrapped launch's grid function included)
                 with self:
                     return func.dispatch(torch._C.DispatchKey.CompositeExplicitAutograd, *args, **kwargs)
@@ -586,11 +609,13 @@ def guarded_forward(guard_bytes: int, host_ops: frozenset[str] = frozenset(), no
     mode = _make_forward_guard(guard_bytes, host_ops, noise)
     TRACER.launches = []
     TRACER.active = True
+    TRACER.guard = mode
     try:
         with watch_threads(record.threads), watch_streams(record.streams), mode:
             yield record
     finally:
         TRACER.active = False
+        TRACER.guard = None
         record.launches = list(TRACER.launches)
         record.allocations = mode.allocations
         record.banned = mode.banned

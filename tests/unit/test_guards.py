@@ -251,3 +251,36 @@ def test_an_input_written_through_a_sparse_tensor_s_parts_is_still_a_mutation():
     workload = SimpleNamespace(mutated_inputs=(), clobbered_inputs=())
     finding = _mutation_finding(workload, inputs, originals, None)
     assert finding is not None and finding.code == "input_mutated" and "input 2" in finding.detail
+
+
+def test_a_higher_order_operator_other_than_tritons_wrappers_is_banned():
+    """`torch.cond`'s eager code is not ours to vouch for: it fails as compute, named, before running a branch."""
+    import torch
+
+    from klineage.guards import TorchComputeError, guarded_forward
+
+    x = torch.randn(4)
+    with pytest.raises(TorchComputeError, match="higher-order operator cond"):
+        with guarded_forward(256) as record:
+            torch.cond(torch.tensor(True), lambda a: a * 2, lambda a: a + 1, (x,))
+    assert record.banned == ["cond"]
+
+
+def test_a_program_defined_operator_runs_its_body_under_the_ban():
+    """Allowed by name (HOST_OPS), its body still may not compute with PyTorch; one that only allocates passes."""
+    import torch
+
+    from klineage.guards import TorchComputeError, guarded_forward
+
+    lib = torch.library.Library("klineage_test_guards", "DEF")
+    lib.define("compute(Tensor x) -> Tensor")
+    lib.impl("compute", lambda x: x * 2, "CPU")
+    lib.define("allocate(Tensor x) -> Tensor")
+    lib.impl("allocate", lambda x: torch.empty_like(x), "CPU")
+    x = torch.randn(4)
+    with pytest.raises(TorchComputeError, match="aten.mul"):
+        with guarded_forward(256, frozenset({"compute"})):
+            torch.ops.klineage_test_guards.compute(x)
+    with guarded_forward(256, frozenset({"allocate"})) as record:
+        torch.ops.klineage_test_guards.allocate(x)
+    assert [a.op for a in record.allocations] == ["empty_like"]
