@@ -97,11 +97,11 @@ ALLOWED_OPS = ALLOCATION_OPS | {
 }
 # copies whose result holds their source's bytes: a copy of what a kernel wrote was written by that kernel
 # (FlagGems's index_select returns `out.permute(order).contiguous()`)
+PROVENANCE_COPIES = {"clone", "_to_copy", "copy_", "contiguous", "lift_fresh_copy"}
 # the higher-order operators a forward may call: `wrap_triton`'s launch of a Triton kernel (inside a `triton_op`)
 TRITON_WRAPPERS = frozenset({"triton_kernel_wrapper_mutation", "triton_kernel_wrapper_functional"})
 # PyTorch's own operator namespaces: an op outside them is a program's (or a library's) torch.library operator
 BUILTIN_NAMESPACES = frozenset({"aten", "prims", "prim", "_c10d_functional", "c10d", "profiler"})
-PROVENANCE_COPIES = {"clone", "_to_copy", "copy_", "contiguous", "lift_fresh_copy"}
 
 
 @dataclass
@@ -249,7 +249,6 @@ def install_tracer() -> None:
         def run(self, *args, grid, warmup, **kwargs):
             if TRACER.active and not warmup:
                 TRACER.record(self.fn, args, kwargs, self, grid)
-            if TRACER.active and not warmup:
                 grid = TRACER.watched(grid)
             TRACER.depth += 1
             try:
