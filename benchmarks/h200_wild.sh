@@ -132,6 +132,11 @@ mine_one() {  # mine_one KIND NAME END: one expert walked and timed in $R/home-N
     stage "mined $kind $name: rc $rc, $(($(date +%s) - t0)) s"
 }
 
+base_library() {  # BASE_LIBRARY (where set) as $R/home/library, which the walks' skills are then saved over: a
+    # skill walked again replaces its own
+    [ -z "$BASE_LIBRARY" ] || { mkdir -p "$R/home" && cp -r "$BASE_LIBRARY" "$R/home/library"; }
+}
+
 merge_libraries() {  # every finished walk's skills into $R/home/library
     python3 - "$R" <<'EOF2'
 import sys
@@ -174,9 +179,7 @@ library() {  # library WALKS EFFECTS OUT: here, no GPU: each WALKS/home-NAME (a 
             echo "import failed for $name: $(tail -1 "$R/import-$name.json")"
         fi
     done
-    if [ -n "$BASE_LIBRARY" ]; then  # as in the pipeline: the walks' skills saved over it
-        mkdir -p "$R/home" && cp -r "$BASE_LIBRARY" "$R/home/library"
-    fi
+    base_library
     merge_libraries
     rm -rf "$out" && cp -r "$R/home/library" "$out" && echo "library written to $out"
 }
@@ -258,10 +261,8 @@ print('torch', torch.__version__, 'triton', triton.__version__, 'gpus', torch.cu
             pids+=($!)
         done
         for pid in "${pids[@]}"; do wait "$pid"; done
-        if [ -n "$BASE_LIBRARY" ]; then  # the walks' skills saved over it: a skill walked again replaces its own
-            mkdir -p "$R/home" && cp -r "$BASE_LIBRARY" "$R/home/library"
+        base_library && [ -n "$BASE_LIBRARY" ] &&
             stage "base library $BASE_LIBRARY: $(find "$R/home/library/skills" -name '*.json' | wc -l) skills"
-        fi
         merge_libraries >>"$R/stages.txt" 2>&1
         stage "library merged"
         export_effects

@@ -14,6 +14,8 @@
 from __future__ import annotations
 
 import ast
+import functools
+import operator
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -469,17 +471,11 @@ def _make_forward_guard(guard_bytes: int, host_ops: frozenset[str] = frozenset()
             import torch
 
             below = torch._C._dispatch_keyset_full_after(torch._C.DispatchKey.Python)
-            keys = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)  # what an op of no tensor dispatches to
-            tensors = [
-                item
-                for value in [*args, *kwargs.values()]
-                for item in (value if isinstance(value, (list, tuple)) else [value])
-                if isinstance(item, torch.Tensor)
-            ]
+            tensors = _tensors_in([*args, *kwargs.values()])
             if tensors:
-                keys = torch._C._dispatch_keys(tensors[0]) & below
-                for item in tensors[1:]:
-                    keys = keys | (torch._C._dispatch_keys(item) & below)
+                keys = functools.reduce(operator.or_, map(torch._C._dispatch_keys, tensors)) & below
+            else:
+                keys = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)  # what an op of no tensor dispatches to
             with self:
                 return func.redispatch(keys, *args, **kwargs)
 
@@ -490,16 +486,20 @@ def _make_forward_guard(guard_bytes: int, host_ops: frozenset[str] = frozenset()
     return ForwardGuard()
 
 
-def _storages_of(values) -> set[int]:
+def _tensors_in(values) -> list:
+    """The tensors among an op's arguments, a list or tuple of them looked into one level deep."""
     import torch
 
-    found = set()
-    for value in values:
-        items = value if isinstance(value, (list, tuple)) else [value]
-        for item in items:
-            if isinstance(item, torch.Tensor):
-                found |= tensor_storages(item)
-    return found
+    return [
+        item
+        for value in values
+        for item in (value if isinstance(value, (list, tuple)) else [value])
+        if isinstance(item, torch.Tensor)
+    ]
+
+
+def _storages_of(values) -> set[int]:
+    return set().union(*map(tensor_storages, _tensors_in(values)))
 
 
 def tensor_storages(tensor) -> set[int]:

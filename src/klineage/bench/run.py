@@ -483,6 +483,6 @@ def say_attempt(on_progress: Callable[[str], None] | None, where: str, attempt) 
     it is cut before its reports: an H100 run cut at 11 minutes left 166 evaluations there, kept and not faster,
     without one number (docs/runs/2026-12-06-h100-wild7)."""
     if on_progress:
-        effect = attempt.effect if isinstance(getattr(attempt, "effect", None), dict) else {}
+        effect = attempt.effect
         timed = f" x{effect['speedup']:.3f}" if effect.get("measured") and effect.get("speedup") else ""
         on_progress(f"{where}: evaluation {attempt.evaluation}, {attempt.candidate.label}: {attempt.outcome}{timed}")
