@@ -139,21 +139,22 @@ class Tracer:
     depth: int = 0  # > 0 while Triton itself runs a launch (its own threads are not the program's)
     guard: object = None  # the forward's ForwardGuard while one runs: a launch's grid function runs under it
 
-    def watched(self, grid):
-        """A grid function that runs under the forward's guard: Triton calls it inside its launcher, where the ban
-        is off for Triton's own tensor work. A `triton_op`'s grid that copied PyTorch's 2 * x + y into the output
-        passed the correctness gate as a trusted program (tests/adversarial/programs/host_op_wrapped_grid_compute.py);
-        a model's grid is refused before it runs (policy.flow, launch callbacks). Metadata reads and allocations
-        stay allowed, as in forward."""
+    def watched(self, call):
+        """A program's callback (a grid function, a pre-run hook) that runs under the forward's guard: Triton calls
+        it inside its launcher, where the ban is off for Triton's own tensor work. A `triton_op`'s grid that copied
+        PyTorch's 2 * x + y into the output passed the correctness gate as a trusted program
+        (tests/adversarial/programs/host_op_wrapped_grid_compute.py), as did a pre-run hook that copied softmax in
+        (pre_run_hook_compute.py); a model's callbacks are refused before they run (policy.flow, launch callbacks).
+        Metadata reads and allocations stay allowed, as in forward."""
         guard = self.guard
-        if guard is None or not callable(grid):
-            return grid
+        if guard is None or not callable(call):
+            return call
 
-        def grid_under_guard(meta):
+        def under_guard(*args, **kwargs):
             with guard:
-                return grid(meta)
+                return call(*args, **kwargs)
 
-        return grid_under_guard
+        return under_guard
 
     def record(self, fn, args, kwargs, launcher=None, grid=None) -> None:
         import torch
@@ -249,15 +250,21 @@ def install_tracer() -> None:
 
     def wrap(original):
         def run(self, *args, grid, warmup, **kwargs):
+            hooks = None
             if TRACER.active and not warmup:
                 TRACER.record(self.fn, args, kwargs, self, grid)
                 grid = TRACER.watched(grid)
+                hooks = getattr(self, "pre_run_hooks", None)
+                if hooks:  # Triton calls them inside the launcher, ban off: each runs watched for this launch only
+                    self.pre_run_hooks = [TRACER.watched(hook) for hook in hooks]
             TRACER.depth += 1
             try:
                 with _disable_current_modes():  # the launcher's own tensor ops (interpreter copies) are not forward's
                     return original(self, *args, grid=grid, warmup=warmup, **kwargs)
             finally:
                 TRACER.depth -= 1
+                if hooks:
+                    self.pre_run_hooks = hooks
 
         return run
 

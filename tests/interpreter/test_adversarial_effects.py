@@ -262,6 +262,22 @@ def test_trusted_tampering_still_fails(name, settings, sandbox):
     assert not _run_trusted(name, settings, sandbox).passed
 
 
+# compute in a callback Triton calls inside its launcher (ban off there for Triton's own work), run trusted: a
+# library's program is not scanned, so the launch path itself must keep the ban for the program's callbacks
+LAUNCH_CALLBACKS = {
+    "grid_callback_compute": "softmax in the grid lambda",
+    "grid_calls_helper": "softmax in a helper the grid calls",
+    "pre_run_hook_compute": "softmax in a JITFunction pre-run hook",
+}
+
+
+@pytest.mark.parametrize("name", list(LAUNCH_CALLBACKS))
+def test_trusted_launch_callback_compute_fails(name, settings, sandbox):
+    """Past the policy, PyTorch compute in a grid function or a pre-run hook fails as torch_compute."""
+    verdict = first_failure(_run_trusted(name, settings, sandbox))
+    assert verdict.code == "torch_compute", f"{verdict.code}: {verdict.reason[:300]}"
+
+
 # import-time code of a trusted program that writes into the caller's folder, the data directory and the home, and
 # forges a passing compile report from inside the process that runs it: the compile gate's program runs in a
 # confined candidate process now, so none of the files appear, and the gate's verdict is the judge's own
