@@ -250,21 +250,17 @@ def install_tracer() -> None:
 
     def wrap(original):
         def run(self, *args, grid, warmup, **kwargs):
-            hooks = None
-            if TRACER.active and not warmup:
+            watching = TRACER.active and not warmup
+            if watching:
                 TRACER.record(self.fn, args, kwargs, self, grid)
                 grid = TRACER.watched(grid)
-                hooks = getattr(self, "pre_run_hooks", None)
-                if hooks:  # Triton calls them inside the launcher, ban off: each runs watched for this launch only
-                    self.pre_run_hooks = [TRACER.watched(hook) for hook in hooks]
             TRACER.depth += 1
             try:
-                with _disable_current_modes():  # the launcher's own tensor ops (interpreter copies) are not forward's
+                # the launcher's own tensor ops (interpreter copies) are not forward's; the program's callbacks are
+                with callbacks_watched(self if watching else None), _disable_current_modes():
                     return original(self, *args, grid=grid, warmup=warmup, **kwargs)
             finally:
                 TRACER.depth -= 1
-                if hooks:
-                    self.pre_run_hooks = hooks
 
         return run
 
@@ -272,6 +268,44 @@ def install_tracer() -> None:
     InterpretedFunction.run = wrap(InterpretedFunction.run)
     _trace_compiled_launches()
     _installed = True
+
+
+@contextmanager
+def callbacks_watched(launcher):
+    """For one launch by `launcher` (None: no watching), every program callback Triton calls inside its launcher,
+    where the ban is off for Triton's own work, runs under the forward's guard (`Tracer.watched`): the kernel's
+    pre-run hooks (`add_pre_run_hook`), the launch enter/exit hooks (whose launch metadata a kernel's
+    `launch_metadata` function fills when read) and the compile hooks. A pre-run hook that copied softmax into the
+    output passed the correctness gate as a trusted program (tests/adversarial/programs/pre_run_hook_compute.py); a
+    model's program cannot name these (policy: launch_hook, triton.knobs), a library's is not scanned. Swapped for
+    the launch and put back: a hook Triton's own profiler hangs there runs watched too, and does no tensor work."""
+    if launcher is None or TRACER.guard is None:
+        yield
+        return
+    holders = [(launcher, "pre_run_hooks")]
+    try:
+        from triton import knobs
+    except ImportError:  # a Triton before knobs: its launch hooks are class attributes the policy refuses by name
+        knobs = None
+    if knobs is not None:
+        runtime = knobs.runtime
+        holders += [(runtime.launch_enter_hook, "calls"), (runtime.launch_exit_hook, "calls")]
+        holders += [(runtime, "jit_cache_hook"), (runtime, "jit_post_compile_hook")]
+    swapped = []
+    for holder, attr in holders:
+        value = getattr(holder, attr, None)
+        if isinstance(value, list) and value:
+            setattr(holder, attr, [TRACER.watched(call) for call in value])
+        elif callable(value):
+            setattr(holder, attr, TRACER.watched(value))
+        else:
+            continue
+        swapped.append((holder, attr, value))
+    try:
+        yield
+    finally:
+        for holder, attr, value in reversed(swapped):
+            setattr(holder, attr, value)
 
 
 def _trace_compiled_launches() -> None:
@@ -296,9 +330,10 @@ def _trace_compiled_launches() -> None:
                 jit = getattr(getattr(self, "src", None), "fn", None)  # the ASTSource's JITFunction, if any
                 fn = getattr(jit, "fn", None) or SimpleNamespace(__qualname__=getattr(self, "name", "compiled kernel"))
                 TRACER.record(fn, args, {}, jit, tuple(grid))
+            watching = TRACER.active and not TRACER.depth
             TRACER.depth += 1
             try:
-                with _disable_current_modes():
+                with callbacks_watched(SimpleNamespace() if watching else None), _disable_current_modes():
                     return runner(*args, stream=stream)
             finally:
                 TRACER.depth -= 1

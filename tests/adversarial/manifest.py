@@ -713,6 +713,31 @@ CASES = [
         "is lifted for Triton's own work; the hook copies torch.softmax into the output, the kernel only loads.",
     ),
     AdversarialCase(
+        program="programs/launch_hook_compute.py",
+        workload=SOFTMAX,
+        expected=("static_ban", "torch_compute"),
+        gpu_only=True,
+        issue_class=1,
+        why="a launch enter hook hung on triton.knobs at import, which Triton's GPU launcher calls inside every "
+        "launch with the ban lifted, copies torch.softmax into the output; the kernel only loads.",
+    ),
+    AdversarialCase(
+        program="programs/heuristic_compute.py",
+        workload=SOFTMAX,
+        expected=("static_ban", "torch_compute"),
+        issue_class=1,
+        why="a triton.heuristics function, called with the launch's arguments before each launch, copies "
+        "torch.softmax into the output and returns the block size; the kernel only loads.",
+    ),
+    AdversarialCase(
+        program="programs/autotune_hook_compute.py",
+        workload=SOFTMAX,
+        expected=("static_ban", "torch_compute"),
+        issue_class=1,
+        why="a triton.Config's pre_hook, called with the launch's arguments before the config's launch, copies "
+        "torch.softmax into the output; the kernel only loads.",
+    ),
+    AdversarialCase(
         program="programs/grid_calls_helper.py",
         workload=SOFTMAX,
         expected=("static_ban", "torch_compute"),

@@ -221,3 +221,22 @@ def test_a_program_launching_its_cached_compiled_kernel_passes(settings, sandbox
     report = check(workload, load_program(path), settings, "cuda", sandbox=sandbox)
     correct = next(v for v in report.verdicts if v.gate == "correctness")
     assert correct.passed, f"{correct.code}: {correct.reason}"
+
+
+LAUNCH_CALLBACKS = [
+    "grid_callback_compute",
+    "grid_calls_helper",
+    "pre_run_hook_compute",
+    "heuristic_compute",
+    "autotune_hook_compute",
+    "launch_hook_compute",
+]
+
+
+@pytest.mark.parametrize("name", LAUNCH_CALLBACKS)
+def test_trusted_launch_callback_compute_fails_on_gpu(name, settings, sandbox):
+    """Past the policy (a library's program is not scanned), PyTorch compute in a callback Triton calls inside its
+    GPU launcher (grid, pre-run hook, launch enter hook) or around it (heuristic, config pre_hook) fails as
+    torch_compute: the launch path keeps the ban for program callbacks."""
+    verdict = first_failure(run_case(_case(name), settings, "cuda", sandbox, trusted=True))
+    assert verdict.code == "torch_compute", f"{verdict.code}: {verdict.reason[:300]}"

@@ -268,6 +268,8 @@ LAUNCH_CALLBACKS = {
     "grid_callback_compute": "softmax in the grid lambda",
     "grid_calls_helper": "softmax in a helper the grid calls",
     "pre_run_hook_compute": "softmax in a JITFunction pre-run hook",
+    "heuristic_compute": "softmax in a triton.heuristics function",
+    "autotune_hook_compute": "softmax in a triton.Config pre_hook",
 }
 
 

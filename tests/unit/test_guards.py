@@ -2,6 +2,7 @@ import ctypes
 import faulthandler
 import os
 import signal
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -284,3 +285,49 @@ def test_a_program_defined_operator_runs_its_body_under_the_ban():
     with guarded_forward(256, frozenset({"allocate"})) as record:
         torch.ops.klineage_test_guards.allocate(x)
     assert [a.op for a in record.allocations] == ["empty_like"]
+
+
+def test_a_launch_s_callbacks_run_under_the_ban_and_are_put_back():
+    """Triton calls a kernel's pre-run hooks, the launch enter/exit hooks and the compile hooks inside its launcher,
+    where the ban is off for its own work (the GPU launcher calls the last three; the interpreter none of them):
+    for a watched launch each runs under the forward's guard, and the originals are back after the launch."""
+    import torch
+    from torch.utils._python_dispatch import _disable_current_modes
+    from triton import knobs
+
+    from klineage.guards import TorchComputeError, callbacks_watched, guarded_forward
+
+    x = torch.randn(4)
+
+    def compute(*args, **kwargs):
+        return x * 2
+
+    runtime = knobs.runtime
+    launcher = SimpleNamespace(pre_run_hooks=[compute])
+    calls = {
+        "pre-run hook": lambda: [hook() for hook in launcher.pre_run_hooks],
+        "enter hook": lambda: runtime.launch_enter_hook(None),
+        "exit hook": lambda: runtime.launch_exit_hook(None),
+        "compile hook": lambda: runtime.jit_post_compile_hook(),
+    }
+    before = (
+        list(runtime.launch_enter_hook.calls),
+        list(runtime.launch_exit_hook.calls),
+        runtime.jit_post_compile_hook,
+    )
+    runtime.launch_enter_hook.add(compute)
+    runtime.launch_exit_hook.add(compute)
+    runtime.jit_post_compile_hook = compute
+    try:
+        for name, call in calls.items():
+            with guarded_forward(256), _disable_current_modes():  # the launcher's section, nothing watched
+                call()
+            with pytest.raises(TorchComputeError, match="aten.mul"):
+                with guarded_forward(256), callbacks_watched(launcher), _disable_current_modes():
+                    call()
+            assert launcher.pre_run_hooks == [compute], name
+            assert runtime.launch_enter_hook.calls[-1] is compute and runtime.jit_post_compile_hook is compute, name
+    finally:
+        runtime.launch_enter_hook.calls[:] = before[0]
+        runtime.launch_exit_hook.calls[:] = before[1]
+        runtime.jit_post_compile_hook = before[2]
