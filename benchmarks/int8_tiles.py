@@ -52,7 +52,9 @@ def main() -> int:
 
     def call(kind: str, cfg: tuple) -> object:
         bm, bn, bk, gm, stages, warps = cfg
-        config = triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": gm}, stages, warps)
+        config = triton.Config(
+            {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": gm}, num_warps=warps, num_stages=stages
+        )
         if kind == "int_matmul":
             c = torch.empty((n, n), dtype=torch.int32, device="cuda")
             return lambda: int_matmul_kernel(a, b, c, config)

@@ -212,6 +212,18 @@ def test_the_report_shows_the_suite_shares_and_each_rejection():
     assert "not offered: f: not installed: tinywild" in text
 
 
+def test_a_cut_run_s_unfinished_instances_are_not_counted_as_failed_starts():
+    """A run cut before it finished some instances: they neither started correct nor were rejected."""
+    result = _result()
+    result["stamp"]["suite"] = [*result["stamp"]["suite"], "g", "h"]
+    result["stamp"]["unfinished"] = ["g", "h"]
+    result["summary"] = {m: {} for m in result["stamp"]["methods"]}
+    (shares,) = suite_shares(result).values()
+    assert (shares["offered"], shares["started"], shares["unfinished"]) == (7, 3, 2)
+    assert shares["start_share"] == pytest.approx(0.6)
+    assert "3 start correct (60% of the 5 finished, 2 not)" in "\n".join(_suite_lines(result))
+
+
 def _suite_lines(result):
     from klineage.bench.report import _suite_shares
 

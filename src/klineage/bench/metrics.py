@@ -179,6 +179,10 @@ def suite_shares(result: dict) -> dict:
         loaded = [n for n in names if rejections.get(n, {}).get("stage") != "load"]
         ran = set(result["stamp"]["instances"])
         started = [n for n in loaded if n in ran and n not in skipped]
+        # a cut run's instances it never finished: neither started correct nor rejected, so not in the share's base
+        # (a partial H200 run read "5 start correct (62%)" with 3 instances cut and none rejected)
+        unfinished = [n for n in names if n in set(result["stamp"].get("unfinished", ())) and n not in ran]
+        decided = offered - len(unfinished)
         classes: dict[str, int] = {}
         for n in names:
             if n in rejections:
@@ -207,7 +211,8 @@ def suite_shares(result: dict) -> dict:
             "loaded": len(loaded),
             "started": len(started),
             "load_share": len(loaded) / offered if offered else None,
-            "start_share": len(started) / offered if offered else None,
+            "start_share": len(started) / decided if decided else None,
+            "unfinished": len(unfinished),
             "rejections": classes,
             "methods": methods,
         }

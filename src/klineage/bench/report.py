@@ -82,7 +82,9 @@ def _suite_shares(result: dict) -> list[str]:
         lines += [
             "",
             f"Suite {name}: {s['offered']} offered ({s['not_offered']} more not offered), {s['loaded']} load "
-            f"({_f(s['load_share'], '.0%')}), {s['started']} start correct ({_f(s['start_share'], '.0%')}); "
+            f"({_f(s['load_share'], '.0%')}), {s['started']} start correct ({_f(s['start_share'], '.0%')}"
+            + (f" of the {s['offered'] - s['unfinished']} finished, {s['unfinished']} not" if s["unfinished"] else "")
+            + "); "
             f"rejections: {classes}; the program as written passes against PyTorch's op on "
             f"{s['pass_against_pytorch']} of {s['checked_against_pytorch']} checked.",
             "",
