@@ -167,7 +167,7 @@ class Tools:
     ) -> dict:
         wl, prog, dev = load_workload(workload), _program(program, source), resolve_device(device)
         skills = self._skills()
-        proposer = SkillProposer(wl, self.settings, dev, skills)
+        proposer = SkillProposer(wl, self.settings, dev, skills, catalog=False)  # skills to suggest, not the catalog
         candidates = proposer.propose(prog)
         offered = {c.origin for c in candidates} | {r.origin for r in proposer.refusals}
         unmatched = [s.id for s in proposer.skills if s.id not in offered]
@@ -195,7 +195,7 @@ class Tools:
     ) -> dict:
         skill = self.skill(skill_id)
         wl, prog, dev = load_workload(workload), _program(program, source), resolve_device(device)
-        proposer = SkillProposer(wl, self.settings, dev, [skill])
+        proposer = SkillProposer(wl, self.settings, dev, [skill], catalog=False)
         candidates = [c for c in proposer.propose(prog) if c.origin == skill.id and c.program is not None]
         refused = [asdict(r) for r in proposer.refusals]
         if not candidates:

@@ -117,7 +117,8 @@ def test_carried_warps_are_capped_by_what_the_bench_case_launched(settings, sand
 
     folder = SUITES["heldout"] / "rope"
     wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
-    proposer = SkillProposer(wl, settings, "cuda", [make_skill("launch_knobs", {"num_warps": "8"}, (), speedup=1.16)])
+    skills = [make_skill("launch_knobs", {"num_warps": "8"}, (), speedup=1.16)]
+    proposer = SkillProposer(wl, settings, "cuda", skills, catalog=False)  # the warps alone, no catalog rewrite
     t = optimize(wl, prog, proposer, settings, "cuda", budget=3, sandbox=sandbox)
     bench = wl.cases["bench"]
     assert proposer.launched[prog.hash] == [

@@ -73,7 +73,7 @@ def test_a_partial_condition_is_applied_behind_a_launch_guard(settings, sandbox)
     hints = make_skill(
         "alignment_hints", {"hints": [["tl.max_contiguous", "128"], ["tl.multiple_of", "128"]]}, ("contiguous",)
     )
-    proposer = SkillProposer(wl, settings, "cpu", [hints])
+    proposer = SkillProposer(wl, settings, "cpu", [hints], catalog=False)  # the hints alone
     (candidate,) = proposer.propose(prog)
     assert candidate.guard == "contiguous" and "contiguous: partial" in candidate.decided_by
     assert "_klineage_all_contiguous(" in candidate.program.source
@@ -228,7 +228,7 @@ def test_a_robustness_skill_is_applied_unguarded_where_the_domain_needs_it(setti
     assert candidates and all(c.guard == "" for c in candidates)
     assert any("offsets_below_2_31: partial" in d for c in candidates for d in c.decided_by)
     small = load_workload(OPT / "scale_workload.py")  # 2^28 elements at most: not needed
-    proposer = SkillProposer(small, settings, "cpu", [skill])
+    proposer = SkillProposer(small, settings, "cpu", [skill], catalog=False)
     assert proposer.propose(load_program(OPT / "scale_naive.py")) == []
     assert proposer.refusals[0].predicate == "offsets_below_2_31" and "not needed" in proposer.refusals[0].reason
 
@@ -561,7 +561,7 @@ def test_a_tile_computed_at_launch_caps_carried_warps_by_the_size_the_bench_case
     assert [c.params for c in proposer.propose(twin) if c.transform == "launch_knobs"] == [{"num_warps": "2"}]
 
     _fake_gates(monkeypatch, {"launches": {"tiny": at(16), "bench": at(64)}}, child_ms=0.8)
-    proposer = SkillProposer(wl, settings, "cuda", skills)
+    proposer = SkillProposer(wl, settings, "cuda", skills, catalog=False)  # the warps alone, no catalog rewrite
     trajectory = optimize(wl, prog, proposer, settings, "cuda", budget=2, sandbox=object(), memo={})
     assert proposer.launched[prog.hash] == at(64)
     assert [a.candidate.params for a in trajectory.attempts] == [{"num_warps": "2"}] and trajectory.attempts[0].kept
@@ -990,7 +990,8 @@ def test_the_walk_gates_the_fewer_warps_next_after_a_slowdown(monkeypatch, setti
     monkeypatch.setattr("klineage.proposers.skill.device_name", lambda device: "NVIDIA H200")
     rope = SUITES["heldout"] / "rope"
     wl, prog = load_workload(rope / "workload.py"), load_program(rope / "naive.py")
-    proposer = SkillProposer(wl, settings, "cuda", [make_skill("launch_knobs", {"num_warps": "8"}, (), speedup=1.16)])
+    skills = [make_skill("launch_knobs", {"num_warps": "8"}, (), speedup=1.16)]
+    proposer = SkillProposer(wl, settings, "cuda", skills, catalog=False)  # the warps alone, no catalog rewrite
     trajectory = optimize(wl, prog, proposer, settings, "cuda", budget=3, sandbox=object(), memo={})
     assert [(a.candidate.params, a.outcome) for a in trajectory.attempts] == [
         ({"num_warps": "8"}, "not_faster"),

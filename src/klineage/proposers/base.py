@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
 
 import libcst as cst
@@ -219,6 +219,20 @@ def forward_rank(transform: str) -> float:
         return LAUNCH_CONFIG_RANK
     found = family(transform)
     return found.forward_rank if found is not None else Transform.forward_rank
+
+
+def catalog_candidates(program: Program, transforms: Iterable[Transform], skip=None) -> Iterator[Candidate]:
+    """Each family's default rewrite at each of its sites (Transform.blind_params), expecting nothing: the catalog
+    as a method without an expert's evidence applies it. `skip(transform, source, site)`: true for a site to leave."""
+    for transform in transforms:
+        for module, source, site in sites_in(transform, program):
+            params = transform.blind_params(source, site)
+            if params is not None and not (skip and skip(transform, source, site)):
+                label = f"{transform.id} at {site.function}:{site.line}"
+                make = rewriter(program, module, transform, source, site, params)
+                yield Candidate(
+                    label, "catalog", transform.id, module, site.function, params, 1.0, "", (), make, site.before
+                )
 
 
 def best_first(candidates: list[Candidate]) -> list[Candidate]:

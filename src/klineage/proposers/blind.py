@@ -4,7 +4,7 @@ not when)."""
 from __future__ import annotations
 
 from klineage.program import Program
-from klineage.proposers.base import LAUNCH_CONFIG, Candidate, Proposer, best_first, families, rewriter, sites_in
+from klineage.proposers.base import LAUNCH_CONFIG, Candidate, Proposer, best_first, catalog_candidates, families
 
 
 class BlindProposer(Proposer):
@@ -17,26 +17,6 @@ class BlindProposer(Proposer):
         self.transforms = families()
 
     def propose(self, program: Program) -> list[Candidate]:
-        out = []
-        for transform in self.transforms.values():
-            for module, source, site in sites_in(transform, program):
-                params = transform.blind_params(source, site)
-                if params is not None:
-                    label = f"{transform.id} at {site.function}:{site.line}"
-                    out.append(
-                        Candidate(
-                            label,
-                            "catalog",
-                            transform.id,
-                            module,
-                            site.function,
-                            params,
-                            1.0,
-                            "",
-                            (),
-                            rewriter(program, module, transform, source, site, params),
-                            site.before,
-                        )
-                    )
+        out = list(catalog_candidates(program, self.transforms.values()))
         out.extend(self.launch_candidates(program, LAUNCH_CONFIG, 1.0))
         return best_first(out)

@@ -3,7 +3,8 @@ workload's domain (klineage.conditions): apply where they hold, apply behind a r
 part of it, refuse (no budget spent, the reason recorded) where they never hold. The expert's parameters are carried
 over (Transform.carry: renamed onto this program's launch where they are tiles) and a small neighbourhood searched
 (Transform.variants); candidates are ordered by the effect the skill measured, discounted by how alike the skill's
-expert and this program are (klineage.likeness); a family tuned to its kernel counts only from a like kernel."""
+expert and this program are (klineage.likeness); a family tuned to its kernel counts only from a like kernel. A
+family the library holds no skill of comes from the catalog with its defaults, expecting nothing, as blind's does."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from klineage.proposers.base import (
     Proposer,
     Refusal,
     best_first,
+    catalog_candidates,
     families,
     kernel_of,
     retuned,
@@ -75,9 +77,10 @@ class SkillProposer(Proposer):
     method = "klineage"
     decides_conditions = True  # optimize counts a candidate that cannot load as refused (shared_memory_fits)
 
-    def __init__(self, workload, settings, device, skills: list[Skill]):
+    def __init__(self, workload, settings, device, skills: list[Skill], catalog: bool = True):
         super().__init__(workload, settings, device)
         self.skills = [s for s in skills if s.kind == "optimization"]
+        self.catalog = catalog  # False: the skills alone, without the catalog for families they lack (`_uncovered`)
         # guards whose construct kept their expert within the device's shared memory: `after_refusal`
         self.shared_memory_guards = [s for s in skills if s.kind == "guard" and _saves_shared_memory(s)]
         self.transforms = families()
@@ -226,7 +229,30 @@ class SkillProposer(Proposer):
                 place = Place(program, module, source, site, kernel_of(site, source))
                 out.extend(self._for_site(skill, transform, place))
         out.extend(self._expert_tiles(program))
+        out.extend(self._uncovered(program))
         return best_first(out)
+
+    def _uncovered(self, program: Program) -> Iterator[Candidate]:
+        """The catalog's default rewrite for each family the library holds no skill of, expecting nothing, as blind
+        applies it: a library knows when a family pays only where it has seen it, and without this it never tried
+        one it had not. On torchao's fp8 rowwise transpose with fused reduction (H200, RESULTS.md#wild-quant-h200)
+        KLineage spent its three evaluations on cache hints its skills expected nothing of (liger softmax's
+        x0.9996), while blind's first candidate, the catalog's loop pipelining, no skill's family, ran at x1.30.
+        Evidence-backed candidates still go first (best_first), and a rewrite the bench case would not run is
+        refused (Transform.untimed)."""
+        if not self.catalog:
+            return iter(())
+        covered = {s.transform["id"] for s in self.skills}
+        launched = self.launched.get(program.hash)
+
+        def untimed(transform: Transform, source: str, site: Site) -> bool:
+            why = transform.untimed(source, site, launched)
+            if why:
+                self._refuse(Refusal("catalog", transform.id, site.function, "timed_case", why))
+            return bool(why)
+
+        transforms = [t for tid, t in self.transforms.items() if tid not in covered]
+        return catalog_candidates(program, transforms, untimed)
 
     def _for_site(self, skill: Skill, transform: Transform, at: Place) -> list[Candidate]:
         if not same_construct(skill.location.get("before", ""), at.site.before):
