@@ -257,7 +257,7 @@ def install_tracer() -> None:
             TRACER.depth += 1
             try:
                 # the launcher's own tensor ops (interpreter copies) are not forward's; the program's callbacks are
-                with callbacks_watched(self if watching else None), _disable_current_modes():
+                with callbacks_watched(watching, self), _disable_current_modes():
                     return original(self, *args, grid=grid, warmup=warmup, **kwargs)
             finally:
                 TRACER.depth -= 1
@@ -271,18 +271,19 @@ def install_tracer() -> None:
 
 
 @contextmanager
-def callbacks_watched(launcher):
-    """For one launch by `launcher` (None: no watching), every program callback Triton calls inside its launcher,
+def callbacks_watched(watching: bool, launcher: object = None):
+    """For one launch (when `watching`) by `launcher` (a JITFunction, whose pre-run hooks Triton calls; None for a
+    compiled kernel's runner, which calls none), every program callback Triton calls inside its launcher,
     where the ban is off for Triton's own work, runs under the forward's guard (`Tracer.watched`): the kernel's
     pre-run hooks (`add_pre_run_hook`), the launch enter/exit hooks (whose launch metadata a kernel's
     `launch_metadata` function fills when read) and the compile hooks. A pre-run hook that copied softmax into the
     output passed the correctness gate as a trusted program (tests/adversarial/programs/pre_run_hook_compute.py); a
     model's program cannot name these (policy: launch_hook, triton.knobs), a library's is not scanned. Swapped for
     the launch and put back: a hook Triton's own profiler hangs there runs watched too, and does no tensor work."""
-    if launcher is None or TRACER.guard is None:
+    if not watching or TRACER.guard is None:
         yield
         return
-    holders = [(launcher, "pre_run_hooks")]
+    holders = [(launcher, "pre_run_hooks")] if launcher is not None else []
     try:
         from triton import knobs
     except ImportError:  # a Triton before knobs: its launch hooks are class attributes the policy refuses by name
@@ -326,14 +327,15 @@ def _trace_compiled_launches() -> None:
         runner = original(self, grid)
 
         def traced(*args, stream=None):
-            if TRACER.active and not TRACER.depth:
+            watching = TRACER.active and not TRACER.depth
+            if watching:
                 jit = getattr(getattr(self, "src", None), "fn", None)  # the ASTSource's JITFunction, if any
                 fn = getattr(jit, "fn", None) or SimpleNamespace(__qualname__=getattr(self, "name", "compiled kernel"))
                 TRACER.record(fn, args, {}, jit, tuple(grid))
-            watching = TRACER.active and not TRACER.depth
             TRACER.depth += 1
             try:
-                with callbacks_watched(SimpleNamespace() if watching else None), _disable_current_modes():
+                # a compiled kernel's runner calls no pre-run hooks: only the launch and compile hooks to watch
+                with callbacks_watched(watching), _disable_current_modes():
                     return runner(*args, stream=stream)
             finally:
                 TRACER.depth -= 1

@@ -323,7 +323,7 @@ def test_a_launch_s_callbacks_run_under_the_ban_and_are_put_back():
             with guarded_forward(256), _disable_current_modes():  # the launcher's section, nothing watched
                 call()
             with pytest.raises(TorchComputeError, match="aten.mul"):
-                with guarded_forward(256), callbacks_watched(launcher), _disable_current_modes():
+                with guarded_forward(256), callbacks_watched(True, launcher), _disable_current_modes():
                     call()
             assert launcher.pre_run_hooks == [compute], name
             assert runtime.launch_enter_hook.calls[-1] is compute and runtime.jit_post_compile_hook is compute, name

@@ -170,6 +170,7 @@ def suite_shares(result: dict) -> dict:
     rows = [credited(Row(**r)) for r in result.get("rows", [])]
     rejections = result.get("rejections", {})
     skipped = result.get("skipped", {})
+    cut = set(result["stamp"].get("unfinished", ()))
     groups: dict[str, list[str]] = {}
     for name in result["stamp"].get("suite", result["stamp"]["instances"]):
         groups.setdefault(name.rpartition(":")[0], []).append(name)
@@ -181,7 +182,7 @@ def suite_shares(result: dict) -> dict:
         started = [n for n in loaded if n in ran and n not in skipped]
         # a cut run's instances it never finished: neither started correct nor rejected, so not in the share's base
         # (a partial H200 run read "5 start correct (62%)" with 3 instances cut and none rejected)
-        unfinished = [n for n in names if n in set(result["stamp"].get("unfinished", ())) and n not in ran]
+        unfinished = [n for n in names if n in cut and n not in ran]
         decided = offered - len(unfinished)
         classes: dict[str, int] = {}
         for n in names:

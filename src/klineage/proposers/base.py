@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields
 
 import libcst as cst
@@ -221,7 +221,9 @@ def forward_rank(transform: str) -> float:
     return found.forward_rank if found is not None else Transform.forward_rank
 
 
-def catalog_candidates(program: Program, transforms: Iterable[Transform], skip=None) -> Iterator[Candidate]:
+def catalog_candidates(
+    program: Program, transforms: Iterable[Transform], skip: Callable[[Transform, str, Site], bool] | None = None
+) -> Iterator[Candidate]:
     """Each family's default rewrite at each of its sites (Transform.blind_params), expecting nothing: the catalog
     as a method without an expert's evidence applies it. `skip(transform, source, site)`: true for a site to leave."""
     for transform in transforms:
