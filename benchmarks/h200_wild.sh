@@ -319,9 +319,14 @@ poll() {  # capped so the packing and the call's own start fit in the device too
         echo "no pipeline on this machine: it was given back, and its results with it"
         exit 3
     fi
+    local packed="" now
     while [ "$(date +%s)" -lt "$end" ] && [ ! -f "$R/DONE" ]; do
         sleep $(($(left_s "$end") < 30 ? $(left_s "$end") : 30))
         status_line
+        # packed again whenever a shard's report changed: a call the device tool stops early (less device time
+        # left than its limit) still brings back what finished, as $OUT is returned as it stands
+        now=$(ls -l --time-style=+%s "$R"/bench*/shard*/bench.json 2>/dev/null | md5sum)
+        [ "$now" != "$packed" ] && { pack >/dev/null; packed=$now; }
     done
     pack
     cat "$R/stages.txt"
