@@ -7,6 +7,10 @@ run cut before its re-times). This times each config in one process, rounds inte
 `torch._int_mm` exactly; torch._int_mm itself is timed as the vendor line.
 
     PYTHONPATH=SITE python3 benchmarks/int8_tiles.py [--size 4096] [--rounds 5] [--json OUT]
+    PYTHONPATH=SITE:src python3 benchmarks/int8_tiles.py --static   # no GPU needed
+
+`--static` compiles `int_matmul_kernel`'s kernel under each config for sm_90 with Triton's bundled compiler and
+prints what ptxas reports (registers, spill bytes) and the SASS's tensor-core instructions: no GPU, nothing timed.
 """
 
 from __future__ import annotations
@@ -32,7 +36,10 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=4096)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--static", action="store_true", help="compile for sm_90 and report spills; time nothing")
     args = parser.parse_args()
+    if args.static:
+        return static()
 
     import torch
     import triton
@@ -103,6 +110,42 @@ def main() -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
+    return 0
+
+
+def static() -> int:
+    """Each config's kernel compiled for sm_90 (int8 operands, int32 output): registers, spills, tensor-core ops."""
+    import triton
+    from torchao.kernel.intmm_triton import matmul_kernel_with_block_pointers as kernel
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from klineage.sass import disassemble, ptxas_usage, sass_counts
+
+    pointers = {"a_ptr": "*i8", "b_ptr": "*i8", "c_ptr": "*i32"}
+    signature = {name: pointers.get(name, "i32") for name in kernel.arg_names[:12]}
+    print(f"command: {' '.join(sys.argv)}")
+    print(
+        f"sm_90 by Triton {triton.__version__}'s bundled compiler; {datetime.datetime.now(datetime.UTC):%Y-%m-%d} UTC"
+    )
+    print("\n| config | registers | spill stores / loads (bytes) | shared bytes | tensor-core ops |")
+    print("|---|---|---|---|---|")
+    for name, (bm, bn, bk, gm, stages, warps) in CONFIGS.items():
+        consts = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": gm}
+        source = ASTSource(
+            fn=kernel,
+            signature={**signature, **{c: "constexpr" for c in consts}},
+            constexprs={(kernel.arg_names.index(c),): v for c, v in consts.items()},
+        )
+        compiled = triton.compile(
+            source, target=GPUTarget("cuda", 90, 128), options={"num_warps": warps, "num_stages": stages}
+        )
+        use = ptxas_usage(compiled.asm["ptx"], "sm_90")
+        tensor = sass_counts(disassemble(compiled.asm["cubin"])).get("tensor_core_kinds")
+        print(
+            f"| {name} | {use.get('registers')} | {use.get('spill_store_bytes')} / {use.get('spill_load_bytes')} "
+            f"| {compiled.metadata.shared} | {tensor} |"
+        )
     return 0
 
 
