@@ -120,7 +120,7 @@ def static() -> int:
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from klineage.sass import disassemble, ptxas_usage, sass_counts
+    from klineage.sass import kernel_metrics
 
     pointers = {"a_ptr": "*i8", "b_ptr": "*i8", "c_ptr": "*i32"}
     signature = {name: pointers.get(name, "i32") for name in kernel.arg_names[:12]}
@@ -140,11 +140,10 @@ def static() -> int:
         compiled = triton.compile(
             source, target=GPUTarget("cuda", 90, 128), options={"num_warps": warps, "num_stages": stages}
         )
-        use = ptxas_usage(compiled.asm["ptx"], "sm_90")
-        tensor = sass_counts(disassemble(compiled.asm["cubin"])).get("tensor_core_kinds")
+        m = kernel_metrics(compiled, "sm_90")  # what the compile gate records of each specialization
         print(
-            f"| {name} | {use.get('registers')} | {use.get('spill_store_bytes')} / {use.get('spill_load_bytes')} "
-            f"| {compiled.metadata.shared} | {tensor} |"
+            f"| {name} | {m.get('registers')} | {m.get('spill_store_bytes')} / {m.get('spill_load_bytes')} "
+            f"| {m['shared_bytes']} | {m.get('tensor_core_kinds')} |"
         )
     return 0
 

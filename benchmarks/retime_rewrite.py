@@ -52,6 +52,7 @@ def main() -> int:
     import triton
 
     from klineage.bench.suites import suite
+    from klineage.compare import flatten_outputs
     from klineage.config import Settings
     from klineage.gates.common import build, input_set, rotating
     from klineage.program import install
@@ -97,10 +98,7 @@ def main() -> int:
             return model(*inputs)
 
     outs = {name: call(m, sets[0]) for name, m in models.items()}
-    flat = {
-        name: [o for o in (out if isinstance(out, (tuple, list)) else [out]) if torch.is_tensor(o)]
-        for name, out in outs.items()
-    }
+    flat = {name: [o for o in flatten_outputs(out) if torch.is_tensor(o)] for name, out in outs.items()}
     start_out, new_out = flat["start"], flat[candidate.label]
     equal = len(start_out) == len(new_out) and all(torch.equal(a, b) for a, b in zip(start_out, new_out))
     if not equal and len(start_out) == len(new_out):
