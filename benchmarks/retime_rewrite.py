@@ -8,7 +8,7 @@ installed package's source (nothing of it is kept here).
 
     PYTHONPATH=SITE:src:. python3 benchmarks/retime_rewrite.py --suite wild-quant \
         --instance ao_triton_fp8_rowwise_3d_transpose_rhs_fused_reduction --transform pipelining [--site 0] \
-        [--rounds 5] [--json OUT]
+        [--params '{"num_stages": "2"}'] [--rounds 5] [--json OUT]
 
 `--site` picks which of the family's sites (in the order `catalog_candidates` lists them; `--list` prints them).
 Without a GPU (`--device cpu`: Triton's interpreter, as the gates' CPU path) it checks the outputs on the
@@ -18,6 +18,7 @@ workload's seed case and times nothing.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import platform
@@ -34,6 +35,7 @@ def main() -> int:
     parser.add_argument("--transform", required=True, help="a transform id (a family), e.g. pipelining")
     parser.add_argument("--site", type=int, default=0)
     parser.add_argument("--list", action="store_true", help="list the family's sites on the start and stop")
+    parser.add_argument("--params", default=None, help="the rewrite's parameters as JSON (default: the family's)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     parser.add_argument("--json", default=None)
@@ -56,7 +58,7 @@ def main() -> int:
     from klineage.config import Settings
     from klineage.gates.common import build, input_set, rotating
     from klineage.program import install
-    from klineage.proposers.base import catalog_candidates, families
+    from klineage.proposers.base import catalog_candidates, families, rewriter, sites_in
     from klineage.workload import import_file, load_workload, make_case_init_inputs
 
     settings = Settings(data_dir=Path(tempfile.mkdtemp(prefix="klineage-retime-")))
@@ -77,6 +79,12 @@ def main() -> int:
             print(f"retime_rewrite: {args.transform} has no site in {args.instance}", file=sys.stderr)
         return 0 if candidates else 2
     candidate = candidates[args.site]
+    if args.params:  # the same site (catalog_candidates lists sites_in's, in order), other parameters
+        listed = [f for f in sites_in(transform, instance.start) if transform.blind_params(f[1], f[2]) is not None]
+        module_name, source, site = listed[args.site]
+        params = json.loads(args.params)
+        make = rewriter(instance.start, module_name, transform, source, site, params)
+        candidate = dataclasses.replace(candidate, params=params, made=make)
     rewritten = candidate.program
     if rewritten is None:
         print(f"retime_rewrite: {candidate.label} did not apply", file=sys.stderr)

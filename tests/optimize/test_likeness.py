@@ -113,4 +113,4 @@ def test_the_families_tuned_to_their_kernel_are_named_on_the_family():
     from klineage.proposers.base import families
 
     tuned = {tid for tid, t in families().items() if t.tuned_to_kernel}
-    assert tuned == {"launch_knobs", "autotune_single_config", "pipelining"}
+    assert tuned == {"launch_knobs", "config_knobs", "autotune_single_config", "pipelining"}

@@ -1422,3 +1422,28 @@ def test_the_handed_config_and_the_experts_pass_the_correctness_gate(settings, s
     (tile,) = [c for c in proposer._expert_tiles(prog) if c.label.startswith("expert tile")]
     assert check(wl, prog, settings, "cpu", ("correctness",), sandbox).passed
     assert check(wl, tile.program, settings, "cpu", ("correctness",), sandbox).passed
+
+
+def test_warps_of_a_run_time_config_list_are_searched_by_autotune_blind_and_klineage(settings):
+    """An autotuner over a list its library builds at run time (FlagGems's `runtime.get_tuned_config(...)`) states
+    no warps in the source: the launch-configuration search found nothing to change on the eight FlagGems row
+    reductions (one evaluation each, RESULTS.md#wild-headroom). Its warps are now a family's (config_knobs): the
+    autotune baseline steps them, blind and KLineage (no skill of it: the catalog's default) try 8."""
+    from dataclasses import replace
+
+    from klineage.proposers import AutotuneProposer
+
+    wl, prog = _rowsum()
+    source = prog.source.replace(
+        "@triton.jit\ndef rowsum_kernel",
+        '@triton.autotune(configs=tuned_configs("rowsum"), key=["N"])\n@triton.jit\ndef rowsum_kernel',
+    )
+    prog = replace(prog, source=source)
+    tuned = [c for c in AutotuneProposer(wl, settings, "cpu").propose(prog) if c.transform == "config_knobs"]
+    assert sorted(c.params["num_warps"] for c in tuned) == ["16", "2", "8"]
+    assert all(c.function == "rowsum_kernel" for c in tuned)
+    (sixteen,) = [c for c in tuned if c.params["num_warps"] == "16"]
+    assert "num_warps=16, num_stages=config.num_stages" in sixteen.program.source
+    for proposer in (BlindProposer(wl, settings, "cpu"), SkillProposer(wl, settings, "cpu", [])):
+        (found,) = [c for c in proposer.propose(prog) if c.transform == "config_knobs"]
+        assert found.params == {"num_warps": "8"} and found.expected == 1.0

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from klineage.program import Program
-from klineage.proposers.base import LAUNCH_CONFIG, Candidate, Proposer, best_first, knob_setter, rewriter, sites_in
+from klineage.proposers.base import LAUNCH_CONFIG, Candidate, Proposer, best_first, families, rewriter, sites_in
+from klineage.transform import WARPS_AND_STAGES
 
 
 class AutotuneProposer(Proposer):
-    """Launch configuration only: tile sizes, warps, stages (adding the knobs where a launch has none)."""
+    """Launch configuration only: tile sizes, warps, stages (adding the knobs where a launch has none, and where an
+    autotuner's configs come from a list built at run time: every family whose parameters are warps and stages)."""
 
     method = "autotune"
 
     def propose(self, program: Program) -> list[Candidate]:
         out = list(self.launch_candidates(program, LAUNCH_CONFIG, 1.0))
-        knobs = knob_setter()
-        for module, source, site in sites_in(knobs, program):
+        knob_families = [t for t in families().values() if t.launch_configuration == WARPS_AND_STAGES]
+        for knobs, (module, source, site) in ((t, found) for t in knob_families for found in sites_in(t, program)):
             for warps in ("2", "8", "16"):
                 params = {"num_warps": warps}
                 out.append(

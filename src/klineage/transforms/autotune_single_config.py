@@ -34,7 +34,7 @@ def _code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
 
 
-def _arg(call: cst.Call, name: str, position: int) -> cst.Arg | None:
+def call_arg(call: cst.Call, name: str, position: int) -> cst.Arg | None:
     for i, a in enumerate(call.args):
         if (a.keyword is not None and a.keyword.value == name) or (a.keyword is None and not a.star and i == position):
             return a
@@ -254,14 +254,14 @@ def _one_config(fn: cst.FunctionDef, module: cst.Module) -> cst.Decorator | None
     if at is None or not isinstance(fn.decorators[at].decorator, cst.Call):
         return None
     decorator = fn.decorators[at]
-    configs = _arg(decorator.decorator, "configs", 0)
-    if configs is not None and _first_only(configs.value) is not None:
+    configs = call_arg(decorator.decorator, "configs", 0)
+    if configs is not None and first_only(configs.value) is not None:
         return decorator
     calls = config_list(configs.value, module) if configs is not None else None
     return decorator if calls is not None and len(calls) == 1 else None
 
 
-def _first_only(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+def first_only(expr: cst.BaseExpression) -> cst.BaseExpression | None:
     """The list `expr` cuts to its first element (`LIST[:1]`), or None."""
     if not isinstance(expr, cst.Subscript) or len(expr.slice) != 1:
         return None
@@ -275,7 +275,7 @@ def _first_config_only(call: cst.Call, module: cst.Module) -> cst.Call:
     """The autotune call with its config list cut to the first config: written out as a literal list where the list
     is literal, else `EXPR[:1]` (a list built at run time, FlagGems's `runtime.get_tuned_config(...)`: an autotuner
     over one config runs it without benchmarking, whatever the list holds)."""
-    configs = _arg(call, "configs", 0)
+    configs = call_arg(call, "configs", 0)
     calls = config_list(configs.value, module)
     if calls:
         cut: cst.BaseExpression = cst.List([cst.Element(calls[0])])
@@ -382,10 +382,10 @@ class AutotuneSingleConfig(Transform):
             if not any(decorator_name(d) in ("triton.jit", "jit") for d in stmt.decorators[at + 1 :]):
                 continue
             call = decorator.decorator
-            configs, key = _arg(call, "configs", 0), _arg(call, "key", 1)
+            configs, key = call_arg(call, "configs", 0), call_arg(call, "key", 1)
             if configs is None or key is None:
                 continue
-            if _first_only(configs.value) is not None:
+            if first_only(configs.value) is not None:
                 continue  # already the simple form
             calls = config_list(configs.value, module)
             kwargs = config_launch_kwargs(calls[0]) if calls else None
@@ -491,7 +491,7 @@ class AutotuneSingleConfig(Transform):
             if i != site.index:
                 continue
             decorator = self._decorator(params)
-            configs = _arg(decorator, "configs", 0)
+            configs = call_arg(decorator, "configs", 0)
             calls = config_list(configs.value, module) if configs is not None else None
             if one is not None and (calls or "config_list" not in params):
                 # the config list back in the decorator, whatever its configs carry (a list built at run time too)
