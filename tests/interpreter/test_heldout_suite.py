@@ -8,6 +8,7 @@ from klineage.check import check
 from klineage.program import load_program
 from klineage.suites import suite_instances
 from klineage.workload import load_workload
+from tests.sm90 import compile_sm90, load_module
 
 pytestmark = pytest.mark.interpreter
 
@@ -73,12 +74,6 @@ def test_the_twin_reads_each_input_row_once(name, kernel, signature, loads, tmp_
     """Static, no GPU: compiled for sm_90 at the bench case's 32768-wide tile, the twin of log-softmax loads x once
     and KL divergence's twin q and p once each (before `one_load`, 2 and 4 loads: their last sweep fills masked
     lanes with 0 where the first two use -inf)."""
-    import importlib.util
-
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
     from klineage.transform import load_families
 
     load_families()
@@ -87,15 +82,10 @@ def test_the_twin_reads_each_input_row_once(name, kernel, signature, loads, tmp_
     _, program = next((w, p) for w, p in PAIRS if w.parent.name == name)
     source = program.read_text()
     (site,) = [s for s in WholeRowTile().optimize_sites(source) if s.params["width"] == "n_cols"]
-    path = tmp_path / f"{name}_twin.py"
-    path.write_text(WholeRowTile().optimize(source, site, {}))
-    spec = importlib.util.spec_from_file_location(f"{name}_twin", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_module(WholeRowTile().optimize(source, site, {}), tmp_path, f"{name}_twin")
     twin = getattr(module, kernel + "_one_tile")
     ints = {p: "i32" for p in twin.arg_names if p not in signature and p != "BLOCK"}
-    src = ASTSource(fn=twin, signature={**signature, **ints, "BLOCK": "constexpr"}, constexprs={"BLOCK": 32768})
-    compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 32})
+    compiled = compile_sm90(twin, {**signature, **ints, "BLOCK": "constexpr"}, {"BLOCK": 32768}, num_warps=32)
     assert compiled.asm["ttgir"].count("tt.load") == loads
 
 

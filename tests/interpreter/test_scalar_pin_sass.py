@@ -4,7 +4,6 @@ and blind spent 12 evaluations on it, x0.994-x1.008). Static, no GPU: both forms
 compiler and disassembled with the wheel's `nvdisasm`; a Triton release that typed or lowered the scalar otherwise
 would fail here, and the rule with it."""
 
-import importlib.util
 import re
 import textwrap
 
@@ -12,6 +11,7 @@ import pytest
 
 from klineage.sass import disassemble, tool
 from klineage.transforms.scalar_dtype_pin import ScalarDtypePin
+from tests.sm90 import compile_sm90, load_module
 
 # a row normalization with a run-time eps, as layer, RMS and group norm take it
 PLAIN = textwrap.dedent("""
@@ -28,18 +28,9 @@ PLAIN = textwrap.dedent("""
 
 
 def _sass(source: str, eps_type: str, tmp_path, name: str) -> str:
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
-    path = tmp_path / f"{name}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_module(source, tmp_path, name)
     signature = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32", "eps": eps_type, "BLOCK": "constexpr"}
-    src = ASTSource(fn=module.norm, signature=signature, constexprs={"BLOCK": 1024})
-    compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+    compiled = compile_sm90(module.norm, signature, {"BLOCK": 1024}, num_warps=4)
     # the instructions alone: the listing's debug sections name the source file, which differs between the two
     return "\n".join(re.findall(r"/\*[0-9a-f]{4}\*/\s+([A-Z@!][^;]*;)", disassemble(compiled.asm["cubin"])))
 
