@@ -382,8 +382,25 @@ class NodeRewriter(cst.CSTTransformer):
         return after if index == self.target else updated
 
 
+# programs parsed once with their metadata, for every family that searches them (`wrapped`)
+PARSES_KEPT = 8
+
+
+@functools.lru_cache(maxsize=PARSES_KEPT)
+def wrapped(source: str) -> MetadataWrapper:
+    """`source` parsed once, in a wrapper that resolves each kind of metadata (positions, parents) once: every
+    family a proposal round asks for its sites searches the same program, and each parsed and resolved it again.
+    Since KLineage also lists the catalog's families (1cc0a20), a test of ten proposals on small fixtures took
+    28.0 s on this 2-core machine, most of it in 151 parses and resolves of a few programs (`cProfile`); with the
+    parse and the anchored families' `Module` shared, 10.1 s (tests/optimize/test_optimize.py::
+    test_a_tile_computed_at_launch_caps_carried_warps_by_the_size_the_bench_case_launched).
+    libcst trees are immutable (a rewrite makes a new tree), so sharing one is safe; the wrapper's defensive deep
+    copy is skipped, as nothing else holds the tree. A program that does not parse raises each time."""
+    return MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)
+
+
 def _run(source: str, node_type, match: Match, rewrite: Rewrite | None, target: int | None, transform: str):
-    wrapper = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)  # parsed here: no copy needed
+    wrapper = wrapped(source)
     rewriter = NodeRewriter(node_type, match, rewrite, target, transform)
     module = wrapper.visit(rewriter)
     return module.code, rewriter.found

@@ -89,9 +89,11 @@ def test_simplified_parses_and_no_pattern_no_sites():
 
 def test_a_program_is_parsed_once_for_its_sites_and_their_rewrite(monkeypatch):
     """`sites` then `simplify` (and a proposer asking once a skill) read the same program: one parse, kept by the
-    transform; and the sites it hands out are copies, so a caller cannot change what the next one gets."""
+    transform and shared with every other family (`_anchored.parsed`); and the sites it hands out are copies, so a
+    caller cannot change what the next one gets."""
     from klineage.transforms import _anchored
 
+    _anchored.parsed.cache_clear()  # another test of this worker may have parsed the fixture
     parses = []
     real = _anchored.Module
 
@@ -108,3 +110,4 @@ def test_a_program_is_parsed_once_for_its_sites_and_their_rewrite(monkeypatch):
     assert len(parses) == 1 and again[0].params.get("dtype") != "changed"
     assert t.optimize_sites(simplified) == t.optimize_sites(simplified) and len(parses) == 2
     assert simplified == Fp32Upcast().simplify(EXPERT, again[0])  # a fresh transform agrees
+    assert len(parses) == 2  # and parsed nothing again

@@ -8,23 +8,22 @@ function enclosing the anchor (a function anchor names itself). Not a family: re
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+from libcst.metadata import ParentNodeProvider, PositionProvider
 
-from klineage.transform import Site, Transform, dotted, is_jit, node_code
+from klineage.transform import Site, Transform, dotted, is_jit, node_code, wrapped
 
 
 class Module:
     """A parsed program with positions and parents resolved, and lookups the families share."""
 
     def __init__(self, source: str):
-        # the tree was parsed here, so nothing else holds it: the wrapper's defensive deep copy (0.13-0.16 s of a
-        # Liger module's 0.9 s parse and resolve on 2 cores) is skipped
-        wrapper = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)
+        wrapper = wrapped(source)  # one parse and resolve of a program for every family (transform.wrapped)
         self.tree = wrapper.module
         self.positions = wrapper.resolve(PositionProvider)
         self.parents = wrapper.resolve(ParentNodeProvider)
@@ -217,6 +216,13 @@ def with_leading(stmt: cst.CSTNode, lines) -> cst.CSTNode:
 FOUND_KEPT = 8
 
 
+@functools.lru_cache(maxsize=FOUND_KEPT)
+def parsed(source: str) -> Module:
+    """One `Module` of `source` for every anchored family (its lookups and analyses shared with the parse, which
+    `transform.wrapped` shares with the node families). A program that does not parse raises each time."""
+    return Module(source)
+
+
 def kept(owner: object, key: tuple, compute: Callable[[], Any]) -> Any:
     """`compute()` once per `key`, the last FOUND_KEPT results kept on `owner` (a transform), most recent last."""
     store = owner.__dict__.setdefault("_kept", OrderedDict())
@@ -258,7 +264,7 @@ class AnchoredTransform(Transform):
 
     def _parse_and_anchor(self, source: str, plain: bool):
         try:
-            module = Module(source)
+            module = parsed(source)
             anchors = self.plain_anchors(module) if plain else self.expert_anchors(module)
         except (cst.ParserSyntaxError, RecursionError, ValueError, KeyError, IndexError, AttributeError, TypeError):
             return None, []  # odd code: no site

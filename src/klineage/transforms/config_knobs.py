@@ -16,7 +16,7 @@ import re
 import libcst as cst
 
 from klineage.carry import literal_int
-from klineage.transform import WARPS_AND_STAGES, dotted, node_code, register
+from klineage.transform import WARPS_AND_STAGES, dotted, node_code, register, wrapped
 from klineage.transforms.autotune_single_config import call_arg, config_list, first_only, is_autotuner
 from klineage.transforms.launch_knobs import ScopedNodeTransform
 
@@ -104,7 +104,7 @@ class ConfigKnobs(ScopedNodeTransform):
     interpreter_blind = "the interpreter has no warps or pipeline stages"
 
     def _scoped_run(self, source, match, rewrite, target):
-        self._module = cst.parse_module(source)
+        self._module = wrapped(source).module
         self._imports_triton = any(
             isinstance(small, cst.Import) and any(node_code(a.name) == "triton" for a in small.names)
             for stmt in self._module.body

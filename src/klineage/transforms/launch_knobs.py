@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper
 
 from klineage import launch_config
 from klineage.carry import literal_int
@@ -24,6 +23,7 @@ from klineage.transform import (
     kernel_names,
     launched_kernel,
     register,
+    wrapped,
 )
 from klineage.transforms._anchored import kept
 
@@ -118,11 +118,12 @@ class ScopedNodeTransform(NodeTransform):
         return bool(self._scope) and self._scope[-1]
 
     def _scoped_run(self, source, match, rewrite, target):
-        module = cst.parse_module(source)
+        wrapper = wrapped(source)
+        module = wrapper.module
         self.kernels, self._scope = kernel_names(module), []
         self.autotuned = {s.name.value for s in module.body if isinstance(s, cst.FunctionDef) and is_autotuned(s)}
         rewriter = _ScopedRewriter(self, self.node_type, match, rewrite, target, self.id)
-        out = MetadataWrapper(module, unsafe_skip_copy=True).visit(rewriter)  # parsed above: no copy needed
+        out = wrapper.visit(rewriter)
         return out.code, rewriter.found
 
     def _kept_sites(self, kind: str, source: str, find) -> list:
