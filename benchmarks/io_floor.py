@@ -104,8 +104,7 @@ def main() -> int:
         except Exception as e:  # the op on the CPU (a CUDA-only op): said, not fatal
             print(f"{name}: {type(e).__name__}: {str(e)[:160]}", file=sys.stderr)
             continue
-        ms = min(t for t, _ in timed[name])  # the faster of several runs' starts: the floor's fraction errs high
-        refs = min(timed[name], key=lambda t: t[0])[1]
+        ms, refs = min(timed[name], key=lambda t: t[0])  # the fastest run's start: the floor's fraction errs high
         # PyTorch's own op on the same inputs in the same references round (eager or torch.compile, the faster):
         # what this GPU demonstrably reaches for the op, where the floor is only a bound
         refs_t = {k: (refs.get(k) or {}).get("ms") for k in ("eager", "torch_compile")}

@@ -18,7 +18,6 @@ workload's seed case and times nothing.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime
 import json
 import platform
@@ -58,7 +57,7 @@ def main() -> int:
     from klineage.config import Settings
     from klineage.gates.common import build, input_set, rotating
     from klineage.program import install
-    from klineage.proposers.base import catalog_candidates, families, rewriter, sites_in
+    from klineage.proposers.base import catalog_candidates, families
     from klineage.workload import import_file, load_workload, make_case_init_inputs
 
     settings = Settings(data_dir=Path(tempfile.mkdtemp(prefix="klineage-retime-")))
@@ -71,7 +70,8 @@ def main() -> int:
     if transform is None:
         print(f"retime_rewrite: no transform {args.transform}", file=sys.stderr)
         return 2
-    candidates = list(catalog_candidates(instance.start, [transform]))
+    params = json.loads(args.params) if args.params else None
+    candidates = list(catalog_candidates(instance.start, [transform], params=params))
     if args.list or not candidates:
         for i, c in enumerate(candidates):
             print(f"{i}: {c.label} {c.params}")
@@ -79,12 +79,6 @@ def main() -> int:
             print(f"retime_rewrite: {args.transform} has no site in {args.instance}", file=sys.stderr)
         return 0 if candidates else 2
     candidate = candidates[args.site]
-    if args.params:  # the same site (catalog_candidates lists sites_in's, in order), other parameters
-        listed = [f for f in sites_in(transform, instance.start) if transform.blind_params(f[1], f[2]) is not None]
-        module_name, source, site = listed[args.site]
-        params = json.loads(args.params)
-        make = rewriter(instance.start, module_name, transform, source, site, params)
-        candidate = dataclasses.replace(candidate, params=params, made=make)
     rewritten = candidate.program
     if rewritten is None:
         print(f"retime_rewrite: {candidate.label} did not apply", file=sys.stderr)

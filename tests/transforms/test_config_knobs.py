@@ -145,3 +145,13 @@ def test_round_trip_installed_flag_gems():
     (site,) = t.optimize_sites(source)
     assert site.function == "amax_kernel"
     assert round_trip(t, t.optimize(source, site, {"num_warps": "8", "num_stages": "2"})) == 1
+
+
+def test_an_aliased_import_binds_its_alias_not_the_package():
+    """What every family that writes `triton.` asks before it does (`_anchored.imported_modules`)."""
+    import libcst as cst
+
+    from klineage.transforms._anchored import imported_modules
+
+    tree = cst.parse_module("import triton.language as tl\nimport torch.nn\nimport math, os as o\n")
+    assert imported_modules(tree) == {"tl", "torch", "math", "o"}

@@ -16,7 +16,7 @@ class AutotuneProposer(Proposer):
     def propose(self, program: Program) -> list[Candidate]:
         out = list(self.launch_candidates(program, LAUNCH_CONFIG, 1.0))
         knob_families = [t for t in families().values() if t.launch_configuration == WARPS_AND_STAGES]
-        for knobs, (module, source, site) in ((t, found) for t in knob_families for found in sites_in(t, program)):
+        for knobs, module, source, site in ((t, *found) for t in knob_families for found in sites_in(t, program)):
             for warps in ("2", "8", "16"):
                 params = {"num_warps": warps}
                 out.append(

@@ -222,18 +222,23 @@ def forward_rank(transform: str) -> float:
 
 
 def catalog_candidates(
-    program: Program, transforms: Iterable[Transform], skip: Callable[[Transform, str, Site], bool] | None = None
+    program: Program,
+    transforms: Iterable[Transform],
+    skip: Callable[[Transform, str, Site], bool] | None = None,
+    params: dict | None = None,
 ) -> Iterator[Candidate]:
     """Each family's default rewrite at each of its sites (Transform.blind_params), expecting nothing: the catalog
-    as a method without an expert's evidence applies it. `skip(transform, source, site)`: true for a site to leave."""
+    as a method without an expert's evidence applies it. `skip(transform, source, site)`: true for a site to leave.
+    `params`: the same sites rewritten with these parameters instead (benchmarks/retime_rewrite.py --params)."""
     for transform in transforms:
         for module, source, site in sites_in(transform, program):
-            params = transform.blind_params(source, site)
-            if params is not None and not (skip and skip(transform, source, site)):
+            default = transform.blind_params(source, site)  # None: the family offers no rewrite here
+            if default is not None and not (skip and skip(transform, source, site)):
+                chosen = default if params is None else params
                 label = f"{transform.id} at {site.function}:{site.line}"
-                make = rewriter(program, module, transform, source, site, params)
+                make = rewriter(program, module, transform, source, site, chosen)
                 yield Candidate(
-                    label, "catalog", transform.id, module, site.function, params, 1.0, "", (), make, site.before
+                    label, "catalog", transform.id, module, site.function, chosen, 1.0, "", (), make, site.before
                 )
 
 

@@ -189,14 +189,17 @@ def fresh_name(fn: cst.FunctionDef, names: Iterable[str]) -> str:
     return next(n for n in names if n not in taken)
 
 
-def imported_modules(module: Module) -> set[str]:
-    """The top-level names `import x.y` statements bind (`triton`, `torch`)."""
+def imported_modules(tree: cst.Module) -> set[str]:
+    """The top-level names `import x.y` statements bind (`triton`, `torch`); `import x.y as z` binds `z`, not `x`
+    (a module with only `import triton.language as tl` has no `triton` for a rewrite to call)."""
     names = set()
-    for stmt in module.tree.body:
+    for stmt in tree.body:
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
                 if isinstance(small, cst.Import):
-                    names.update(node_code(a.name).split(".")[0] for a in small.names)
+                    names.update(
+                        node_code(a.asname.name) if a.asname else node_code(a.name).split(".")[0] for a in small.names
+                    )
     return names
 
 

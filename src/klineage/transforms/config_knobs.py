@@ -18,6 +18,7 @@ import libcst as cst
 
 from klineage.carry import literal_int
 from klineage.transform import WARPS_AND_STAGES, dotted, node_code, register, wrapped
+from klineage.transforms._anchored import imported_modules
 from klineage.transforms.autotune_single_config import call_arg, config_list, first_only, is_autotuner
 from klineage.transforms.launch_knobs import ScopedNodeTransform
 
@@ -106,12 +107,7 @@ class ConfigKnobs(ScopedNodeTransform):
 
     def _scoped_run(self, source, match, rewrite, target):
         self._module = wrapped(source).module
-        self._imports_triton = any(
-            isinstance(small, cst.Import) and any(node_code(a.name) == "triton" for a in small.names)
-            for stmt in self._module.body
-            if isinstance(stmt, cst.SimpleStatementLine)
-            for small in stmt.body
-        )
+        self._imports_triton = "triton" in imported_modules(self._module)
         return super()._scoped_run(source, match, rewrite, target)
 
     def _configs(self, node: cst.Decorator) -> cst.Arg | None:

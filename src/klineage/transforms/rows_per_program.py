@@ -427,7 +427,7 @@ class RowsPerProgram(AnchoredTransform):
         for node in module.positions:
             if not isinstance(node, cst.SimpleStatementLine) or (call := _one_row_launch(node)) is None:
                 continue
-            seen = _row_launch(module, call) if "triton" in imported_modules(module) else None
+            seen = _row_launch(module, call) if "triton" in imported_modules(module.tree) else None
             if seen is not None and seen["kernel"] + TWIN in module.kernels():
                 continue  # applied already: this is the fallback launch
             found.append((node, seen or {}))

@@ -491,7 +491,7 @@ class WholeRowTile(AnchoredTransform):
                 # reduction's twin ran at x1.000 and spent an evaluation each time (H200, RESULTS.md#run-8,
                 # RESULTS.md#run-11)
                 continue
-            if seen["kernel"] + TWIN in module.kernels() or "triton" not in imported_modules(module):
+            if seen["kernel"] + TWIN in module.kernels() or "triton" not in imported_modules(module.tree):
                 continue  # applied already (this is the fallback launch), or no triton.next_power_of_2 to call
             if {TILE, WARPS_NAME} & names_in(module.enclosing(node)):
                 continue  # the names the dispatch writes are taken
