@@ -1,0 +1,53 @@
+"""benchmarks/wild_ledger.py: the newest report with every method wins per instance; what it sums up to follows the
+bench's own rules (an escape credited x1.0, the re-time preferred)."""
+
+import gzip
+import json
+
+from benchmarks.wild_ledger import ledger
+from tests.unit.test_wild_suite import _row
+
+METHODS = ["klineage", "blind"]
+
+
+def _report(path, date, rows, device="NVIDIA H100 80GB HBM3", gz=False):
+    result = {
+        "stamp": {"device": device, "date": date, "commit": date[-2:], "timed": True, "budget": 4},
+        "rows": rows,
+        "trajectories": {},
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with (gzip.open if gz else open)(path, "wt") as f:
+        json.dump(result, f)
+
+
+def test_the_newest_complete_report_wins_and_escapes_count_as_the_start(tmp_path):
+    _report(
+        tmp_path / "a/bench.json",
+        "2026-12-01",
+        [_row("gems_x", "klineage", 1.5, None), _row("gems_x", "blind", 1.2, None)],
+    )
+    # newer, but without blind: not a comparison, so the older rows stand
+    _report(tmp_path / "b/bench.json", "2026-12-02", [_row("gems_x", "klineage", 3.0, None)])
+    # newer and complete for another instance; KLineage's row escaped
+    _report(
+        tmp_path / "c/bench.json.gz",
+        "2026-12-03",
+        [_row("ao_y", "klineage", 2.0, 1.9, escapes=[{"seed": 1}]), _row("ao_y", "blind", 1.1, 1.2)],
+        gz=True,
+    )
+    # a CPU run is not a timing
+    _report(
+        tmp_path / "d/bench.json",
+        "2026-12-04",
+        [_row("gems_x", "klineage", 9, None), _row("gems_x", "blind", 9, None)],
+        "cpu",
+    )
+    out = ledger(tmp_path, METHODS)
+    table = {t["instance"]: t for t in out["table"]}
+    assert table["gems_x"]["klineage"] == 1.5 and table["gems_x"]["commit"] == "01"
+    assert table["ao_y"]["klineage"] == 1.0  # the escape is credited with its start
+    assert table["ao_y"]["blind"] == 1.2  # the fresh-process re-time, not the reported 1.1
+    assert out["summary"]["klineage"]["escapes"] == 1
+    assert abs(out["summary"]["blind"]["geomean_final"] - (1.2 * 1.2) ** 0.5) < 1e-9
+    assert out["reports_read"] == 3
