@@ -110,6 +110,18 @@ def names_in(node: cst.CSTNode) -> set[str]:
     return found
 
 
+def name_uses(node: cst.CSTNode) -> list[str]:
+    """Every name under `node`, once per use, in source order (`names_in` keeps each once)."""
+    found: list[str] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, name: cst.Name) -> None:
+            found.append(name.value)
+
+    node.visit(V())
+    return found
+
+
 def bound_in(node: cst.CSTNode) -> set[str]:
     """Every name a statement (of any kind, nested blocks included) may rebind: assignment, loop and walrus targets
     (every name in them, so `a[i] = ...` counts `a` and `i`: more than is rebound, never less), `as` names, imports,

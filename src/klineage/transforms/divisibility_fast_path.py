@@ -16,6 +16,7 @@ from klineage.transforms._anchored import (
     insert_item,
     is_jit,
     leading_comments,
+    name_uses,
     names_in,
     replace_node,
     statement_code,
@@ -67,7 +68,7 @@ def _branch(fn: cst.FunctionDef, flag: str) -> cst.If | None:
         return None
     if flag in names_in(branch.body) or flag in names_in(branch.orelse):
         return None
-    uses = sum(1 for n in _all_names(fn.body) if n == flag)
+    uses = sum(1 for n in name_uses(fn.body) if n == flag)
     if uses != 1:  # the test itself only
         return None
     if not _masked(branch.orelse):
@@ -82,17 +83,6 @@ def _masked(node: cst.CSTNode) -> bool:
 
 def _statements(fn: cst.FunctionDef) -> list[cst.CSTNode]:
     return [s for b in blocks(fn.body) for s in b.body]
-
-
-def _all_names(node: cst.CSTNode) -> list[str]:
-    found: list[str] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, name: cst.Name) -> None:
-            found.append(name.value)
-
-    node.visit(V())
-    return found
 
 
 @register
