@@ -242,16 +242,36 @@ def catalog_candidates(
                 )
 
 
-def best_first(candidates: list[Candidate]) -> list[Candidate]:
+def best_first(candidates: list[Candidate], spread: bool = False) -> list[Candidate]:
     """Best expected effect first (to 1%: closer is noise), then the families' forward rank, then proposal order
     (an expert's config list is in its order of preference); one candidate per proposal (the walk also skips
-    programs it saw)."""
+    programs it saw). With `spread`, a candidate no evidence speaks for (`uninformed`) waits, within its expected
+    effect, behind the first candidate of every other family: its family's n-th in a function goes in the n-th
+    turn. On FlagGems's group norm (H100, RESULTS.md#wild-h100-9) KLineage spent its three evaluations on one
+    launch knob's variants carried from elementwise kernels (likeness 0.05), while blind's second candidate, the
+    catalog's looped tile, ran at x1.60."""
+    turns: dict[tuple, int] = {}
+
+    def turn(c: Candidate) -> int:
+        if not spread or not uninformed(c):
+            return 0
+        group = (c.transform, c.module, c.function)
+        turns[group] = turns.get(group, -1) + 1
+        return turns[group]
+
+    ranked = [(-round(c.expected, 2), turn(c), forward_rank(c.transform), i, c) for i, c in enumerate(candidates)]
     seen, out = set(), []
-    for c in sorted(candidates, key=lambda c: (-round(c.expected, 2), forward_rank(c.transform))):
+    for *_, c in sorted(ranked, key=lambda r: r[:4]):
         if c.key not in seen:
             seen.add(c.key)
             out.append(c)
     return out
+
+
+def uninformed(candidate: Candidate) -> bool:
+    """Whether no evidence speaks for the candidate: the catalog's default rewrite, or a skill whose effect was
+    measured on an unlike kernel (klineage.likeness) and so counts for nothing here."""
+    return candidate.origin == "catalog" or candidate.transfer.get("like_kernel") is False
 
 
 # --- the proposer -------------------------------------------------------------------------------------------------
