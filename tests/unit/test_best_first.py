@@ -4,21 +4,28 @@ that no evidence speaks for waits behind every other family's first."""
 from klineage.proposers.base import Candidate, best_first, uninformed
 
 
-def _c(transform, label, expected=1.0, origin="catalog", like=None, function="k"):
-    transfer = {} if like is None else {"like_kernel": like}
-    return Candidate(label, origin, transform, "m", function, {"l": label}, expected, "", (), None, "", transfer)
+def _c(transform, label, expected=1.0, origin="catalog", like=None, site="k[grid](x)", recorded=None):
+    transfer = {} if like is None else {"like_kernel": like, "recorded": recorded}
+    return Candidate(label, origin, transform, "m", "f", {"l": label}, expected, "", (), None, site, transfer)
 
 
 def test_spread_puts_every_family_first_candidate_before_a_second_variant_of_one():
-    knobs = [_c("launch_knobs", f"warps {w}", origin="launch_knobs.x.s1", like=False) for w in (4, 8, 16)]
+    knobs = [_c("launch_knobs", "warps 4", origin="launch_knobs.x.s1", like=False)]
+    # measured on a like kernel at no gain: no evidence for it either
+    knobs += [_c("launch_knobs", f"warps {w}", origin="launch_knobs.y.s1", like=True, recorded=0.9996) for w in (8, 16)]
+    # a variant expecting a loss, listed first, does not take the family's first turn
+    knobs.insert(0, _c("launch_knobs", "warps 1", expected=0.75, origin="launch_knobs.z.s1", like=True, recorded=0.7))
     looped = _c("looped_tile", "looped")
     hints = _c("cache_hints", "hint")
     listed = [*knobs, looped, hints]
     plain = [c.label for c in best_first(listed)]
     spread = [c.label for c in best_first(listed, spread=True)]
-    assert plain[:3] == ["warps 4", "warps 8", "warps 16"]  # launch knobs rank before the looped tile
+    assert plain[:4] == ["warps 4", "warps 8", "warps 16", "looped"]  # launch knobs rank before the looped tile
     assert spread[:3] == ["warps 4", "looped", "hint"]
-    assert spread[3:] == ["warps 8", "warps 16"]
+    assert spread[3:] == ["warps 8", "warps 16", "warps 1"]
+    # another launch of the same family is a first candidate of its own
+    other = _c("launch_knobs", "other launch", origin="launch_knobs.y.s1", like=False, site="k2[grid](x)")
+    assert [c.label for c in best_first([*listed, other], spread=True)][:2] == ["warps 4", "other launch"]
 
 
 def test_evidence_still_goes_first_and_like_kernel_variants_keep_their_order():
@@ -27,3 +34,4 @@ def test_evidence_still_goes_first_and_like_kernel_variants_keep_their_order():
     order = [c.label for c in best_first([*tiles, _c("pipelining", "catalog pipelining"), measured], spread=True)]
     assert order == ["measured", "tile 0", "tile 1", "tile 2", "catalog pipelining"]
     assert not uninformed(tiles[0]) and uninformed(_c("x", "y")) and uninformed(_c("x", "y", origin="s", like=False))
+    assert not uninformed(measured) and uninformed(_c("x", "y", like=True, recorded=1.3, expected=1.001))

@@ -246,7 +246,7 @@ def best_first(candidates: list[Candidate], spread: bool = False) -> list[Candid
     """Best expected effect first (to 1%: closer is noise), then the families' forward rank, then proposal order
     (an expert's config list is in its order of preference); one candidate per proposal (the walk also skips
     programs it saw). With `spread`, a candidate no evidence speaks for (`uninformed`) waits, within its expected
-    effect, behind the first candidate of every other family: its family's n-th in a function goes in the n-th
+    effect, behind the first candidate of every other family: its family's n-th at one site goes in the n-th
     turn. On FlagGems's group norm (H100, RESULTS.md#wild-h100-9) KLineage spent its three evaluations on one
     launch knob's variants carried from elementwise kernels (likeness 0.05), while blind's second candidate, the
     catalog's looped tile, ran at x1.60."""
@@ -255,11 +255,13 @@ def best_first(candidates: list[Candidate], spread: bool = False) -> list[Candid
     def turn(c: Candidate) -> int:
         if not spread or not uninformed(c):
             return 0
-        group = (c.transform, c.module, c.function)
+        group = (c.transform, c.module, c.function, c.site)
         turns[group] = turns.get(group, -1) + 1
         return turns[group]
 
-    ranked = [(-round(c.expected, 2), turn(c), forward_rank(c.transform), i, c) for i, c in enumerate(candidates)]
+    # turns counted best expectation first: a candidate expecting x0.75 does not take its family's first turn
+    listed = sorted(enumerate(candidates), key=lambda ic: (-round(ic[1].expected, 2), ic[0]))
+    ranked = [(-round(c.expected, 2), turn(c), forward_rank(c.transform), i, c) for i, c in listed]
     seen, out = set(), []
     for *_, c in sorted(ranked, key=lambda r: r[:4]):
         if c.key not in seen:
@@ -269,9 +271,14 @@ def best_first(candidates: list[Candidate], spread: bool = False) -> list[Candid
 
 
 def uninformed(candidate: Candidate) -> bool:
-    """Whether no evidence speaks for the candidate: the catalog's default rewrite, or a skill whose effect was
-    measured on an unlike kernel (klineage.likeness) and so counts for nothing here."""
-    return candidate.origin == "catalog" or candidate.transfer.get("like_kernel") is False
+    """Whether no evidence speaks for the candidate: it expects no gain (to 1%), and is not an untimed step of a
+    like kernel's expert (the matmul expert's tiles on the int8 matmuls, in the expert's order of preference: its
+    second ran x2.02 on an H200, RESULTS.md#wild-quant-h200). The catalog's default rewrite, a skill measured on
+    an unlike kernel, and one measured on a like kernel at no gain all are: on group norm the softmax expert's
+    launch knob (x0.9996 there) took two evaluations after the spread was first written (RESULTS.md#wild-h100-9)."""
+    if round(candidate.expected, 2) > 1.0:
+        return False
+    return not (candidate.transfer.get("like_kernel") and candidate.transfer.get("recorded") is None)
 
 
 # --- the proposer -------------------------------------------------------------------------------------------------
