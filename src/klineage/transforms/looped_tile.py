@@ -374,8 +374,8 @@ def looped_body(kernel: cst.FunctionDef) -> Plan | None:
     """The kernel's twin body: its straight-line statements with the innermost tiled dimension swept in a loop,
     one pass per level of reductions over it; None where the kernel is not of the form this family splits."""
     code = node_code(kernel)
-    if any(name + "(" in code for name in SHAPED) or "for " in code or "while " in code:
-        return None
+    if any(name + "(" in code for name in SHAPED):
+        return None  # (a loop anywhere is refused by `_straight`)
     stmts = _straight(kernel)
     if stmts is None:
         return None
