@@ -170,3 +170,16 @@ def test_a_store_in_the_middle_pass_is_refused_but_scalar_stores_move_after_the_
     # s needs one pass, m (which reads s) a second; the two stores of reduced values after both
     assert code.count("for _kl_start in range(BLOCK, n, BLOCK)") == 2
     assert code.rindex("for _kl_start") < code.index("tl.store(y_ptr + row, s)")
+
+
+def test_untimed_where_the_bench_case_tile_fits_the_one_tile_kernel():
+    t = LoopedTile()
+    site = t.optimize_sites(SIMPLE)[0]
+
+    def rows(hw, warps=4):
+        return [{"kernel": "m.group_kernel", "constexprs": {"BLOCK_G": 32, "BLOCK_HW": hw}, "num_warps": warps}]
+
+    assert "4096-element tile" in t.untimed(SIMPLE, site, rows(128))  # 32 x 128 fits 1024 x 4: the original runs
+    assert t.untimed(SIMPLE, site, rows(4096)) == ""  # FlagGems's bench case: the twin runs
+    assert t.untimed(SIMPLE, site, rows(256, warps=8)) != ""  # 8192 elements at 8 warps fit
+    assert t.untimed(SIMPLE, site, None) == ""  # not known (the interpreter does not run the bench case)
