@@ -152,6 +152,10 @@ x = tl.load(x_ptr + row * n + cols, mask=cols < n, other=0.0)
             "no bound to sweep to",
         ),
         (
+            ROW + "tl.store(y_ptr + row, tl.sum(x, axis=0))\nz = tl.load(y_ptr)\ntl.store(y_ptr + 1, z)\n",
+            "a load after a store, which the twin would hoist above it",
+        ),
+        (
             ROW + "if tl.sum(x, axis=0) > 0:\n    y = x\nelse:\n    y = -x\ntl.store(y_ptr + cols, y, mask=cols < n)\n",
             "a branch on a reduced value around tile work",
         ),

@@ -382,6 +382,9 @@ def looped_body(kernel: cst.FunctionDef) -> Plan | None:
     tiles = _tiles(kernel, stmts)
     if not tiles:
         return None
+    stored = [i for i, stmt in enumerate(stmts) if _calls_store(stmt)]
+    if stored and any("tl.load(" in node_code(stmt) for stmt in stmts[stored[0] + 1 :]):
+        return None  # a load after a store may read it; the twin moves loads before every store
     inner = [(name, t) for name, t in tiles.items() if t[1] == t[2] - 1 and t[2] == max(x[2] for x in tiles.values())]
     if len(inner) != 1:
         return None
