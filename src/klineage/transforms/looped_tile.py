@@ -542,7 +542,7 @@ class LoopedTile(AnchoredTransform):
     Conditions: the kernel is straight-line (no loop, no early return), binds each name once, sizes the split
     dimension only by `tl.arange(0, B)` and masks it by one run-time bound; its reductions over the split
     dimension are `tl.sum`, `tl.max` or `tl.min`; every store along the split dimension runs in the last pass; no
-    call that sees the dimension's extent or order (a scan, a sort, a reshape, an atomic).
+    call that sees the dimension's extent or order (a scan, a sort, a reshape, an atomic); no load after a store.
 
     Failure: where the tile fits, more passes read the dimension more times (the dispatch keeps the one-tile
     kernel there); sums accumulate in another order (float results may differ in the last bits); a kernel that
