@@ -537,7 +537,8 @@ class LoopedTile(AnchoredTransform):
 
     Expert form: `if WHOLE * OTHERS <= 1024 * W: k[grid](..., B=WHOLE) else: k_looped[grid](..., B=capped)` with
     `k_looped` the twin `looped_twin(k)` writes: each reduction over the split dimension a pass of its own, the
-    stores in the last. Simple form: the launch of `k` alone. Params: none (the twin is derived from the kernel).
+    stores in the last. Simple form: the launch of `k` alone. Params: `per_thread`, the swept tile's values a
+    thread (a power of two up to 32, default 8); the twin itself is derived from the kernel.
 
     Conditions: the kernel is straight-line (no loop, no early return), binds each name once, sizes the split
     dimension only by `tl.arange(0, B)` and masks it by one run-time bound; its reductions over the split
