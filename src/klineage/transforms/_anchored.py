@@ -110,6 +110,15 @@ def names_in(node: cst.CSTNode) -> set[str]:
     return found
 
 
+def assignment(stmt: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
+    """(name, value) of a statement line that is only `name = value`, else None."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
+        a = stmt.body[0]
+        if len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Name):
+            return a.targets[0].target.value, a.value
+    return None
+
+
 def name_uses(node: cst.CSTNode) -> list[str]:
     """Every name under `node`, once per use, in source order (`names_in` keeps each once)."""
     found: list[str] = []

@@ -9,6 +9,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from klineage.transform import Site, Transform, dotted, is_kernel, node_code, register
+from klineage.transforms._anchored import assignment
 
 # The expert form, with the names the kernel uses (keys are the roles, as in Triton tutorial 03).
 GROUPED = """\
@@ -35,15 +36,6 @@ DEFAULTS = {
 }
 
 
-def _assign(stmt: cst.BaseStatement) -> tuple[str, cst.BaseExpression] | None:
-    """`name = value` as a statement line of its own."""
-    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
-        a = stmt.body[0]
-        if len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Name):
-            return a.targets[0].target.value, a.value
-    return None
-
-
 def _same(stmts: list[cst.BaseStatement], code: str) -> bool:
     try:
         expected = ast.dump(ast.parse(code))
@@ -67,7 +59,7 @@ def _tile_counts(body, i: int) -> tuple[set[str], set[str]]:
     """Names assigned by `tl.program_id(...)` and by `tl.cdiv(...)` / `triton.cdiv(...)` before body[i]."""
     pids, counts = set(), set()
     for stmt in body[:i]:
-        a = _assign(stmt)
+        a = assignment(stmt)
         if a and isinstance(a[1], cst.Call):
             func = dotted(a[1].func)
             if func in ("tl.program_id", "triton.language.program_id"):
@@ -95,7 +87,7 @@ def match_grouped(body, i: int, fn: cst.FunctionDef) -> dict | None:
     """Params (role -> name) when body[i:i+6] is the grouped mapping; else None."""
     if i + 6 > len(body):
         return None
-    parts = [_assign(s) for s in body[i : i + 6]]
+    parts = [assignment(s) for s in body[i : i + 6]]
     if any(p is None for p in parts):
         return None
     (g, g_val), (gid, gid_val), (first, _), (gsm, gsm_val), (pm, _), (pn, _) = parts
@@ -150,7 +142,7 @@ def match_row_major(body, i: int, fn: cst.FunctionDef) -> dict | None:
     kernel."""
     if i + 2 > len(body):
         return None
-    parts = [_assign(s) for s in body[i : i + 2]]
+    parts = [assignment(s) for s in body[i : i + 2]]
     if any(p is None for p in parts):
         return None
     (pm, pm_val), (pn, _) = parts
@@ -173,7 +165,7 @@ def _untiled_m(body, i: int, context: dict, fn: cst.FunctionDef) -> dict | None:
     pids, counts = _tile_counts(body, i)
     if context["pid"] not in pids or counts != {context["num_pid_n"]}:
         return None
-    value = next(a[1] for s in body[:i] if (a := _assign(s)) and a[0] == context["num_pid_n"])
+    value = next(a[1] for s in body[:i] if (a := assignment(s)) and a[0] == context["num_pid_n"])
     if len(value.args) != 2 or not all(isinstance(a.value, cst.Name) for a in value.args):
         return None
     size, block = (a.value.value for a in value.args)

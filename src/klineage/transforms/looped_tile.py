@@ -26,6 +26,7 @@ from klineage.transform import constexpr_params, dotted, is_autotuned, kwarg, no
 from klineage.transforms._anchored import (
     AnchoredTransform,
     Module,
+    assignment,
     bound_once,
     imported_modules,
     launch_statement,
@@ -58,23 +59,15 @@ PEELED = "_kl_first_"  # prefix of a tile name in a pass's peeled first tile
 
 @dataclass(frozen=True)
 class Plan:
-    """How a kernel splits: the offsets name and its tile constexpr, the dimension it indexes (of `ndim`), the
-    run-time extent the loop runs to (the bound its mask compares against), and the twin's body."""
+    """How a kernel splits: the offsets name and its tile constexpr, the run-time extent the loop runs to (the
+    bound its mask compares against), the other tiles' constexprs (a launch's whole tile is their product with the
+    split one) and the twin's body."""
 
     axis: str
     tile: str
     extent: str
+    others: tuple[str, ...]
     body: tuple[cst.BaseStatement, ...]
-
-
-def _assign(stmt: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
-    """(name, value) of a one-statement line `name = value`, else None."""
-    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
-        return None
-    small = stmt.body[0]
-    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
-        return small.targets[0].target.value, small.value
-    return None
 
 
 def _store(stmt: cst.CSTNode) -> bool:
@@ -85,7 +78,7 @@ def _store(stmt: cst.CSTNode) -> bool:
 
 
 def _written(stmt: cst.CSTNode) -> set[str]:
-    """Names a straight-line statement (an `if` included) assigns; None-safe for what `_straight` allows."""
+    """Names a straight-line statement (an `if` of assignments included) assigns."""
     found: set[str] = set()
 
     class V(cst.CSTVisitor):
@@ -133,7 +126,7 @@ def _straight(kernel: cst.FunctionDef) -> list[cst.BaseStatement] | None:
         small = stmt.body[0]
         if isinstance(small, cst.Pass) or (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
             return True
-        return _assign(stmt) is not None
+        return assignment(stmt) is not None
 
     out = []
     for stmt in kernel.body.body:
@@ -213,7 +206,7 @@ def _tiles(kernel: cst.FunctionDef, stmts: list) -> dict[str, tuple[str, int, in
     constexprs = constexpr_params(kernel)
     out = {}
     for stmt in stmts:
-        found = _assign(stmt)
+        found = assignment(stmt)
         if found is None:
             continue
         tile = _arange_tile(found[1], constexprs)
@@ -226,7 +219,7 @@ def _tiles(kernel: cst.FunctionDef, stmts: list) -> dict[str, tuple[str, int, in
 def _extent(kernel: cst.FunctionDef, axis: str, params: set[str], constexprs: set[str]) -> str | None:
     """The run-time bound `n` of every comparison `axis < n` (or `axis[None, :] < n`) in the kernel, if there is
     exactly one and it reads only parameters that are not constexpr; else None."""
-    bounds: set[str] = set()
+    bounds: dict[str, cst.BaseExpression | None] = {}  # code -> the bound (None: a comparison of another kind)
 
     class V(cst.CSTVisitor):
         def visit_Comparison(self, node: cst.Comparison) -> None:
@@ -235,16 +228,14 @@ def _extent(kernel: cst.FunctionDef, axis: str, params: set[str], constexprs: se
             if not (isinstance(base, cst.Name) and base.value == axis) or len(node.comparisons) != 1:
                 return
             target = node.comparisons[0]
-            if isinstance(target.operator, cst.LessThan):
-                bounds.add(node_code(target.comparator))
-            else:
-                bounds.add("?")
+            less = isinstance(target.operator, cst.LessThan)
+            bounds[node_code(target.comparator) if less else "?"] = target.comparator if less else None
 
     kernel.body.visit(V())
     if len(bounds) != 1 or "?" in bounds:
         return None
-    bound = next(iter(bounds))
-    names = names_in(cst.parse_expression(bound))
+    ((bound, node),) = bounds.items()
+    names = names_in(node)
     return bound if names and names <= params - constexprs else None
 
 
@@ -291,7 +282,7 @@ class _Split:
         return ("tile" if "tile" in kinds else "reduced" if "reduced" in kinds else "free"), level
 
     def _add(self, stmt: cst.BaseStatement) -> None:
-        found = _assign(stmt)
+        found = assignment(stmt)
         if found is not None and found[0] == self.axis:
             self.kind[self.axis], self.level[self.axis] = "tile", 0
             self.items.append({"stmt": stmt, "kind": "axis", "level": 0, "reads": set(), "writes": {self.axis}})
@@ -412,9 +403,8 @@ def looped_body(kernel: cst.FunctionDef) -> Plan | None:
     last = max([it["level"] for it in reductions] + [it["level"] for it in stores])
     if any(it["level"] != last for it in stores):
         return None  # a store a later pass could read back, or one that would run once per pass
-    if any(it["kind"] == "tile" and isinstance(it["stmt"], cst.If) for it in items):
-        return None
-    return Plan(axis, tile, extent, tuple(_emit(items, reductions, stores, axis, tile, extent, last)))
+    others = tuple(t[0] for name, t in tiles.items() if name != axis)
+    return Plan(axis, tile, extent, others, tuple(_emit(items, reductions, stores, axis, tile, extent, last)))
 
 
 def _calls_store(stmt: cst.CSTNode) -> bool:
@@ -464,8 +454,9 @@ def _emit(items, reductions, stores, axis, tile, extent, last) -> list[cst.BaseS
     return out
 
 
-def looped_twin(kernel: cst.FunctionDef) -> cst.FunctionDef | None:
-    plan = looped_body(kernel)
+def looped_twin(kernel: cst.FunctionDef, plan: Plan | None = None) -> cst.FunctionDef | None:
+    """The kernel's looped twin (`plan`: its `looped_body`, where the caller has it), or None."""
+    plan = plan or looped_body(kernel)
     if plan is None:
         return None
     comment = (
@@ -477,15 +468,13 @@ def looped_twin(kernel: cst.FunctionDef) -> cst.FunctionDef | None:
     return kernel.with_changes(name=cst.Name(kernel.name.value + TWIN), body=body, leading_lines=lines)
 
 
-def _whole(call: cst.Call, kernel: cst.FunctionDef, host: cst.FunctionDef) -> dict | None:
-    """What a launch of a splittable kernel passes: the split tile's `triton.next_power_of_2(...)` (written there, or
-    a name the launching function binds once to it), the other tiles' expressions and the warps. None where the
-    split tile is not the whole extent's power of two or a tile is not passed by keyword."""
-    plan = looped_body(kernel)
+def _whole(call: cst.Call, kernel: cst.FunctionDef, plan: Plan | None, host: cst.FunctionDef) -> dict | None:
+    """What a launch of a splittable kernel (`plan`: its `looped_body`) passes: the split tile's
+    `triton.next_power_of_2(...)` (written there, or a name the launching function binds once to it), the other
+    tiles' expressions and the warps. None where the split tile is not the whole extent's power of two or a tile is
+    not passed by keyword."""
     if plan is None or is_autotuned(kernel):
         return None
-    stmts = _straight(kernel) or []
-    tiles = _tiles(kernel, stmts)
     split = kwarg(call, plan.tile)
     whole = split.value if split is not None else None
     if isinstance(whole, cst.Name):
@@ -493,9 +482,7 @@ def _whole(call: cst.Call, kernel: cst.FunctionDef, host: cst.FunctionDef) -> di
     if not isinstance(whole, cst.Call) or dotted(whole.func) not in ("triton.next_power_of_2", "next_power_of_2"):
         return None
     others = []
-    for name, (tile, _, _) in tiles.items():
-        if name == plan.axis:
-            continue
+    for tile in plan.others:
         arg = kwarg(call, tile)
         if arg is None:
             return None
@@ -523,7 +510,7 @@ def _dispatched(module: Module, node: cst.If) -> tuple[cst.SimpleStatementLine, 
     kernel, twin = kernels.get(call.func.value.value), kernels.get(twin_call.func.value.value)
     if kernel is None or twin is None:
         return None
-    made = looped_twin(kernel)
+    made = looped_twin(kernel, module.once(kernel, looped_body))
     if made is None or node_code(made.with_changes(leading_lines=())) != node_code(twin.with_changes(leading_lines=())):
         return None
     return one, {"kernel": kernel.name.value}
@@ -602,7 +589,7 @@ class LoopedTile(AnchoredTransform):
             kernel = kernels.get(call.func.value.value) if call is not None else None
             if kernel is None or kernel.name.value + TWIN in kernels:
                 continue
-            seen = _whole(call, kernel, module.enclosing(node))
+            seen = _whole(call, kernel, module.once(kernel, looped_body), module.enclosing(node))
             if seen is not None:
                 found.append((node, seen))
         return found

@@ -8,6 +8,7 @@ from klineage.transform import broadcasts, constexpr_params, dotted, kwarg, node
 from klineage.transforms._anchored import (
     AnchoredTransform,
     Module,
+    assignment,
     bound_in,
     calls,
     imported_modules,
@@ -239,7 +240,7 @@ def reused(statements: list, exclusive: frozenset[str] = frozenset()) -> list:
 
     out, comments = [], []  # comments of a dropped statement go to the next one kept
     for stmt in statements:
-        assign = _simple_assign(stmt)
+        assign = assignment(stmt)
         if assign is not None and not any(w in node_code(stmt) for w in NOT_PURE):
             target, value = assign
             code, reads = node_code(value), names_in(value)
@@ -298,7 +299,7 @@ def one_load(statements: list) -> list:
             del seen[key]
         for name in [n for n, (_, names) in named.items() if n in rebound or names & rebound]:
             del named[name]
-        if (assign := _simple_assign(stmt)) is not None and assign[0] not in names_in(assign[1]):
+        if (assign := assignment(stmt)) is not None and assign[0] not in names_in(assign[1]):
             named[assign[0]] = (node_code(assign[1]), _reads(assign[1]))
         out.append(new)
     return out
@@ -340,18 +341,6 @@ def _load_key(call: cst.Call, named: dict[str, str]) -> tuple[tuple, str, str] |
     rest = tuple(sorted((k, v) for k, v in keywords.items() if k not in ("mask", "other")))
     mask = named.get(keywords["mask"], keywords["mask"])
     return (node_code(call.args[0].value), mask, rest), keywords["mask"], keywords["other"]
-
-
-def _simple_assign(stmt: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
-    if (
-        isinstance(stmt, cst.SimpleStatementLine)
-        and len(stmt.body) == 1
-        and isinstance(stmt.body[0], cst.Assign)
-        and len(stmt.body[0].targets) == 1
-        and isinstance(stmt.body[0].targets[0].target, cst.Name)
-    ):
-        return stmt.body[0].targets[0].target.value, stmt.body[0].value
-    return None
 
 
 def _calls(node: cst.CSTNode, prefixes: tuple[str, ...]) -> list[cst.Call]:
@@ -551,7 +540,7 @@ def _ladder_statement(module: Module, kernel: str) -> cst.SimpleStatementLine | 
         if not isinstance(block, cst.IndentedBlock):
             continue
         for stmt in block.body:
-            assign = _simple_assign(stmt)
+            assign = assignment(stmt)
             if assign is not None and assign[0] == WARPS_NAME and isinstance(assign[1], cst.IfExp):
                 return stmt
     return None
