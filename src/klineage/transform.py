@@ -159,13 +159,18 @@ class Transform:
         on another program's host code; as it is by default."""
         return after
 
-    def warp_ladders(self, source: str) -> dict[str, tuple[str, str]]:
-        """Kernels whose twin this family launches with warps computed from the tile by a ladder, each with (the
-        twin, the name the ladder binds): a kept candidate is followed by the ladder one rung down, then on."""
+    # the factor of a ladder's first rung (see `ladders`); the first rung slower, the other way once
+    ladder_first = 0.5
+
+    def ladders(self, source: str) -> dict[str, tuple[str, str]]:
+        """Kernels whose twin this family launches with a launch value it computes from the tile (whole_row_tile's
+        warps by tile width, looped_tile's swept values a thread), each with (the twin, the name of that value): the
+        launch-configuration search has no literal to change there, so a kept candidate is followed by the value
+        scaled one rung by `ladder_first`, then on the same way while that is kept."""
         return {}
 
     def scaled_ladder(self, source: str, kernel: str, factor: float) -> str | None:
-        """`source` with `kernel`'s warp ladder (see `warp_ladders`) scaled by `factor`; None where nothing moves."""
+        """`source` with `kernel`'s ladder (see `ladders`) scaled by `factor`; None where nothing moves."""
         return None
 
 

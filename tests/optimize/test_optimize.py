@@ -1011,6 +1011,35 @@ def _twin_proposer(name: str, settings, monkeypatch):
     return proposer, prog, twin
 
 
+def test_a_kept_looped_twin_has_its_swept_tile_searched_up_first(settings, monkeypatch):
+    """looped_tile's twin sweeps its dimension in tiles of per_thread x 32 x warps, computed at launch; on FlagGems's
+    group norm 16 values a thread ran at 0.276 ms where the default 8 ran at 0.392 ms (H100, RESULTS.md#wild-h100-9).
+    A kept looped twin is followed by its ladder one rung up; the first rung slower, one rung down from the twin
+    instead, once."""
+    from klineage.optimize import Attempt
+
+    monkeypatch.setattr("klineage.proposers.skill.device_name", lambda device: "NVIDIA H200")
+    folder = SUITES["heldout"] / "softmax_scale_mask"
+    wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
+
+    def outcome(cand, kept, speedup):
+        return Attempt(2, cand, kept, "kept" if kept else "not_faster", [], {"measured": True, "speedup": speedup})
+
+    for first_slower in (False, True):
+        proposer = SkillProposer(wl, settings, "cuda", [make_skill("looped_tile", {"per_thread": "8"}, speedup=1.5)])
+        twin = next(c for c in proposer.propose(prog) if c.transform == "looped_tile")
+        assert "256 * " in twin.program.source
+        up = proposer.observe(outcome(twin, True, 1.7), 4)
+        assert up.label.startswith("masked_softmax_kernel_looped per_thread x2 (its ladder, one rung up)")
+        assert "512 * " in up.program.source and "256 * " not in up.program.source
+        if first_slower:
+            down = proposer.observe(outcome(up, False, 0.9), 3)
+            assert "128 * " in down.program.source and "256 * " not in down.program.source
+            assert proposer.observe(outcome(down, False, 0.9), 2) is None
+        else:
+            assert "1024 * " in proposer.observe(outcome(up, True, 1.4), 3).program.source
+
+
 def test_a_rewrite_measured_no_faster_is_not_gated_again_after_another_change(settings, monkeypatch):
     """whole_row_tile on MSE's final reduction of a few hundred partials ran at x1.000, and was offered again after
     each kept block change: three of six evaluations on one rewrite (H200, run 8). Once gated here without a gain,
@@ -1195,6 +1224,35 @@ def test_a_kept_tile_step_is_followed_by_the_next_step_the_same_way(settings, mo
     )
     warps = [c for c in proposer.propose(knobbed) if "num_warps: 4 -> 8" in c.label]
     assert warps and seen(warps[0], True) is None
+
+
+def test_a_tile_step_clearly_slower_is_followed_by_the_step_the_other_way(settings, monkeypatch):
+    """FlagGems's radix sort ran at x0.12 with TILE_N 1024 -> 2048, and KLineage's spread had put 1024 -> 512 (x1.57
+    for blind) behind every other family (H100, RESULTS.md#wild-h100-10). A tile step slower beyond both spreads is
+    followed by the step the other way from the same program, once; a step within the noise, a kept one, or a step
+    with no budget left is not."""
+    from klineage.optimize import Attempt
+
+    monkeypatch.setattr("klineage.proposers.skill.device_name", lambda device: "NVIDIA H200")
+    folder = SUITES["heldout"] / "mse_loss"
+    wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
+    proposer = SkillProposer(wl, settings, "cuda", [])
+    up = next(c for c in proposer.propose(prog) if c.label == "BLOCK: 256 -> 512")
+
+    def seen(cand, speedup, left=3, spread=0.01):
+        effect = {"measured": True, "speedup": speedup, "current_spread": spread, "candidate_spread": spread}
+        return proposer.observe(Attempt(2, cand, False, "not_faster", [], effect), left)
+
+    assert seen(up, 0.99) is None  # within the two spreads: no order measured
+    assert seen(up, 0.9, spread=0.1) is None  # nor here
+    assert seen(up, 0.5, left=0) is None
+    back = seen(up, 0.12)
+    assert back.label == "BLOCK: 256 -> 128" and "BLOCK = 128" in back.program.source
+    assert seen(up, 0.12) is None  # once per program and tunable
+    assert seen(back, 0.5) is None  # its other way is where the walk came from
+    assert proposer.observe(Attempt(2, up, True, "kept", [], {"measured": True, "speedup": 0.5}), 3).label != (
+        "BLOCK: 256 -> 128"
+    )
 
 
 def test_a_tile_step_that_paid_much_is_followed_by_two_steps_at_once(settings, monkeypatch):

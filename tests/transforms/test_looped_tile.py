@@ -187,3 +187,25 @@ def test_untimed_where_the_bench_case_tile_fits_the_one_tile_kernel():
     assert t.untimed(SIMPLE, site, rows(4096)) == ""  # FlagGems's bench case: the twin runs
     assert t.untimed(SIMPLE, site, rows(256, warps=8)) != ""  # 8192 elements at 8 warps fit
     assert t.untimed(SIMPLE, site, None) == ""  # not known (the interpreter does not run the bench case)
+
+
+def test_the_swept_tile_is_a_ladder_of_values_a_thread():
+    """The twin's swept tile is computed at launch (`max(1, min(WHOLE, per_thread * 32 * W // OTHERS))`): the
+    launch-configuration search has no literal to move, so the family names it as a ladder, scaled by powers of
+    two within 1..32 values a thread; the scaled dispatch is still this family's expert form."""
+    t = LoopedTile()
+    source = t.optimize(SIMPLE, t.optimize_sites(SIMPLE)[0], {})
+    assert t.ladders(SIMPLE) == {}
+    assert t.ladders(source) == {"group_kernel": ("group_kernel_looped", "per_thread")}
+    up = t.scaled_ladder(source, "group_kernel", t.ladder_first)
+    assert t.ladder_first == 2.0
+    assert "BLOCK_HW=max(1, min(triton.next_power_of_2(hw), 512 * 4 // (triton.next_power_of_2(c // groups))))" in up
+    assert "256 * 4 //" not in up and "<= 1024 * 4:" in up  # the dispatch's cap is not the ladder
+    assert "128 * 4 //" in t.scaled_ladder(source, "group_kernel", 0.5)
+    assert (
+        t.scaled_ladder(t.optimize(SIMPLE, t.optimize_sites(SIMPLE)[0], {"per_thread": "32"}), "group_kernel", 2)
+        is None
+    )
+    assert t.scaled_ladder(source, "softmax_kernel", 2) is None  # no twin there
+    assert [s.params for s in t.sites(up)] == [{"kernel": "group_kernel"}]
+    assert t.simplify(up, t.sites(up)[0]) == SIMPLE

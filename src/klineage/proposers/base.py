@@ -301,6 +301,10 @@ class Proposer:
         self.launched: dict[str, list[dict] | None] = {}
         # launch-configuration steps listed so far: candidate key -> {tunable key: (keyword, before, after)}
         self._steps: dict[tuple, dict[str, tuple[str, int, int]]] = {}
+        # ... and where each was written from: candidate key -> (program, module, source)
+        self._step_from: dict[tuple, tuple[Program, str, str]] = {}
+        # (program hash, module, tunable keys) not to go the other way from again: turned once, or reached the same way
+        self._turned: set[tuple] = set()
 
     def propose(self, program: Program) -> list[Candidate]:
         raise NotImplementedError
@@ -384,6 +388,7 @@ class Proposer:
             label, origin, LAUNCH_CONFIG, module, next(iter(moves)).function, values, expected, "", (), make
         )
         self._steps[cand.key] = {t.key: (t.keyword, t.value, v) for t, v in moves.items()}
+        self._step_from[cand.key] = (program, module, source)
         return cand
 
     def _same_way(self, attempt, evaluations_left: int) -> Candidate | None:
@@ -414,5 +419,48 @@ class Proposer:
                     break
                 moves[t] = further
             else:
-                return self._step(cand.program, cand.module, source, moves, cand.origin, cand.expected)
+                onward = self._step(cand.program, cand.module, source, moves, cand.origin, cand.expected)
+                self._turned.add(self._turn_key(onward))  # the other way from it is where the walk came from
+                return onward
         return None
+
+    def _turn_key(self, cand: Candidate) -> tuple:
+        program, module, _ = self._step_from[cand.key]
+        return program.hash, module, tuple(sorted(self._steps[cand.key]))
+
+    def _other_way(self, attempt, evaluations_left: int) -> Candidate | None:
+        """After a tile step of one doubling measured slower beyond both spreads, the step the other way from the
+        same program, gated before the round's list (once per program and tunables): a tile has one best size, and
+        the slope just measured points away from it. On FlagGems's radix sort TILE_N 1024 -> 2048 ran at x0.12;
+        KLineage's spread (best_first) had put 1024 -> 512 behind every other family's first candidate and spent
+        its two evaluations left on launch knobs (x1.000) where blind's next neighbour, 1024 -> 512, ran at x1.57
+        (H100, RESULTS.md#wild-h100-10). Warps keep their own order (Warps.measured); a step within the noise says
+        nothing of the other side."""
+        cand, effect = attempt.candidate, attempt.effect
+        step, origin = self._steps.get(cand.key), self._step_from.get(cand.key)
+        if step is None or origin is None or attempt.kept or attempt.outcome != "not_faster" or evaluations_left < 1:
+            return None
+        if not effect.get("measured") or not effect.get("speedup"):
+            return None
+        noise = max(effect.get("current_spread", 0.0) + effect.get("candidate_spread", 0.0), 0.01)
+        if effect["speedup"] >= 1 / (1 + noise):
+            return None
+        if any(
+            keyword in launch_config.KNOBS or after not in (2 * before, before // 2)
+            for keyword, before, after in step.values()
+        ):
+            return None
+        program, module, source = origin
+        turned = self._turn_key(cand)
+        if turned in self._turned:
+            return None
+        now = {t.key: t for t in launch_config.tunables(source, work=True)}
+        moves = {}
+        for key, (_, before, after) in step.items():
+            t = now.get(key)
+            other = before // 2 if after > before else before * 2
+            if t is None or t.value != before or not launch_config.allowed(t, other):
+                return None
+            moves[t] = other
+        self._turned.add(turned)
+        return self._step(program, module, source, moves, cand.origin, cand.expected)

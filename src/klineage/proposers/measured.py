@@ -1,5 +1,5 @@
 """What a KLineage run measured so far, and what it says about candidates still listed or worth trying next: the
-rewrites it spent, the warps it ordered at each launch, and the warp ladders of the twins it kept. SkillProposer
+rewrites it spent, the warps it ordered at each launch, and the ladders of the twins it kept. SkillProposer
 holds one of each (`worth` asks them before a candidate is gated, `observe` tells them every attempt)."""
 
 from __future__ import annotations
@@ -172,7 +172,7 @@ class Warps:
 @dataclass(frozen=True)
 class Rung:
     """Where a ladder follow-up stands: the family whose twin it scales, the kernel, the factor it applied, the
-    program it rewrote, its step number, and the names its label and parameter use (Transform.warp_ladders)."""
+    program it rewrote, its step number, and the names its label and parameter use (Transform.ladders)."""
 
     family: Transform
     module: str
@@ -186,10 +186,11 @@ class Rung:
 
 @dataclass
 class Ladders:
-    """The warps of a kept twin, one rung of its ladder at a time (Transform.warp_ladders): they are computed at
-    launch from the row's tile, so the launch-configuration search has no literal to change, and after the
-    one-tile twin the layer norms, log-softmax and row argmax had stopped with budget left (H200,
-    RESULTS.md#run-9). Halved first; kept, halved again; the first halving slower, doubled once instead."""
+    """A launch value of a kept twin computed from its tile, one rung of its ladder at a time (Transform.ladders):
+    the launch-configuration search has no literal to change there. After the one-tile twin (whole_row_tile's warps)
+    the layer norms, log-softmax and row argmax had stopped with budget left (H200, RESULTS.md#run-9): its warps
+    are halved first; kept, halved again; the first halving slower, doubled once instead. looped_tile's swept
+    values a thread go up first (LoopedTile.ladder_first)."""
 
     rungs: dict[tuple, Rung] = field(default_factory=dict)  # a follow-up (by key) -> where it stands
     laddered: set[tuple[str, str]] = field(default_factory=set)  # (module, kernel) whose ladder was started
@@ -199,13 +200,13 @@ class Ladders:
         if evaluations_left < 1:
             return None
         if (family := families.get(cand.transform)) is not None and attempt.kept:
-            return self._step(family, cand, cand.program, 0.5, 1, None)
+            return self._step(family, cand, cand.program, family.ladder_first, 1, None)
         if (at := self.rungs.get(cand.key)) is None:
             return None
         if attempt.kept:
             return self._step(at.family, cand, cand.program, at.factor, at.steps + 1, at)
-        if at.steps == 1 and at.factor < 1 and attempt.outcome == "not_faster":
-            return self._step(at.family, cand, at.base, 2.0, 1, at)
+        if at.steps == 1 and at.factor == at.family.ladder_first and attempt.outcome == "not_faster":
+            return self._step(at.family, cand, at.base, 1 / at.factor, 1, at)
         return None
 
     def _step(
@@ -215,14 +216,14 @@ class Ladders:
             if at is not None:
                 ladders = {at.kernel: (at.twin, at.name)}
             else:
-                ladders = {k: v for k, v in family.warp_ladders(source).items() if (module, k) not in self.laddered}
+                ladders = {k: v for k, v in family.ladders(source).items() if (module, k) not in self.laddered}
             for kernel, (twin, name) in ladders.items():
                 new = family.scaled_ladder(source, kernel, factor)
                 if new is None:
                     continue
                 self.laddered.add((module, kernel))
                 follow = Candidate(
-                    f"{twin} warps x{factor:g} (its ladder, one rung {'down' if factor < 1 else 'up'})",
+                    f"{twin} {name} x{factor:g} (its ladder, one rung {'down' if factor < 1 else 'up'})",
                     cand.origin,
                     LAUNCH_CONFIG,
                     module,

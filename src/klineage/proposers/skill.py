@@ -492,13 +492,15 @@ class SkillProposer(Proposer):
 
     def observe(self, attempt, evaluations_left: int) -> Candidate | None:
         """Records what the attempt measured (a spent rewrite, an order of two warp counts) and returns what it says
-        to gate next: a kept twin's ladder one rung on, a kept tile step the same way again, fewer warps where more
-        measured a clear slowdown."""
+        to gate next: a kept twin's ladder one rung on, a kept tile step the same way again, a tile step measured
+        clearly slower the other way, fewer warps where more measured a clear slowdown."""
         self.spent.record(attempt)
         if (ladder := self.ladders.follow(attempt, evaluations_left, self.transforms)) is not None:
             return ladder
         if (onward := self._same_way(attempt, evaluations_left)) is not None:
             return onward
+        if (back := self._other_way(attempt, evaluations_left)) is not None:
+            return back
         return self.warps.measured(attempt, evaluations_left)
 
 

@@ -30,6 +30,7 @@ from klineage.transforms._anchored import (
     bound_once,
     imported_modules,
     launch_statement,
+    launches,
     name_uses,
     names_in,
 )
@@ -497,6 +498,46 @@ def _whole(call: cst.Call, kernel: cst.FunctionDef, plan: Plan | None, host: cst
     }
 
 
+def _swept_values(module: Module, kernel: str) -> list[cst.Integer]:
+    """The `per_thread * 32` literals of the swept tiles `optimized` writes into the launches of `kernel`'s looped
+    twin: `max(1, min(WHOLE, <literal> * W [// OTHERS]))`."""
+    found = []
+    for call in launches(module.tree):
+        if call.func.value.value != kernel + TWIN:
+            continue
+        for arg in call.args:
+            value = arg.value
+            if arg.keyword is None or not _named_call(value, "max") or not _named_call(value.args[1].value, "min"):
+                continue
+            if not (isinstance(value.args[0].value, cst.Integer) and value.args[0].value.value == "1"):
+                continue
+            left = value.args[1].value.args[1].value
+            while isinstance(left, cst.BinaryOperation):
+                left = left.left
+            if isinstance(left, cst.Integer) and int(left.value) % 32 == 0:
+                found.append(left)
+    return found
+
+
+def _named_call(node: cst.BaseExpression, name: str) -> bool:
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value == name
+        and len(node.args) == 2
+    )
+
+
+class _Replaced(cst.CSTTransformer):
+    """Each node of `nodes` (by identity) replaced by its value there."""
+
+    def __init__(self, nodes: dict[cst.CSTNode, cst.CSTNode]):
+        self.nodes = nodes
+
+    def on_leave(self, original, updated):
+        return self.nodes.get(original, updated)
+
+
 def _dispatched(module: Module, node: cst.If) -> tuple[cst.SimpleStatementLine, dict] | None:
     """For the dispatch this family writes, (the one-tile launch statement, what it launches): `if ...: k[grid](...)
     else: k_looped[grid](...)` with k_looped the twin `looped_twin(k)` writes."""
@@ -545,8 +586,41 @@ class LoopedTile(AnchoredTransform):
     forward_rank = 2
     twin_suffix = TWIN
 
+    # the swept tile's ladder goes up first: the default is the moderate tile, and on FlagGems's group norm (H100,
+    # retime_rewrite, RESULTS.md#wild-h100-9) 16 values a thread ran at 0.276 ms where 8 ran at 0.392 ms
+    ladder_first = 2.0
+
     def default_params(self) -> dict:
         return {"per_thread": str(SWEPT_PER_THREAD)}
+
+    def ladders(self, source: str) -> dict[str, tuple[str, str]]:
+        """The kernels whose looped twin is launched with a swept tile this family computed from `per_thread`
+        (`max(1, min(WHOLE, per_thread * 32 * W // OTHERS))`): no literal tile for the launch-configuration search."""
+        try:
+            module = Module(source)
+        except cst.ParserSyntaxError:
+            return {}
+        kernels = module.kernels()
+        return {k: (k + TWIN, "per_thread") for k in kernels if k + TWIN in kernels and _swept_values(module, k)}
+
+    def scaled_ladder(self, source: str, kernel: str, factor: float) -> str | None:
+        """`source` with the per_thread of every launch of `kernel`'s looped twin scaled by `factor`, a power of two
+        within 1..PER_THREAD; None where that leaves the range or nothing moves."""
+        module = Module(source)
+        found = _swept_values(module, kernel)
+        if not found:
+            return None
+        replaced = {}
+        for node in found:
+            per_thread = int(node.value) // 32 * factor
+            if (
+                per_thread != int(per_thread)
+                or not 1 <= per_thread <= PER_THREAD
+                or int(per_thread) & (int(per_thread) - 1)
+            ):
+                return None
+            replaced[node] = cst.Integer(str(int(per_thread) * 32))
+        return module.tree.visit(_Replaced(replaced)).code
 
     def untimed(self, source: str, site, launches: list[dict] | None) -> str:
         """Why the bench case would run the one-tile kernel: its launches asked for a tile of at most 1024 x warps

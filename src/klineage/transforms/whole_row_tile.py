@@ -434,7 +434,7 @@ class WholeRowTile(AnchoredTransform):
     forward_rank = 2
     twin_suffix = TWIN
 
-    def warp_ladders(self, source: str) -> dict[str, tuple[str, str]]:
+    def ladders(self, source: str) -> dict[str, tuple[str, str]]:
         """The kernels whose one-tile twin is launched with this family's warp ladder: computed at launch from the
         row's tile, so the launch-configuration search has no literal to change there."""
         return {kernel: (kernel + TWIN, WARPS_NAME) for kernel in twin_ladders(source)}
