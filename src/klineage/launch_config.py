@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from klineage.carry import literal_int
-from klineage.transform import broadcasts, constexpr_params, dotted, int_literal, is_jit, literal_bindings
+from klineage.transform import Bindings, broadcasts, constexpr_params, dotted, int_literal, is_jit
 
 # Constexpr names that are tile sizes by convention (BLOCK_M, BLOCK_SIZE, TILE_N, BLOCK, BN, GROUP_M excluded).
 TILE_NAME = re.compile(r"^(BLOCK|TILE)(_?[A-Z0-9]*)?$|^B[MNK]$|^(BLOCK|TILE)_SIZE(_[A-Z0-9]+)?$")
@@ -79,10 +79,15 @@ class Tunable:
     function: str
     work: bool = False  # work per program (a loop's bound), not a tile
     step: str = ""  # for work per program: the keyword of the tile its loop steps by, where it is one
+    # for a name the launching function binds more than once: which binding the launch reads (1, 2, ... in source
+    # order; transform.Bindings.reaching), 0 where it binds the name once
+    binding: int = 0
 
     @property
     def key(self) -> str:
-        return self.name if self.bound == "assigned" else f"{self.kernel}.{self.keyword}"
+        if self.bound == "assigned":
+            return f"{self.name}#{self.binding}" if self.binding else self.name
+        return f"{self.kernel}.{self.keyword}"
 
 
 def _loop_bounds(module: cst.Module) -> dict[str, dict[str, str]]:
@@ -214,18 +219,43 @@ def _launched(call: cst.Call) -> str | None:
     return None
 
 
-class _Finder(cst.CSTVisitor):
-    def __init__(self, source: str, work: dict[str, dict[str, str]] | None = None):
-        self.source = source
+class _InFunctions(cst.CSTVisitor):
+    """Tracks the function and the statement a visited call is in, and the function's bindings (the literal a name
+    at a launch holds: transform.Bindings.reaching)."""
+
+    def __init__(self):
         self.functions: list[cst.FunctionDef] = []
-        self.found: list[Tunable] = []
-        self.work = work or {}
+        self.statements: list[cst.SimpleStatementLine] = []
+        self._bindings: dict[int, Bindings] = {}
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.append(node)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.pop()
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self.statements.append(node)
+
+    def leave_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self.statements.pop()
+
+    def reaching(self, name: str) -> tuple[int, int] | None:
+        """(literal, binding) the name holds at the statement being visited, in the function around it."""
+        if not self.functions or not self.statements:
+            return None
+        function = self.functions[-1]
+        if id(function) not in self._bindings:
+            self._bindings[id(function)] = Bindings(function)
+        return self._bindings[id(function)].reaching(self.statements[-1], name)
+
+
+class _Finder(_InFunctions):
+    def __init__(self, source: str, work: dict[str, dict[str, str]] | None = None):
+        super().__init__()
+        self.source = source
+        self.found: list[Tunable] = []
+        self.work = work or {}
 
     def visit_Call(self, node: cst.Call) -> None:
         kernel = _launched(node)
@@ -239,7 +269,6 @@ class _Finder(cst.CSTVisitor):
                         self.found.append(Tunable(callee, keyword, keyword, v, "config", fname))
             return
         signature = _signature(self.source, kernel)
-        bindings = literal_bindings(function) if function is not None else {}
         for keyword, arg in _named_args(node, signature):
             tile = keyword in KNOBS or _is_tile(keyword, signature)
             work = not tile and keyword in self.work.get(kernel, ())
@@ -249,9 +278,10 @@ class _Finder(cst.CSTVisitor):
             step = self.work[kernel][keyword] if work else ""
             if (value := int_literal(arg.value)) is not None:
                 self.found.append(Tunable(kernel, keyword, keyword, value, "literal", fname, work, step))
-            elif isinstance(arg.value, cst.Name) and arg.value.value in bindings:
-                name = arg.value.value
-                self.found.append(Tunable(kernel, keyword, name, bindings[name], "assigned", fname, work, step))
+            elif isinstance(arg.value, cst.Name) and (held := self.reaching(arg.value.value)) is not None:
+                value, binding = held
+                t = Tunable(kernel, keyword, arg.value.value, value, "assigned", fname, work, step, binding)
+                self.found.append(t)
 
 
 def tunables(source: str, work: bool = False) -> list[Tunable]:
@@ -277,8 +307,21 @@ def _tunables(source: str) -> tuple[Tunable, ...]:
 
 
 class _Rewriter(cst.CSTTransformer):
-    def __init__(self, source: str, values: dict[str, int], found: dict[str, Tunable]):
+    def __init__(self, source: str, values: dict[str, int], found: dict[str, Tunable], module: cst.Module):
         self.source, self.values, self.found = source, values, found
+        # id of the statement binding a retuned host name -> {name: value}: the binding its launches read, in the
+        # launching function, and no other (a name bound for another kernel below, or in another function, stays)
+        self.assigned: dict[int, dict[str, int]] = {}
+        functions = _all_functions(module)
+        for key, value in values.items():
+            t = found[key]
+            if t.bound != "assigned":
+                continue
+            for function in (f for f in functions if f.name.value == t.function):
+                named = [b for b in Bindings(function).found if b.name == t.name]
+                chosen = named[t.binding - 1] if t.binding else named[0] if len(named) == 1 else None
+                if chosen is not None and chosen.value is not None:
+                    self.assigned.setdefault(id(chosen.statement), {})[t.name] = value
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
         kernel = _launched(updated)
@@ -316,13 +359,14 @@ class _Rewriter(cst.CSTTransformer):
     def leave_SimpleStatementLine(self, original, updated):
         """`A = B = 32` with B retuned becomes `A = 32` and `B = 64` on separate lines; in `A, B = 512, 128` the
         retuned element changes in place."""
-        if len(updated.body) != 1 or not isinstance(updated.body[0], cst.Assign):
+        here = self.assigned.get(id(original))
+        if not here or len(updated.body) != 1 or not isinstance(updated.body[0], cst.Assign):
             return updated
         assign = updated.body[0]
         if len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Tuple):
-            return self._tuple(updated, assign)
+            return self._tuple(updated, assign, here)
         names = [t.target.value for t in assign.targets if isinstance(t.target, cst.Name)]
-        if int_literal(assign.value) is None or not any(n in self.values for n in names):
+        if int_literal(assign.value) is None or not any(n in here for n in names):
             return updated
         if len(names) != len(assign.targets):
             return updated
@@ -330,7 +374,7 @@ class _Rewriter(cst.CSTTransformer):
             updated.with_changes(
                 body=[
                     cst.Assign(
-                        [cst.AssignTarget(cst.Name(n))], cst.Integer(str(self.values.get(n, int_literal(assign.value))))
+                        [cst.AssignTarget(cst.Name(n))], cst.Integer(str(here.get(n, int_literal(assign.value))))
                     )
                 ]
             )
@@ -338,15 +382,15 @@ class _Rewriter(cst.CSTTransformer):
         ]
         return cst.FlattenSentinel(lines)
 
-    def _tuple(self, line, assign: cst.Assign):
+    def _tuple(self, line, assign: cst.Assign, here: dict[str, int]):
         target, value = assign.targets[0].target, assign.value
         if not isinstance(value, cst.Tuple) or len(value.elements) != len(target.elements):
             return line
         elements = []
         for t, v in zip(target.elements, value.elements):
             name = t.value.value if isinstance(t.value, cst.Name) else None
-            if name in self.values and int_literal(v.value) is not None:
-                v = v.with_changes(value=cst.Integer(str(self.values[name])))
+            if name in here and int_literal(v.value) is not None:
+                v = v.with_changes(value=cst.Integer(str(here[name])))
             elements.append(v)
         return line.with_changes(body=[assign.with_changes(value=value.with_changes(elements=elements))])
 
@@ -476,16 +520,11 @@ def kernel_rows(launches: list[dict] | None, kernel: str) -> list[dict]:
     return [row for row in launches or [] if row.get("kernel", "").rsplit(".", 1)[-1] == kernel]
 
 
-class _LaunchTiles(cst.CSTVisitor):
+class _LaunchTiles(_InFunctions):
     def __init__(self, kernel: str, signature: _Signature | None = None):
-        self.kernel, self.functions, self.tiles = kernel, [], []  # per launch: its literal tile sizes, or None
+        super().__init__()
+        self.kernel, self.tiles = kernel, []  # per launch: its literal tile sizes, or None
         self.signature = signature
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.functions.append(node)
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.functions.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
         if not (
@@ -494,14 +533,13 @@ class _LaunchTiles(cst.CSTVisitor):
             and node.func.value.value == self.kernel
         ):
             return
-        bindings = literal_bindings(self.functions[-1]) if self.functions else {}
         tiles = {}
         for name, arg in _named_args(node, self.signature):
             if not _is_tile(name, self.signature):
                 continue
             value = int_literal(arg.value)
-            if value is None and isinstance(arg.value, cst.Name):
-                value = bindings.get(arg.value.value)
+            if value is None and isinstance(arg.value, cst.Name) and (held := self.reaching(arg.value.value)):
+                value = held[0]
             if value is None:
                 self.tiles.append(None)
                 return
@@ -515,7 +553,19 @@ def with_values(source: str, values: dict[str, int]) -> str:
     unknown = set(values) - set(found)
     if unknown:
         raise KeyError(f"not tunable here: {sorted(unknown)}")
-    return cst.parse_module(source).visit(_Rewriter(source, values, found)).code
+    module = cst.parse_module(source)
+    return module.visit(_Rewriter(source, values, found, module)).code
+
+
+def _all_functions(node: cst.CSTNode) -> list[cst.FunctionDef]:
+    found: list[cst.FunctionDef] = []
+
+    class Functions(cst.CSTVisitor):
+        def visit_FunctionDef(self, f: cst.FunctionDef) -> None:
+            found.append(f)
+
+    node.visit(Functions())
+    return found
 
 
 def _pow2(v: int) -> bool:

@@ -295,27 +295,132 @@ def with_kwargs(call: cst.Call, values: dict[str, str]) -> cst.Call:
 
 
 def literal_bindings(function: cst.FunctionDef) -> dict[str, int]:
-    """Names the function binds exactly once at its top level, to an integer literal: `A = 32`, a chain
-    `A = B = 32`, or element-wise `A, B = 512, 128`. A name an augmented assignment (`A *= 2`) also binds is not
-    one (its value at a later launch is not the literal), nor an annotated one (launch_config rewrites plain
-    assignments only)."""
-    counts: dict[str, int] = {}
-    values: dict[str, int] = {}
-    for stmt in function.body.body:
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            continue
-        for small in stmt.body:
+    """Names the function binds exactly once, at its top level, to an integer literal: `A = 32`, a chain
+    `A = B = 32`, or element-wise `A, B = 512, 128`. A name bound anywhere else too (an augmented assignment
+    `A *= 2`, a loop target, a second assignment in a nested block) is not one: its value at a later launch need not
+    be the literal. For the binding one launch reads, see `Bindings.reaching`."""
+    bindings = Bindings(function)
+    out = {}
+    for b in bindings.found:
+        if b.value is not None and len(b.blocks) == 1 and bindings.count(b.name) == 1:
+            out[b.name] = b.value
+    return out
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One binding of a name in a function: the integer literal a plain assignment binds (`A = 32`, a chain, an
+    element of a tuple of literals), None for any other binding (a computed value, an augmented or annotated
+    assignment, a loop or `with` target); the statement, or the loop, that binds it; its place in source order; the
+    ids of the blocks and loops around it, outermost first."""
+
+    name: str
+    value: int | None
+    statement: cst.CSTNode
+    order: float
+    blocks: tuple[int, ...]
+    loops: tuple[int, ...]
+
+
+class Bindings(cst.CSTVisitor):
+    """Every statement and every binding of a name in one function, in source order, not inside the functions,
+    classes and lambdas it defines: which binding a launch reads (`reaching`). FlagGems's radix sort binds
+    `TILE_N = 1024` for its histogram kernel and, in a nested block below, `TILE_N = 2048` for its sweep kernel; the
+    launch-configuration search had read both launches' TILE_N as 1024 and rewritten both bindings together."""
+
+    def __init__(self, function: cst.FunctionDef):
+        self.root = function
+        self._blocks: list[int] = []
+        self._loops: list[int] = []
+        self.statements: dict[int, tuple[int, tuple[int, ...], tuple[int, ...]]] = {}
+        self.found: list[Binding] = []
+        function.visit(self)
+
+    def count(self, name: str) -> int:
+        return sum(b.name == name for b in self.found)
+
+    def reaching(self, statement: cst.CSTNode, name: str) -> tuple[int, int] | None:
+        """(the literal, which binding of the name it is: 1, 2, ... in source order, 0 where the function binds
+        the name once) a launch in `statement` reads for `name`; None unless one literal binding reaches it on every
+        path: the last binding before the statement, in a block around it, and no other binding of the name in a
+        loop around it."""
+        where = self.statements.get(id(statement))
+        named = [b for b in self.found if b.name == name]
+        before = [b for b in named if where is not None and b.order < where[0]]
+        if not before or before[-1].value is None:
+            return None
+        last, (_, blocks, loops) = before[-1], where
+        if last.blocks != blocks[: len(last.blocks)]:
+            return None  # in a branch or a block the launch is not inside
+        if any(b is not last and set(b.loops) & set(loops) for b in named):
+            return None  # bound again in a loop around the launch: a later pass reads another value
+        return last.value, 0 if len(named) == 1 else named.index(last) + 1
+
+    def _bind(self, name: str, value: int | None, node: cst.CSTNode, order: float) -> None:
+        self.found.append(Binding(name, value, node, order, tuple(self._blocks), tuple(self._loops)))
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return node is self.root
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._blocks.append(id(node))
+
+    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._blocks.pop()
+
+    def visit_For(self, node: cst.For) -> None:
+        self._loops.append(id(node))
+        for name in _target_names(node.target):
+            self._bind(name, None, node, len(self.statements) - 0.5)
+
+    def leave_For(self, node: cst.For) -> None:
+        self._loops.pop()
+
+    def visit_While(self, node: cst.While) -> None:
+        self._loops.append(id(node))
+
+    def leave_While(self, node: cst.While) -> None:
+        self._loops.pop()
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        for name in _target_names(node.asname.name) if node.asname is not None else []:
+            self._bind(name, None, node, len(self.statements) - 0.5)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        for name in _target_names(node.target):
+            self._bind(name, None, node, len(self.statements) - 0.5)
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        order = len(self.statements)
+        self.statements[id(node)] = (order, tuple(self._blocks), tuple(self._loops))
+        for small in node.body:
             if isinstance(small, cst.Assign):
-                pairs = [p for target in small.targets for p in _literal_pairs(target.target, small.value)]
-            elif isinstance(small, cst.AnnAssign | cst.AugAssign) and isinstance(small.target, cst.Name):
-                pairs = [(small.target.value, None)]
-            else:
-                continue
-            for name, value in pairs:
-                counts[name] = counts.get(name, 0) + 1
-                if value is not None:
-                    values[name] = value
-    return {k: v for k, v in values.items() if counts[k] == 1}
+                for target in small.targets:
+                    pairs = _literal_pairs(target.target, small.value)
+                    named = {n for n, _ in pairs}
+                    pairs += [(n, None) for n in _target_names(target.target) if n not in named]
+                    for name, value in pairs:
+                        self._bind(name, value, node, order)
+            elif isinstance(small, cst.AnnAssign | cst.AugAssign):
+                for name in _target_names(small.target):
+                    self._bind(name, None, node, order)
+
+
+def _target_names(target: cst.BaseExpression) -> list[str]:
+    """The plain names an assignment target binds (`a`, `a, (b, c)`, `*rest`); not attributes or subscripts."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, cst.Tuple | cst.List):
+        return [n for e in target.elements for n in _target_names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []
 
 
 def int_literal(node: cst.BaseExpression | None) -> int | None:

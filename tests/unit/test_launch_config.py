@@ -57,6 +57,50 @@ def test_a_name_an_augmented_assignment_rebinds_is_not_a_literal():
     assert [t.value for t in tunables(source.replace("    BLOCK *= 2\n", ""))] == [128]
 
 
+def test_a_name_bound_again_for_another_launch_is_one_tunable_per_binding():
+    """FlagGems's radix sort binds `TILE_N = 1024` for its histogram kernel and, in a nested block, `TILE_N = 2048`
+    for its sweep kernel: the search had read both launches' TILE_N as 1024, and `TILE_N: 1024 -> 512` rewrote both
+    bindings (H100, RESULTS.md#wild-h100-10). Each launch now reads the binding that reaches it, keyed by which
+    binding it is, and a step rewrites that binding alone."""
+    source = (
+        "def forward(x):\n"
+        "    TILE_N = 1024\n"
+        "    hist[(1,)](x, TILE_N=TILE_N)\n"
+        "    with ctx():\n"
+        "        TILE_N = 2048\n"
+        "        sweep[(1,)](x, TILE_N=TILE_N)\n"
+        "\n"
+        "def other(x):\n"
+        "    TILE_N = 1024\n"
+        "    hist[(1,)](x, TILE_N=TILE_N)\n"
+    )
+    found = [(t.kernel, t.function, t.key, t.value) for t in tunables(source)]
+    assert found == [
+        ("hist", "forward", "TILE_N#1", 1024),
+        ("sweep", "forward", "TILE_N#2", 2048),
+        ("hist", "other", "TILE_N", 1024),
+    ]
+    first = with_values(source, {"TILE_N#1": 512})
+    assert first.count("TILE_N = 512") == 1 and "TILE_N = 2048" in first and first.count("TILE_N = 1024") == 1
+    assert first.index("TILE_N = 512") < first.index("def other")
+    assert with_values(source, {"TILE_N#2": 4096}).count("TILE_N = 1024") == 2
+    # a name bound once per function: the step rewrites its own function's binding, not the other's
+    assert with_values(source, {"TILE_N": 64}).index("TILE_N = 64") > source.index("def other")
+
+
+def test_a_binding_that_does_not_reach_the_launch_on_every_path_is_not_tunable():
+    """The literal is the launch's value only where the last binding before it is in a block around it and no
+    other binding of the name sits in a loop around it."""
+    branch = "def f(x):\n    BLOCK = 64\n    if x:\n        BLOCK = 128\n    k[(1,)](x, BLOCK=BLOCK)\n"
+    assert tunables(branch) == []
+    loop = "def f(x):\n    BLOCK = 64\n    for i in x:\n        k[(1,)](x, BLOCK=BLOCK)\n        BLOCK = 128\n"
+    assert tunables(loop) == []
+    target = "def f(x):\n    for BLOCK in (64, 128):\n        k[(1,)](x, BLOCK=BLOCK)\n"
+    assert tunables(target) == []
+    after = "def f(x):\n    BLOCK = 64\n    k[(1,)](x, BLOCK=BLOCK)\n    BLOCK = 128\n    k[(2,)](x, BLOCK=BLOCK)\n"
+    assert [(t.key, t.value) for t in tunables(after)] == [("BLOCK#1", 64), ("BLOCK#2", 128)]
+
+
 def test_a_loop_bound_constexpr_is_work_per_program_when_asked():
     """The atomic row sum's CHUNK bounds its kernel's loop and divides its grid: 512 ran at 0.59 of the roofline,
     8192 at 0.84 (H200). It is tunable as work per program, listed only with work=True, with wider bounds."""
