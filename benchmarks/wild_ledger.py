@@ -9,7 +9,10 @@ credited x1.0, geometric means over the re-timed final speedups where a re-time 
 instance's best). Rows from different commits and GPU kinds are joined: the table says which each came from, and
 the summary counts them by device, so a reader sees what the mixture is. Nothing is timed here.
 
-    PYTHONPATH=src python benchmarks/wild_ledger.py docs/runs [--methods klineage,blind,autotune] [--json]
+    PYTHONPATH=src python benchmarks/wild_ledger.py docs/runs [--methods klineage,blind,autotune] [--device H100]
+        [--json]
+
+`--device TEXT` reads only reports whose device names TEXT (one GPU kind's ledger, each instance's newest row on it).
 """
 
 from __future__ import annotations
@@ -32,9 +35,10 @@ def load(path: Path) -> dict:
         return json.load(f)
 
 
-def reports(root: Path) -> list[tuple[Path, dict]]:
-    """Every timed bench report under root, oldest first by its stamp's date (a merged report and the parts it was
-    merged from both count: the same rows, the later date wins a tie by path order, which changes nothing)."""
+def reports(root: Path, device: str = "") -> list[tuple[Path, dict]]:
+    """Every timed bench report under root (on a device whose name holds `device`, where given), oldest first by its
+    stamp's date (a merged report and the parts it was merged from both count: the same rows, the later date wins a
+    tie by path order, which changes nothing)."""
     found = []
     for path in sorted(root.rglob("bench*.json*")):
         if not path.name.endswith((".json", ".json.gz")):
@@ -45,6 +49,8 @@ def reports(root: Path) -> list[tuple[Path, dict]]:
             continue
         stamp = result.get("stamp") or {}
         if not stamp.get("timed") or "cpu" == str(stamp.get("device", "")).lower():
+            continue
+        if device and device.lower() not in str(stamp.get("device", "")).lower():
             continue
         found.append((path, result))
     return sorted(found, key=lambda pr: (pr[1]["stamp"].get("date", ""), str(pr[0])))
@@ -73,8 +79,8 @@ def final(row: Row) -> float | None:
     return row.retimed_speedup or row.speedup
 
 
-def ledger(root: Path, methods: list[str]) -> dict:
-    found = reports(root)
+def ledger(root: Path, methods: list[str], device: str = "") -> dict:
+    found = reports(root, device)
     newest = newest_rows(found, methods)
     started = {i: e for i, e in newest.items() if all(final(r) for r in e["rows"].values())}
     trajectories = {k: v for e in started.values() for k, v in e["trajectories"].items()}
@@ -124,13 +130,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", type=Path, help="a folder of bench reports (docs/runs)")
     parser.add_argument("--methods", default="klineage,blind,autotune")
+    parser.add_argument("--device", default="", help="only reports from a device whose name holds this")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if not args.root.is_dir():
         print(f"error: {args.root} is not a folder", file=sys.stderr)
         return 2
     methods = args.methods.split(",")
-    out = ledger(args.root, methods)
+    out = ledger(args.root, methods, args.device)
     if args.json:
         print(json.dumps(out, indent=1, default=str))
         return 0

@@ -51,3 +51,21 @@ def test_the_newest_complete_report_wins_and_escapes_count_as_the_start(tmp_path
     assert out["summary"]["klineage"]["escapes"] == 1
     assert abs(out["summary"]["blind"]["geomean_final"] - (1.2 * 1.2) ** 0.5) < 1e-9
     assert out["reports_read"] == 3
+
+
+def test_a_device_filter_keeps_each_instances_newest_row_on_that_kind(tmp_path):
+    _report(
+        tmp_path / "h100/bench.json",
+        "2026-12-01",
+        [_row("gems_x", "klineage", 1.5, None), _row("gems_x", "blind", 1.2, None)],
+    )
+    _report(
+        tmp_path / "h200/bench.json",
+        "2026-12-02",
+        [_row("gems_x", "klineage", 1.1, None), _row("gems_x", "blind", 1.3, None)],
+        "NVIDIA H200",
+    )
+    assert ledger(tmp_path, METHODS)["table"][0]["klineage"] == 1.1  # newest of any kind
+    h100 = ledger(tmp_path, METHODS, "h100")
+    assert h100["table"][0]["klineage"] == 1.5 and h100["devices"] == {"NVIDIA H100 80GB HBM3": 1}
+    assert ledger(tmp_path, METHODS, "B200")["instances"] == 0
