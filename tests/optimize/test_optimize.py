@@ -1255,6 +1255,26 @@ def test_a_tile_step_clearly_slower_is_followed_by_the_step_the_other_way(settin
     )
 
 
+def test_a_far_tile_step_clearly_slower_is_followed_by_the_step_between(settings, monkeypatch):
+    """After radix sort's TILE_N 1024 -> 512 paid x1.55, the x4 step on (512 -> 128) ran at x0.62 (H100,
+    RESULTS.md#wild-h100-10): it went past the best size. A step of two doublings slower beyond both spreads is
+    followed by the one doubling between, once; its own other way is where the walk came from."""
+    from klineage.optimize import Attempt
+
+    monkeypatch.setattr("klineage.proposers.skill.device_name", lambda device: "NVIDIA H200")
+    folder = SUITES["heldout"] / "mse_loss"
+    wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
+    proposer = SkillProposer(wl, settings, "cuda", [])
+    up = next(c for c in proposer.propose(prog) if c.label == "BLOCK: 256 -> 512")
+    far = proposer.observe(Attempt(2, up, True, "kept", [], {"measured": True, "speedup": 1.99}), 3)
+    assert far.label == "BLOCK: 512 -> 2048"
+    slower = {"measured": True, "speedup": 0.62, "current_spread": 0.01, "candidate_spread": 0.01}
+    between = proposer.observe(Attempt(3, far, False, "not_faster", [], slower), 2)
+    assert between.label == "BLOCK: 512 -> 1024" and "BLOCK = 1024" in between.program.source
+    assert proposer.observe(Attempt(3, far, False, "not_faster", [], slower), 2) is None  # once
+    assert proposer.observe(Attempt(4, between, False, "not_faster", [], slower), 1) is None
+
+
 def test_a_tile_step_that_paid_much_is_followed_by_two_steps_at_once(settings, monkeypatch):
     """Run 17 (H200, budget 4): KLineage climbed bias_gelu's BLOCK one doubling per evaluation (x1.98, x1.74, x1.21)
     where the memory baseline's jump to 4096 ended faster. A kept step of x1.5 or more is followed by x4; a smaller

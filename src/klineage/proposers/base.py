@@ -420,7 +420,7 @@ class Proposer:
                 moves[t] = further
             else:
                 onward = self._step(cand.program, cand.module, source, moves, cand.origin, cand.expected)
-                self._turned.add(self._turn_key(onward))  # the other way from it is where the walk came from
+                self._turned.add(("other", *self._turn_key(onward)))  # the other way is where the walk came from
                 return onward
         return None
 
@@ -429,13 +429,14 @@ class Proposer:
         return program.hash, module, tuple(sorted(self._steps[cand.key]))
 
     def _other_way(self, attempt, evaluations_left: int) -> Candidate | None:
-        """After a tile step of one doubling measured slower beyond both spreads, the step the other way from the
-        same program, gated before the round's list (once per program and tunables): a tile has one best size, and
-        the slope just measured points away from it. On FlagGems's radix sort TILE_N 1024 -> 2048 ran at x0.12;
-        KLineage's spread (best_first) had put 1024 -> 512 behind every other family's first candidate and spent
-        its two evaluations left on launch knobs (x1.000) where blind's next neighbour, 1024 -> 512, ran at x1.57
-        (H100, RESULTS.md#wild-h100-10). Warps keep their own order (Warps.measured); a step within the noise says
-        nothing of the other side."""
+        """After a tile step measured slower beyond both spreads, gated before the round's list (once per program
+        and tunables): for a step of one doubling, the step the other way from the same program (a tile has one best
+        size, and the slope just measured points away from it); for a step of two doublings, the one doubling
+        between (it went past the best size). On FlagGems's radix sort TILE_N 1024 -> 2048 ran at x0.12; KLineage's
+        spread (best_first) had put 1024 -> 512 behind every other family's first candidate and spent its two
+        evaluations left on launch knobs (x1.000) where blind's next neighbour, 1024 -> 512, ran at x1.57; after that
+        x1.55, its x4 step on (`_same_way`) 512 -> 128 ran at x0.62 (H100, RESULTS.md#wild-h100-10). Warps keep their
+        own order (Warps.measured); a step within the noise says nothing of either side."""
         cand, effect = attempt.candidate, attempt.effect
         step, origin = self._steps.get(cand.key), self._step_from.get(cand.key)
         if step is None or origin is None or attempt.kept or attempt.outcome != "not_faster" or evaluations_left < 1:
@@ -443,24 +444,31 @@ class Proposer:
         if not effect.get("measured") or not effect.get("speedup"):
             return None
         noise = max(effect.get("current_spread", 0.0) + effect.get("candidate_spread", 0.0), 0.01)
-        if effect["speedup"] >= 1 / (1 + noise):
-            return None
-        if any(
-            keyword in launch_config.KNOBS or after not in (2 * before, before // 2)
-            for keyword, before, after in step.values()
+        if effect["speedup"] >= 1 / (1 + noise) or any(
+            keyword in launch_config.KNOBS for keyword, _, _ in step.values()
         ):
             return None
+        strides = {
+            after * 4 // before if after > before else -(before * 4 // after) for _, before, after in step.values()
+        }
+        exact = all(after in (2 * before, 4 * before, before // 2, before // 4) for _, before, after in step.values())
+        if len(strides) != 1 or not exact or abs(next(iter(strides))) not in (8, 16):
+            return None
+        far = abs(next(iter(strides))) == 16  # two doublings: back to the one between
         program, module, source = origin
-        turned = self._turn_key(cand)
+        turned = ("between" if far else "other", *self._turn_key(cand))
         if turned in self._turned:
             return None
         now = {t.key: t for t in launch_config.tunables(source, work=True)}
         moves = {}
         for key, (_, before, after) in step.items():
             t = now.get(key)
-            other = before // 2 if after > before else before * 2
-            if t is None or t.value != before or not launch_config.allowed(t, other):
+            if far:
+                value = before * 2 if after > before else before // 2
+            else:
+                value = before // 2 if after > before else before * 2
+            if t is None or t.value != before or not launch_config.allowed(t, value):
                 return None
-            moves[t] = other
+            moves[t] = value
         self._turned.add(turned)
         return self._step(program, module, source, moves, cand.origin, cand.expected)
