@@ -127,6 +127,15 @@ def bench_launches(report, workload: Workload) -> list[dict] | None:
     return (launches or {}).get(workload.bench_case())
 
 
+def compiled_kernels(report) -> list[dict] | None:
+    """Every kernel specialization the program's compile gate compiled (sass.kernel_metrics: name, warps, stages,
+    pipelined loads, ...), or None where the gate did not pass."""
+    compiled = report.verdict("compile")
+    if compiled is None or not compiled.passed:
+        return None
+    return (compiled.evidence or {}).get("specializations")
+
+
 def _verdict_rows(report) -> list[dict]:
     return [
         {"gate": v.gate, "status": v.status, "code": v.code, "reason": clip(v.reason, 2000)} for v in report.verdicts
@@ -320,6 +329,7 @@ class _Walk:
         what its launches asked for on the bench case."""
         self.ran[program.hash] = _functions_run(report)
         self.proposer.launched[program.hash] = bench_launches(report, self.workload)
+        self.proposer.compiled[program.hash] = compiled_kernels(report)
 
     def round(self, on_attempt: Callable[[Attempt], None] | None, explore: bool) -> None:
         """One proposal round from the current program: candidates gated in order (a proposer's follow-up first)

@@ -111,6 +111,12 @@ def kernel_metrics(compiled, arch: str) -> dict:
     metrics = {"name": compiled.metadata.name, "shared_bytes": int(compiled.metadata.shared)}
     metrics["num_warps"] = int(compiled.metadata.num_warps)
     metrics["num_stages"] = int(compiled.metadata.num_stages)
+    if "ttgir" in asm:
+        # loads the software pipeliner made asynchronous (cp.async or TMA copies into shared memory): where a kernel
+        # compiled at 2 stages or more has none, its launch's num_stages compiles the same kernel (Triton 3.6, sm_90:
+        # identical cubins at 1-4 stages for loops of plain loads and loop-free kernels; a tl.dot loop differs at
+        # each; benchmarks/stages_cubin.py)
+        metrics["pipelined_loads"] = asm["ttgir"].count("copy_global_to_local")
     if "ptx" in asm:
         metrics.update(ptxas_usage(asm["ptx"], arch))
     if "cubin" in asm:

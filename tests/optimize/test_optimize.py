@@ -1040,6 +1040,32 @@ def test_a_kept_looped_twin_has_its_swept_tile_searched_up_first(settings, monke
             assert "1024 * " in proposer.observe(outcome(up, True, 1.4), 3).program.source
 
 
+def test_a_stages_change_where_no_load_is_pipelined_is_refused(settings, monkeypatch):
+    """fla's `num_warps=4, num_stages=1` took 47 of KLineage's 422 evaluations in the wild runs of 2026-12-05 to
+    -07, on launches at 4 warps and 3 stages whose kernels pipeline no load (their compile gate's specializations),
+    and none was kept. Where the program's compile gate saw the kernel at 2 stages or more with no load pipelined,
+    a candidate that changes its stages alone is refused before it is gated; a warps change, a kernel with a
+    pipelined load, or one compiled at 1 stage is not."""
+    from klineage.proposers.base import idle_stages
+
+    monkeypatch.setattr("klineage.proposers.skill.device_name", lambda device: "NVIDIA H200")
+    folder = SUITES["heldout"] / "softmax_scale_mask"
+    wl, prog = load_workload(folder / "workload.py"), load_program(folder / "naive.py")
+    skill = make_skill("launch_knobs", {"num_warps": "4", "num_stages": "1"}, speedup=1.0)
+    proposer = SkillProposer(wl, settings, "cuda", [skill])
+    knob = next(c for c in proposer.propose(prog) if c.transform == "launch_knobs" and c.params.get("num_stages"))
+    kernel = "masked_softmax_kernel"
+    spec = {"name": kernel, "num_warps": 4, "num_stages": 3, "pipelined_loads": 0}
+    assert proposer.worth(knob)  # nothing compiled yet: nothing known
+    proposer.compiled[prog.hash] = [spec]
+    assert not proposer.worth(knob)
+    assert proposer.refusals[-1].predicate == "no_pipelined_loads" and kernel in proposer.refusals[-1].reason
+    assert idle_stages(knob, prog, [{**spec, "pipelined_loads": 2}]) is None
+    assert idle_stages(knob, prog, [{**spec, "num_stages": 1}]) is None
+    assert idle_stages(knob, prog, [{**spec, "num_warps": 8}]) is None  # 4 warps is a change there
+    assert idle_stages(knob, prog, [{**spec, "name": "another_kernel"}]) is None
+
+
 def test_a_rewrite_measured_no_faster_is_not_gated_again_after_another_change(settings, monkeypatch):
     """whole_row_tile on MSE's final reduction of a few hundred partials ran at x1.000, and was offered again after
     each kept block change: three of six evaluations on one rewrite (H200, run 8). Once gated here without a gain,

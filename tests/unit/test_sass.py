@@ -23,3 +23,15 @@ def test_sass_counts():
 
 def test_triton_ships_the_tools():
     assert tool("ptxas") and tool("nvdisasm")
+
+
+def test_pipelined_loads_count_what_the_pipeliner_made_asynchronous():
+    """A tl.dot loop's loads become asynchronous copies from 2 stages on; a loop of plain loads compiles to the same
+    cubin at 1 and 3 stages, none pipelined (benchmarks/stages_cubin.py)."""
+    from benchmarks.stages_cubin import compiled
+    from klineage.sass import kernel_metrics
+
+    assert kernel_metrics(compiled("dot_loop", 1), "sm_90")["pipelined_loads"] == 0
+    assert kernel_metrics(compiled("dot_loop", 3), "sm_90")["pipelined_loads"] > 0
+    one, three = compiled("plain_loop", 1), compiled("plain_loop", 3)
+    assert kernel_metrics(three, "sm_90")["pipelined_loads"] == 0 and one.asm["cubin"] == three.asm["cubin"]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 import libcst as cst
 
 from klineage import launch_config
+from klineage.carry import literal_int
 from klineage.config import Settings
 from klineage.program import Program
 from klineage.transform import TRANSFORMS, Site, Transform, family, kernel_names, load_families
@@ -270,6 +271,39 @@ def best_first(candidates: list[Candidate], spread: bool = False) -> list[Candid
     return out
 
 
+def idle_stages(candidate: Candidate, program: Program, compiled: list[dict] | None) -> str | None:
+    """Why a candidate that changes only a launch's num_stages compiles the same kernel, or None: every
+    specialization of the kernel the program compiled ran at 2 stages or more with no load pipelined, and the
+    candidate keeps its warps. Triton's pipeliner makes loads asynchronous only where it pipelines a loop (a tl.dot
+    loop's loads at launch level, in Triton 3.6 on sm_90); at 1-4 stages a loop of plain loads and a loop-free kernel
+    compiled to identical cubins (`benchmarks/stages_cubin.py`). In the H100 and H200 wild runs of 2026-12-05 to
+    -07, 47 of KLineage's 422 evaluations were fla's `num_warps=4, num_stages=1` on launches at 4 warps; none was kept
+    (x0.995-x1.021)."""
+    if candidate.transform == LAUNCH_CONFIG:
+        if len(candidate.params) != 1:
+            return None
+        ((key, value),) = candidate.params.items()
+        kernel, _, knob = key.rpartition(".")
+        knobs = {knob: value}
+    else:
+        kernel, knobs = launched_kernel(candidate, program), dict(candidate.params)
+    if not compiled or kernel is None or set(knobs) - {"num_warps", "num_stages"} or "num_stages" not in knobs:
+        return None
+    specs = [m for m in compiled if m.get("name") == kernel]
+    stages, warps = literal_int(knobs["num_stages"]), literal_int(knobs.get("num_warps"))
+    if not specs or stages is None or (knobs.get("num_warps") is not None and warps is None):
+        return None
+    for m in specs:
+        if m.get("pipelined_loads") != 0 or (m.get("num_stages") or 0) < 2 or m.get("num_stages") == stages:
+            return None
+        if warps is not None and m.get("num_warps") != warps:
+            return None
+    return (
+        f"{kernel} compiled at {specs[0]['num_stages']} stages with no load pipelined: {stages} stages at the same "
+        "warps compiles the same kernel"
+    )
+
+
 def uninformed(candidate: Candidate) -> bool:
     """Whether no evidence speaks for the candidate: it expects no gain (to 1%), and is not an untimed step of a
     like kernel's expert (the matmul expert's tiles on the int8 matmuls, in the expert's order of preference: its
@@ -299,6 +333,8 @@ class Proposer:
         # program hash -> its launches on the bench case (optimize fills it from each check: klineage.gates'
         # launch_rows); a tile computed at run time has a size only there
         self.launched: dict[str, list[dict] | None] = {}
+        # program hash -> the kernel specializations its compile gate compiled (optimize fills it: compiled_kernels)
+        self.compiled: dict[str, list[dict] | None] = {}
         # launch-configuration steps listed so far: candidate key -> {tunable key: (keyword, before, after)}
         self._steps: dict[tuple, dict[str, tuple[str, int, int]]] = {}
         # ... and where each was written from: candidate key -> (program, module, source)

@@ -29,6 +29,7 @@ from klineage.proposers.base import (
     best_first,
     catalog_candidates,
     families,
+    idle_stages,
     kernel_of,
     retuned,
     rewriter,
@@ -93,6 +94,7 @@ class SkillProposer(Proposer):
         self._refused: set[tuple] = set()
         # what this run measured, for `worth` and `observe`: rewrites spent, warps ordered, twins' ladders climbed
         self.spent, self.warps, self.ladders = Spent(), Warps(), Ladders()
+        self.current_program: Program | None = None
 
     def _launch_part(self, skill: Skill) -> str | None:
         """What part of a launch configuration the skill's family carries (Transform.launch_configuration)."""
@@ -216,6 +218,7 @@ class SkillProposer(Proposer):
 
     def propose(self, program: Program) -> list[Candidate]:
         self.context, self.tile_rank = features(program, self.workload), tile_rank(program)
+        self.current_program = program  # what `worth` reads a candidate's launch against this round
         self.warps.listed(program)
         out: list[Candidate] = []
         sites: dict[str, list] = {}  # many skills share a family: list its sites once
@@ -485,10 +488,14 @@ class SkillProposer(Proposer):
         the search went back to 4, the start's launch, x0.80 and x0.93 (RESULTS.md#run-6). The order is kept per
         tile: a kept block change moves where the warps pay."""
         why = self.spent.reason(candidate) or self.warps.slower(candidate)
-        if why is None:
-            return True
-        self._refuse(Refusal(candidate.origin, candidate.transform, candidate.function, "measured_here", why))
-        return False
+        if why is not None:
+            self._refuse(Refusal(candidate.origin, candidate.transform, candidate.function, "measured_here", why))
+            return False
+        program = self.current_program
+        if program is not None and (idle := idle_stages(candidate, program, self.compiled.get(program.hash))):
+            self._refuse(Refusal(candidate.origin, candidate.transform, candidate.function, "no_pipelined_loads", idle))
+            return False
+        return True
 
     def observe(self, attempt, evaluations_left: int) -> Candidate | None:
         """Records what the attempt measured (a spent rewrite, an order of two warp counts) and returns what it says
