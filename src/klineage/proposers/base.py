@@ -304,6 +304,13 @@ def idle_stages(candidate: Candidate, program: Program, compiled: list[dict] | N
     )
 
 
+def clearly_slower(effect: dict) -> bool:
+    """Whether a measured candidate ran slower than the current program beyond both spreads (at least 1%): closer
+    is noise, and orders nothing."""
+    noise = max(effect.get("current_spread", 0.0) + effect.get("candidate_spread", 0.0), 0.01)
+    return effect["speedup"] < 1 / (1 + noise)
+
+
 def uninformed(candidate: Candidate) -> bool:
     """Whether no evidence speaks for the candidate: it expects no gain (to 1%), and is not an untimed step of a
     like kernel's expert (the matmul expert's tiles on the int8 matmuls, in the expert's order of preference: its
@@ -479,18 +486,12 @@ class Proposer:
             return None
         if not effect.get("measured") or not effect.get("speedup"):
             return None
-        noise = max(effect.get("current_spread", 0.0) + effect.get("candidate_spread", 0.0), 0.01)
-        if effect["speedup"] >= 1 / (1 + noise) or any(
-            keyword in launch_config.KNOBS for keyword, _, _ in step.values()
-        ):
+        if not clearly_slower(effect) or any(keyword in launch_config.KNOBS for keyword, _, _ in step.values()):
             return None
-        strides = {
-            after * 4 // before if after > before else -(before * 4 // after) for _, before, after in step.values()
-        }
-        exact = all(after in (2 * before, 4 * before, before // 2, before // 4) for _, before, after in step.values())
-        if len(strides) != 1 or not exact or abs(next(iter(strides))) not in (8, 16):
+        ratios = {after / before for _, before, after in step.values()}
+        if len(ratios) != 1 or (ratio := ratios.pop()) not in (2, 4, 0.5, 0.25):
             return None
-        far = abs(next(iter(strides))) == 16  # two doublings: back to the one between
+        far = ratio in (4, 0.25)  # two doublings: back to the one between
         program, module, source = origin
         turned = ("between" if far else "other", *self._turn_key(cand))
         if turned in self._turned:
@@ -499,10 +500,7 @@ class Proposer:
         moves = {}
         for key, (_, before, after) in step.items():
             t = now.get(key)
-            if far:
-                value = before * 2 if after > before else before // 2
-            else:
-                value = before // 2 if after > before else before * 2
+            value = before * 2 if (after > before) == far else before // 2  # between, or the other way
             if t is None or t.value != before or not launch_config.allowed(t, value):
                 return None
             moves[t] = value

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from klineage import launch_config
 from klineage.carry import literal_int
 from klineage.program import Program
-from klineage.proposers.base import LAUNCH_CONFIG, PRIOR_SPEEDUP, Candidate, rewriter
+from klineage.proposers.base import LAUNCH_CONFIG, PRIOR_SPEEDUP, Candidate, clearly_slower, rewriter
 from klineage.transform import Site, Transform
 
 
@@ -130,8 +130,7 @@ class Warps:
             why = f"{present} warps at {kernel}'s launch ran at x{1 / speedup:.2f} of {warps} in this run"
             self.order.setdefault(where, []).append((present, warps, f"{why} (evaluation {attempt.evaluation})"))
             return None
-        noise = max(effect.get("current_spread", 0.0) + effect.get("candidate_spread", 0.0), 0.01)
-        if speedup >= 1 / (1 + noise):
+        if not clearly_slower(effect):
             return None  # within the noise: the two counts are not ordered
         why = f"{warps} warps at {kernel}'s launch ran at x{speedup:.2f} of {present} in this run"
         self.order.setdefault(where, []).append((warps, present, f"{why} (evaluation {attempt.evaluation})"))
