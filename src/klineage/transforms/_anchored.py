@@ -409,10 +409,16 @@ def insert_item(items: list, i: int, item, kept: str) -> list:
 
 def replace_node(root: cst.CSTNode, old: cst.CSTNode, new) -> cst.CSTNode:
     """`root` with `old` (found by identity) replaced by a node, a FlattenSentinel or a RemovalSentinel."""
+    return replace_nodes(root, {old: new})
+
+
+def replace_nodes(root: cst.CSTNode, new: dict) -> cst.CSTNode:
+    """`root` with each key of `new` (a node, found by identity) replaced by its value, in one pass."""
+    by_id = {id(old): value for old, value in new.items()}
 
     class R(cst.CSTTransformer):
         def on_leave(self, original_node, updated_node):
-            return new if original_node is old else updated_node
+            return by_id.get(id(original_node), updated_node)
 
     return root.visit(R())
 

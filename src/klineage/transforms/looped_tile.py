@@ -33,6 +33,7 @@ from klineage.transforms._anchored import (
     launches,
     name_uses,
     names_in,
+    replace_nodes,
 )
 
 TWIN = "_looped"
@@ -528,16 +529,6 @@ def _named_call(node: cst.BaseExpression, name: str) -> bool:
     )
 
 
-class _Replaced(cst.CSTTransformer):
-    """Each node of `nodes` (by identity) replaced by its value there."""
-
-    def __init__(self, nodes: dict[cst.CSTNode, cst.CSTNode]):
-        self.nodes = nodes
-
-    def on_leave(self, original, updated):
-        return self.nodes.get(original, updated)
-
-
 def _dispatched(module: Module, node: cst.If) -> tuple[cst.SimpleStatementLine, dict] | None:
     """For the dispatch this family writes, (the one-tile launch statement, what it launches): `if ...: k[grid](...)
     else: k_looped[grid](...)` with k_looped the twin `looped_twin(k)` writes."""
@@ -620,7 +611,7 @@ class LoopedTile(AnchoredTransform):
             ):
                 return None
             replaced[node] = cst.Integer(str(int(per_thread) * 32))
-        return module.tree.visit(_Replaced(replaced)).code
+        return replace_nodes(module.tree, replaced).code
 
     def untimed(self, source: str, site, launches: list[dict] | None) -> str:
         """Why the bench case would run the one-tile kernel: its launches asked for a tile of at most 1024 x warps
