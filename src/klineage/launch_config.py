@@ -312,14 +312,11 @@ class _Rewriter(cst.CSTTransformer):
         # id of the statement binding a retuned host name -> {name: value}: the binding its launches read, in the
         # launching function, and no other (a name bound for another kernel below, or in another function, stays)
         self.assigned: dict[int, dict[str, int]] = {}
-        functions = _all_functions(module)
-        for key, value in values.items():
-            t = found[key]
-            if t.bound != "assigned":
-                continue
-            for function in (f for f in functions if f.name.value == t.function):
-                named = [b for b in Bindings(function).found if b.name == t.name]
-                chosen = named[t.binding - 1] if t.binding else named[0] if len(named) == 1 else None
+        assigned = [(found[key], value) for key, value in values.items() if found[key].bound == "assigned"]
+        launching = {t.function for t, _ in assigned}
+        bindings = [(f.name.value, Bindings(f)) for f in _all_functions(module) if f.name.value in launching]
+        for t, value in assigned:
+            for chosen in (b.numbered(t.name, t.binding) for name, b in bindings if name == t.function):
                 if chosen is not None and chosen.value is not None:
                     self.assigned.setdefault(id(chosen.statement), {})[t.name] = value
 

@@ -339,6 +339,13 @@ class Bindings(cst.CSTVisitor):
     def count(self, name: str) -> int:
         return sum(b.name == name for b in self.found)
 
+    def numbered(self, name: str, binding: int) -> Binding | None:
+        """The binding `reaching` numbers `binding` for `name` (0: the name's only binding), or None."""
+        named = [b for b in self.found if b.name == name]
+        if binding:
+            return named[binding - 1] if binding <= len(named) else None
+        return named[0] if len(named) == 1 else None
+
     def reaching(self, statement: cst.CSTNode, name: str) -> tuple[int, int] | None:
         """(the literal, which binding of the name it is: 1, 2, ... in source order, 0 where the function binds
         the name once) a launch in `statement` reads for `name`; None unless one literal binding reaches it on every
