@@ -1042,10 +1042,10 @@ def test_a_kept_looped_twin_has_its_swept_tile_searched_up_first(settings, monke
 
 def test_a_stages_change_where_no_load_is_pipelined_is_refused(settings, monkeypatch):
     """fla's `num_warps=4, num_stages=1` took 47 of KLineage's 422 evaluations in the wild runs of 2026-12-05 to
-    -07, on launches at 4 warps and 3 stages whose kernels pipeline no load (their compile gate's specializations),
-    and none was kept. Where the program's compile gate saw the kernel at 2 stages or more with no load pipelined,
-    a candidate that changes its stages alone is refused before it is gated; a warps change, a kernel with a
-    pipelined load, or one compiled at 1 stage is not."""
+    -07, and none was kept; the eight of their kernels checked ran at 4 warps and 3 stages with no load pipelined
+    (their compile gate's specializations). Where the program's compile gate saw the kernel at 2 stages or more with
+    no load pipelined, a candidate that changes its stages alone is refused before it is gated; a warps change, a
+    kernel with a pipelined load, or one compiled at 1 stage is not."""
     from klineage.proposers.base import idle_stages
 
     monkeypatch.setattr("klineage.proposers.skill.device_name", lambda device: "NVIDIA H200")

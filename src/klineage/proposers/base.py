@@ -277,8 +277,8 @@ def idle_stages(candidate: Candidate, program: Program, compiled: list[dict] | N
     candidate keeps its warps. Triton's pipeliner makes loads asynchronous only where it pipelines a loop (a tl.dot
     loop's loads at launch level, in Triton 3.6 on sm_90); at 1-4 stages a loop of plain loads and a loop-free kernel
     compiled to identical cubins (`benchmarks/stages_cubin.py`). In the H100 and H200 wild runs of 2026-12-05 to
-    -07, 47 of KLineage's 422 evaluations were fla's `num_warps=4, num_stages=1` on launches at 4 warps; none was kept
-    (x0.995-x1.021)."""
+    -07, 47 of KLineage's 422 evaluations were fla's `num_warps=4, num_stages=1`, and none was kept (x0.995-x1.021,
+    RESULTS.md#wild-h100-10)."""
     if candidate.transform == LAUNCH_CONFIG:
         if len(candidate.params) != 1:
             return None
