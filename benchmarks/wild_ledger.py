@@ -13,6 +13,10 @@ the summary counts them by device, so a reader sees what the mixture is. Nothing
         [--json]
 
 `--device TEXT` reads only reports whose device names TEXT (one GPU kind's ledger, each instance's newest row on it).
+`--queue-order SUITE` prints SUITE's instances (wild or wild-quant) as `--instances` takes them, longest first by the
+seconds their newest report spent on them (every method's run, the references, the escapes re-check): a bench queue
+hands instances out in the order given, so the longest start first and the run's tail is short; an instance no report
+has timed is costed at the upper quartile of those that were (unknown cost is more often high: a first compile).
 """
 
 from __future__ import annotations
@@ -122,6 +126,26 @@ def ledger(root: Path, methods: list[str], device: str = "") -> dict:
     }
 
 
+def cost_seconds(found: list[tuple[Path, dict]]) -> dict[str, float]:
+    """instance -> the seconds its newest report spent on it (rows' seconds and the report's per-instance costs)."""
+    out: dict[str, float] = {}
+    for _path, result in found:
+        spent: Counter = Counter()
+        for r in result.get("rows", []):
+            spent[r["instance"]] += r.get("seconds") or 0.0
+        for instance, costs in (result.get("costs") or {}).items():
+            spent[instance] += sum(v for v in costs.values() if isinstance(v, (int, float)))
+        out.update({i: s for i, s in spent.items() if s > 0})
+    return out
+
+
+def queue_order(names: list[str], costs: dict[str, float]) -> list[str]:
+    """names longest first by costs; one never timed at the upper quartile of those timed (the given order on ties)."""
+    known = sorted(costs[n] for n in names if n in costs)
+    unknown = known[(3 * len(known)) // 4] if known else 0.0
+    return sorted(names, key=lambda n: -costs.get(n, unknown))
+
+
 def _f(v, spec=".3f") -> str:
     return "n/a" if v is None else format(v, spec)
 
@@ -132,10 +156,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--methods", default="klineage,blind,autotune")
     parser.add_argument("--device", default="", help="only reports from a device whose name holds this")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--queue-order", metavar="SUITE", help="print SUITE's instances longest first, and stop")
     args = parser.parse_args(argv)
     if not args.root.is_dir():
         print(f"error: {args.root} is not a folder", file=sys.stderr)
         return 2
+    if args.queue_order:
+        from klineage.bench.suites import wild_catalogue
+
+        names = [k.name for k in wild_catalogue(args.queue_order)]
+        print(",".join(queue_order(names, cost_seconds(reports(args.root, args.device)))))
+        return 0
     methods = args.methods.split(",")
     out = ledger(args.root, methods, args.device)
     if args.json:

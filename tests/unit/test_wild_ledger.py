@@ -4,7 +4,7 @@ bench's own rules (an escape credited x1.0, the re-time preferred)."""
 import gzip
 import json
 
-from benchmarks.wild_ledger import ledger
+from benchmarks.wild_ledger import cost_seconds, ledger, queue_order, reports
 from tests.unit.test_wild_suite import _row
 
 METHODS = ["klineage", "blind"]
@@ -69,3 +69,28 @@ def test_a_device_filter_keeps_each_instances_newest_row_on_that_kind(tmp_path):
     h100 = ledger(tmp_path, METHODS, "h100")
     assert h100["table"][0]["klineage"] == 1.5 and h100["devices"] == {"NVIDIA H100 80GB HBM3": 1}
     assert ledger(tmp_path, METHODS, "B200")["instances"] == 0
+
+
+def test_the_queue_order_puts_the_longest_first_and_the_untimed_at_the_upper_quartile(tmp_path):
+    rows = [
+        {**_row("gems_a", "klineage", 1.0, None), "seconds": 10.0},
+        {**_row("gems_b", "klineage", 1.0, None), "seconds": 300.0},
+        {**_row("gems_c", "klineage", 1.0, None), "seconds": 100.0},
+        {**_row("gems_d", "klineage", 1.0, None), "seconds": 40.0},
+    ]
+    _report(tmp_path / "a/bench.json", "2026-12-01", rows)
+    # a newer report re-costs gems_a, its escapes re-check included
+    _report(tmp_path / "b/bench.json", "2026-12-02", [{**_row("gems_a", "blind", 1.0, None), "seconds": 150.0}])
+    result = json.loads((tmp_path / "b/bench.json").read_text())
+    result["costs"] = {"gems_a": {"references_s": 20.0, "escapes_s": 30.0}}
+    (tmp_path / "b/bench.json").write_text(json.dumps(result))
+    costs = cost_seconds(reports(tmp_path))
+    assert costs["gems_a"] == 200.0
+    # known: 40, 100, 200, 300; the upper quartile is 300, the untimed gems_e ties gems_b and keeps its place after it
+    assert queue_order(["gems_a", "gems_b", "gems_c", "gems_d", "gems_e"], costs) == [
+        "gems_b",
+        "gems_e",
+        "gems_a",
+        "gems_c",
+        "gems_d",
+    ]
