@@ -243,20 +243,23 @@ def catalog_candidates(
                 )
 
 
-def best_first(candidates: list[Candidate], spread: bool = False) -> list[Candidate]:
+def best_first(candidates: list[Candidate], spread: Program | None = None) -> list[Candidate]:
     """Best expected effect first (to 1%: closer is noise), then the families' forward rank, then proposal order
     (an expert's config list is in its order of preference); one candidate per proposal (the walk also skips
-    programs it saw). With `spread`, a candidate no evidence speaks for (`uninformed`) waits, within its expected
-    effect, behind the first candidate of every other family: its family's n-th at one site goes in the n-th
-    turn. On FlagGems's group norm (H100, RESULTS.md#wild-h100-9) KLineage spent its three evaluations on one
-    launch knob's variants carried from elementwise kernels (likeness 0.05), while blind's second candidate, the
-    catalog's looped tile, ran at x1.60."""
+    programs it saw). With `spread` (the program proposed on), a candidate no evidence speaks for (`uninformed`)
+    waits, within its expected effect, behind the first candidate of every other family: its family's n-th in one
+    kernel (the kernel a launch launches, for a launch site) goes in the n-th turn. On FlagGems's group norm (H100,
+    RESULTS.md#wild-h100-9) KLineage spent its three evaluations on one launch knob's variants carried from
+    elementwise kernels (likeness 0.05), while blind's second candidate, the catalog's looped tile, ran at x1.60. A
+    kernel's loads are sites of one family each: counted per site, cache hints on every load of one kernel went
+    first, and took 25 of KLineage's evaluations on the H100 and H200 wild runs of 2026-12-05 to -07 (liger softmax's
+    x0.9996, expected x1.00), none kept (RESULTS.md#spread-per-kernel)."""
     turns: dict[tuple, int] = {}
 
     def turn(c: Candidate) -> int:
-        if not spread or not uninformed(c):
+        if spread is None or not uninformed(c):
             return 0
-        group = (c.transform, c.module, c.function, c.site)
+        group = (c.transform, c.module, c.function, launched_kernel(c, spread))
         turns[group] = turns.get(group, -1) + 1
         return turns[group]
 

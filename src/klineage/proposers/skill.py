@@ -233,7 +233,7 @@ class SkillProposer(Proposer):
                 out.extend(self._for_site(skill, transform, place))
         out.extend(self._expert_tiles(program))
         out.extend(self._uncovered(program))
-        return best_first(out, spread=True)
+        return best_first(out, spread=program)
 
     def _uncovered(self, program: Program) -> Iterator[Candidate]:
         """The catalog's default rewrite for each family the library holds no skill of, expecting nothing, as blind
