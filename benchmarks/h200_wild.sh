@@ -58,6 +58,9 @@ WALK_DEVICE="${WALK_DEVICE:-}"    # cpu: a walk not in PRIOR is walked on this m
 LIBRARY="${LIBRARY:-}"            # a library folder made by an earlier run on this GPU kind (carried): no stage A
 BASE_LIBRARY="${BASE_LIBRARY:-}"  # such a library that stage A's walks are merged over (not with LIBRARY)
 TIMED="${TIMED:-}"                # home-NAME folders timed by earlier runs on this GPU kind (carried): not mined again
+# a suite split over sessions runs every part at one commit: `git archive --format=tar.gz -o .state/tree.tgz C` and
+# `echo C > .state/COMMIT` here, then TREE=.state/tree.tgz: `start` runs that tree, not the checkout's
+TREE="${TREE:-}"
 GPU_TESTS_FILES="${GPU_TESTS_FILES:-tests/gpu/test_gates_gpu.py tests/gpu/test_optimize_gpu.py}"
 # the GPU tests not yet run on a GPU: the NVML busy share (many_tiny_launches) with the clock tests beside it
 GPU_TESTS_K="${GPU_TESTS_K-many_tiny_launches or patched_clock or honest_profile_records or cheat_fails_on_gpu or control_passes_on_gpu}"
@@ -337,7 +340,12 @@ poll() {  # capped so the packing and the call's own start fit in the device too
 case "${1:-}" in
 start)
     minutes="$2" budget="$3" poll_s="$4"
-    rm -rf "$RUN" "$R" && mkdir -p "$R" "$RUN" && tar --exclude=./.venv --exclude=./.git -cf - . | tar -xf - -C "$RUN"
+    rm -rf "$RUN" "$R" && mkdir -p "$R" "$RUN"
+    if [ -n "$TREE" ]; then  # an earlier commit's tree, with this checkout's wheels and state beside it
+        tar -xzf "$TREE" -C "$RUN" && cp -r .whl .state "$RUN"/
+    else
+        tar --exclude=./.venv --exclude=./.git -cf - . | tar -xf - -C "$RUN"
+    fi
     # the whole background list writes to the log, or the call's stdout stays open until the pipeline ends
     (cd "$RUN" && setsid nohup bash benchmarks/h200_wild.sh pipeline "$minutes" "$budget") >"$R/pipeline.log" 2>&1 \
         </dev/null &
