@@ -10,9 +10,10 @@ instance's best). Rows from different commits and GPU kinds are joined: the tabl
 the summary counts them by device, so a reader sees what the mixture is. Nothing is timed here.
 
     PYTHONPATH=src python benchmarks/wild_ledger.py docs/runs [--methods klineage,blind,autotune] [--device H100]
-        [--json]
+        [--commit C] [--json] [--queue-order SUITE]
 
-`--device TEXT` reads only reports whose device names TEXT (one GPU kind's ledger, each instance's newest row on it).
+`--device TEXT` reads only reports whose device names TEXT (one GPU kind's ledger, each instance's newest row on it);
+`--commit C` only reports made at commit C (a suite run in parts over sessions at one commit: h200_wild.sh TREE=).
 `--queue-order SUITE` prints SUITE's instances (wild or wild-quant) as `--instances` takes them, longest first by the
 seconds their newest report spent on them (every method's run, the references, the escapes re-check): a bench queue
 hands instances out in the order given, so the longest start first and the run's tail is short; an instance no report
@@ -39,10 +40,10 @@ def load(path: Path) -> dict:
         return json.load(f)
 
 
-def reports(root: Path, device: str = "") -> list[tuple[Path, dict]]:
-    """Every timed bench report under root (on a device whose name holds `device`, where given), oldest first by its
-    stamp's date (a merged report and the parts it was merged from both count: the same rows, the later date wins a
-    tie by path order, which changes nothing)."""
+def reports(root: Path, device: str = "", commit: str = "") -> list[tuple[Path, dict]]:
+    """Every timed bench report under root (on a device whose name holds `device`, at a commit starting `commit`,
+    where given), oldest first by its stamp's date (a merged report and the parts it was merged from both count: the
+    same rows, the later date wins a tie by path order, which changes nothing)."""
     found = []
     for path in sorted(root.rglob("bench*.json*")):
         if not path.name.endswith((".json", ".json.gz")):
@@ -55,6 +56,8 @@ def reports(root: Path, device: str = "") -> list[tuple[Path, dict]]:
         if not stamp.get("timed") or "cpu" == str(stamp.get("device", "")).lower():
             continue
         if device and device.lower() not in str(stamp.get("device", "")).lower():
+            continue
+        if commit and not str(stamp.get("commit", "")).startswith(commit):
             continue
         found.append((path, result))
     return sorted(found, key=lambda pr: (pr[1]["stamp"].get("date", ""), str(pr[0])))
@@ -83,8 +86,8 @@ def final(row: Row) -> float | None:
     return row.retimed_speedup or row.speedup
 
 
-def ledger(root: Path, methods: list[str], device: str = "") -> dict:
-    found = reports(root, device)
+def ledger(root: Path, methods: list[str], device: str = "", commit: str = "") -> dict:
+    found = reports(root, device, commit)
     newest = newest_rows(found, methods)
     started = {i: e for i, e in newest.items() if all(final(r) for r in e["rows"].values())}
     trajectories = {k: v for e in started.values() for k, v in e["trajectories"].items()}
@@ -155,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("root", type=Path, help="a folder of bench reports (docs/runs)")
     parser.add_argument("--methods", default="klineage,blind,autotune")
     parser.add_argument("--device", default="", help="only reports from a device whose name holds this")
+    parser.add_argument("--commit", default="", help="only reports made at this commit (a suite split over sessions)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--queue-order", metavar="SUITE", help="print SUITE's instances longest first, and stop")
     args = parser.parse_args(argv)
@@ -168,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         print(",".join(queue_order(names, cost_seconds(reports(args.root, args.device)))))
         return 0
     methods = args.methods.split(",")
-    out = ledger(args.root, methods, args.device)
+    out = ledger(args.root, methods, args.device, args.commit)
     if args.json:
         print(json.dumps(out, indent=1, default=str))
         return 0

@@ -53,7 +53,7 @@ def test_the_newest_complete_report_wins_and_escapes_count_as_the_start(tmp_path
     assert out["reports_read"] == 3
 
 
-def test_a_device_filter_keeps_each_instances_newest_row_on_that_kind(tmp_path):
+def test_a_device_or_commit_filter_keeps_each_instances_newest_row_there(tmp_path):
     _report(
         tmp_path / "h100/bench.json",
         "2026-12-01",
@@ -69,6 +69,9 @@ def test_a_device_filter_keeps_each_instances_newest_row_on_that_kind(tmp_path):
     h100 = ledger(tmp_path, METHODS, "h100")
     assert h100["table"][0]["klineage"] == 1.5 and h100["devices"] == {"NVIDIA H100 80GB HBM3": 1}
     assert ledger(tmp_path, METHODS, "B200")["instances"] == 0
+    # a commit's parts (the stamps' commits here are the dates' last two digits)
+    assert ledger(tmp_path, METHODS, commit="01")["table"][0]["klineage"] == 1.5
+    assert ledger(tmp_path, METHODS, commit="03")["instances"] == 0
 
 
 def test_the_queue_order_puts_the_longest_first_and_the_untimed_at_the_upper_quartile(tmp_path):
