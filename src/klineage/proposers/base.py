@@ -251,9 +251,10 @@ def best_first(candidates: list[Candidate], spread: Program | None = None) -> li
     kernel (the kernel a launch launches, for a launch site) goes in the n-th turn. On FlagGems's group norm (H100,
     RESULTS.md#wild-h100-9) KLineage spent its three evaluations on one launch knob's variants carried from
     elementwise kernels (likeness 0.05), while blind's second candidate, the catalog's looped tile, ran at x1.60. A
-    kernel's loads are sites of one family each: counted per site, cache hints on every load of one kernel went
-    first, and took 25 of KLineage's evaluations on the H100 and H200 wild runs of 2026-12-05 to -07 (liger softmax's
-    x0.9996, expected x1.00), none kept (RESULTS.md#spread-per-kernel)."""
+    kernel's loads are sites of one family each: counted per site, the hints at every load of one kernel went before
+    other families' first candidates. In the wild instances' newest GPU runs (2026-12-05 to -07) 25 of KLineage's 98
+    evaluations were cache hints expecting x1.00 (liger softmax's, x0.9996 there), none kept, 10 of them a second or
+    third load's hint in one kernel (RESULTS.md#spread-per-kernel)."""
     turns: dict[tuple, int] = {}
 
     def turn(c: Candidate) -> int:
