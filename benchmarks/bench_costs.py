@@ -1,8 +1,10 @@
 """Where a bench run's time went: per method, the attempts, the wall seconds each took (gates and timing, waits
 for a shared GPU included), how many effects were reused from another method of the same instance, the runs'
 total seconds, and of an attempt's seconds: its gates, and its timing job (as the caller saw it, and of that the
-child's setup, its first calls beside other jobs (compiling), its wait for the GPU alone and its hold of it, with
-the hold's total over the method's attempts: a GPU's exclusive time, which every job on it waits for);
+candidate's start, its setup, both sides' first calls (kernels compiled, autotuners settled; start and settle are
+recorded since RESULTS.md#wild-13), the timed first calls beside other jobs, its wait for the GPU alone and its
+hold of it, with the hold's total over the method's attempts: a GPU's exclusive time, which every job on it waits
+for);
 then, per method, a run's seconds outside its attempts (the start's check, which the first method of an instance
 pays and the others reuse; the final pair and profile; the rest: proposing, writing candidates); then, per instance,
 the seconds outside the runs (the references job, the escape re-checks).
@@ -33,7 +35,9 @@ def costs(results: list[dict]) -> dict[str, dict]:
                     "wait": [],
                     "held": [],
                     "job": [],
+                    "start": [],
                     "setup": [],
+                    "settle": [],
                     "first": [],
                     "phases": [],
                 },
@@ -56,7 +60,9 @@ def costs(results: list[dict]) -> dict[str, dict]:
                     ("wait", "gpu_wait_s"),
                     ("held", "gpu_held_s"),
                     ("job", "job_s"),
+                    ("start", "start_s"),
                     ("setup", "setup_s"),
+                    ("settle", "settle_s"),
                     ("first", "first_calls_s"),
                 ):
                     if key in a["effect"]:
@@ -80,10 +86,10 @@ def main() -> None:
     results = [json.loads(p.read_text()) for p in paths]
     print(
         "| method | runs | run seconds (total) | attempts with seconds | s per attempt, median | p80 | "
-        "reused effects | gates s, median | timing job s, median | its setup s | first calls s | "
-        "GPU wait s, median | GPU held s, median | GPU held s, total |"
+        "reused effects | gates s, median | timing job s, median | its start s | setup s | settle s | "
+        "first calls s | GPU wait s, median | GPU held s, median | GPU held s, total |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- " * 16 + "|")
 
     def median(values: list[float]) -> str:  # reports from before a figure was recorded: n/a
         return f"{statistics.median(values):.1f}" if values else "n/a"
@@ -93,7 +99,8 @@ def main() -> None:
         p80 = f"{_quantile(a, 0.8):.1f}" if a else "n/a"
         print(
             f"| {method} | {m['runs']} | {m['seconds']:.0f} | {len(a)} | {median(a)} | {p80} | {m['reused']} | "
-            f"{median(m['check'])} | {median(m['job'])} | {median(m['setup'])} | {median(m['first'])} | "
+            f"{median(m['check'])} | {median(m['job'])} | {median(m['start'])} | {median(m['setup'])} | "
+            f"{median(m['settle'])} | {median(m['first'])} | "
             f"{median(m['wait'])} | {median(m['held'])} | {sum(m['held']):.0f} |"
         )
     phased = {method: m["phases"] for method, m in costs(results).items() if m["phases"]}

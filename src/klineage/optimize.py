@@ -55,6 +55,8 @@ METHODS = ("klineage", "blind", "memory", "autotune")
 # On a GPU the correctness gate compiles and launches every case itself; the compile gate's separate pass (every
 # case again, for static metrics) cost 8.4 s of a 35 s matmul candidate on the H200 (docs/BENCHMARKS.md).
 CANDIDATE_GATES = {False: ("compile", "correctness"), True: ("correctness",)}
+# the timing job's phases an effect records, in the order they happen (gates.profile.profile_pair_job)
+TIMING_PHASES = ("start_s", "setup_s", "settle_s", "first_calls_s", "gpu_wait_s", "gpu_held_s")
 NEAR_ROOFLINE = 0.95  # stop when the profile gate puts the program at this fraction of the roofline
 
 
@@ -170,11 +172,12 @@ def _timed_effect(workload, current: Program, candidate: Program, settings, devi
         "current_spread": v["parent_spread"],
         "candidate_spread": v["child_spread"],
         "speedup": v["parent_ms"] / v["child_ms"],
-        # where the timing job's time went: the job as the caller saw it (the child's start included), the
-        # child's setup (programs installed, models built, inputs made), its first calls (compiling, beside
-        # other jobs), waiting for the GPU alone, holding it
+        # where the timing job's time went: the job as the caller saw it, the candidate process's start (its
+        # program imported), its setup (programs installed, models built, inputs made), each side's first call
+        # (kernels compiled, autotuners settled), the timed first calls (beside other jobs), waiting for the GPU
+        # alone, holding it
         "job_s": round(time.perf_counter() - began, 3),
-        **{k: round(v[k], 3) for k in ("setup_s", "first_calls_s", "gpu_wait_s", "gpu_held_s") if k in v},
+        **{k: round(v[k], 3) for k in TIMING_PHASES if k in v},
         **({"retried_alone": v["retried_alone"]} if "retried_alone" in v else {}),
         # what each side's autotuners ran (gates.autotune.SettledTuners)
         **{

@@ -32,8 +32,11 @@ def test_autotune_on_the_naive_matmul_is_timed_and_kept_only_when_faster(setting
             assert e["measured"] and e["current_ms"] > 0 and e["candidate_ms"] > 0
             # where the time went: the measured section held the GPU, and the gates took part of the attempt
             assert e["gpu_held_s"] > 0 and e["gpu_wait_s"] >= 0 and 0 < a.check_seconds < a.seconds
-            # the timing job as the caller saw it holds the child's setup, its wait and its hold
-            assert 0 < e["setup_s"] and e["setup_s"] + e["gpu_wait_s"] + e["gpu_held_s"] <= e["job_s"] + 0.01
+            # the timing job as the caller saw it holds the candidate's start, its setup, both sides' first calls
+            # (settling), its wait and its hold
+            assert 0 < e["start_s"] and 0 < e["setup_s"] and 0 < e["settle_s"]
+            phases = e["start_s"] + e["setup_s"] + e["settle_s"] + e["gpu_wait_s"] + e["gpu_held_s"]
+            assert phases <= e["job_s"] + 0.01
             assert a.check_seconds + e["job_s"] <= a.seconds + 0.01
             faster = e.get("confirmation", {}).get("first_speedup", e["speedup"])
             if a.outcome in ("kept", "not_confirmed"):  # faster on the first pair, then timed again

@@ -589,7 +589,7 @@ def test_bench_costs_splits_an_attempt_into_gates_and_its_timing_job():
     spec = importlib.util.spec_from_file_location("bench_costs", ROOT / "benchmarks" / "bench_costs.py")
     bench_costs = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench_costs)
-    timed = {"measured": True, "job_s": 12.0, "setup_s": 3.0, "gpu_wait_s": 6.0, "gpu_held_s": 1.5}
+    timed = {"measured": True, "job_s": 12.0, "setup_s": 3.0, "gpu_wait_s": 6.0, "gpu_held_s": 1.5, "start_s": 1.0}
     report = {
         "trajectories": {
             "i/klineage": {"seconds": 40.0, "attempts": [{"seconds": 20.0, "check_seconds": 7.0, "effect": timed}]},
@@ -598,6 +598,8 @@ def test_bench_costs_splits_an_attempt_into_gates_and_its_timing_job():
     }
     out = bench_costs.costs([report])
     assert out["klineage"]["job"] == [12.0] and out["klineage"]["setup"] == [3.0] and out["klineage"]["check"] == [7.0]
+    # the candidate's start is recorded; its first calls' settling is not in this effect, and nothing is invented
+    assert out["klineage"]["start"] == [1.0] and out["klineage"]["settle"] == []
     assert out["blind"]["reused"] == 1 and out["blind"]["job"] == [] and out["blind"]["wait"] == []
     assert out["klineage"]["phases"] == []  # a report from before phases were recorded: nothing invented
     # run 18's KLineage runs spent 120-156 s outside their attempts: the start's check, the final pair and profile,

@@ -88,7 +88,12 @@ def test_a_forged_profile_answer_is_refused(meta):
 
 def test_a_pair_answer_needs_both_timings_and_a_finite_setup():
     checked({"parent": _timing(), "child": _timing(), "setup_s": 1.5}, PAIR_ANSWER)
-    for bad in ({"parent": _timing(), "child": _timing()}, {"parent": _timing(), "child": _timing(), "setup_s": 1e400}):
+    checked({"parent": _timing(), "child": _timing(), "setup_s": 1.5, "settle_s": 40.0}, PAIR_ANSWER)
+    for bad in (
+        {"parent": _timing(), "child": _timing()},
+        {"parent": _timing(), "child": _timing(), "setup_s": 1e400},
+        {"parent": _timing(), "child": _timing(), "setup_s": 1.5, "settle_s": "long"},
+    ):
         with pytest.raises(AnswerError):
             checked(bad, PAIR_ANSWER)
 

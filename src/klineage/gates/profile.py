@@ -51,7 +51,12 @@ PROFILE_ANSWER = Record(
 # that took the parent's choice
 PAIR_ANSWER = Record(
     required={"parent": TIMING, "child": TIMING, "setup_s": NUMBER},
-    optional={"parent_autotuned": AUTOTUNED, "child_autotuned": AUTOTUNED, "pinned": ListOf(text(200), 64)},
+    optional={
+        "parent_autotuned": AUTOTUNED,
+        "child_autotuned": AUTOTUNED,
+        "pinned": ListOf(text(200), 64),
+        "settle_s": NUMBER,
+    },
 )
 # a timed call's outputs may be as large as the bench case's inputs; the frame's body is capped at this
 TIMED_OUTPUT_BYTES = 2**34
@@ -428,6 +433,7 @@ def profile_pair_job(payload: tuple[GateRequest, Program]) -> dict:
     started = time.perf_counter()
     request, child = payload
     with running(_timing_spec(request, others=(child,))) as candidate:
+        start_s = time.perf_counter() - started  # the candidate process started, its program imported
         workload, _ = prepare_workload(request, interpret=False)
         answer = checked(task(candidate, "pair", **_timing_meta(request)).meta, PAIR_ANSWER)
     parent_t, child_t = timing(answer["parent"]), timing(answer["child"])
@@ -445,7 +451,12 @@ def profile_pair_job(payload: tuple[GateRequest, Program]) -> dict:
         "gpu_wait_s": parent_t.turn_wait_s,
         "gpu_held_s": parent_t.turn_held_s,
         "first_calls_s": parent_t.first_calls_s,
+        # where the rest of the job went: the candidate's start, the models and inputs made, each side's first
+        # call (its kernels compiled, its autotuners settled): on the H100 a matmul's timing job took 50-70 s while
+        # it held the GPU 0.3-0.6 s, and nothing said where the rest went (RESULTS.md#wild-13)
+        "start_s": start_s,
         "setup_s": answer["setup_s"],
+        **({"settle_s": answer["settle_s"]} if "settle_s" in answer else {}),
         # the config each side's autotuners ran, and the child's kernels pinned to the parent's choice
         **{k: answer[k] for k in ("parent_autotuned", "child_autotuned", "pinned") if answer.get(k)},
         "job_s": time.perf_counter() - started,
@@ -477,13 +488,15 @@ def pair_task(served, frame) -> tuple[dict, dict]:
     # the parent tunes, the child's interchangeable autotuners take its choices; time_calls' own first calls then
     # find every choice made
     tuners = SettledTuners()
+    settled = time.perf_counter()
     with autotuners_alone():
         with tuners.side("parent"):
             calls[0]()
         with tuners.side("child", pin_to="parent"):
             calls[1]()
+    settle_s = time.perf_counter() - settled  # both sides' first calls: their kernels compiled, autotuners settled
     parent_t, child_t = time_calls(calls, float(meta["warmup_ms"]), float(meta["rep_ms"]), int(meta["min_reps"]))
-    answer = {"parent": parent_t.as_dict(), "child": child_t.as_dict(), "setup_s": setup_s}
+    answer = {"parent": parent_t.as_dict(), "child": child_t.as_dict(), "setup_s": setup_s, "settle_s": settle_s}
     for side in ("parent", "child"):
         if autotuned := tuners.chosen(side):
             answer[f"{side}_autotuned"] = autotuned
