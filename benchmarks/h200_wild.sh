@@ -61,6 +61,7 @@ TIMED="${TIMED:-}"                # home-NAME folders timed by earlier runs on t
 # a suite split over sessions runs every part at one commit: `git archive --format=tar.gz -o .state/tree.tgz C` and
 # `echo C > .state/COMMIT` here, then TREE=.state/tree.tgz: `start` runs that tree, not the checkout's
 TREE="${TREE:-}"
+ORDER="${ORDER:-}"                # longest: the bench queue longest first (wild_ledger.py --queue-order)
 GPU_TESTS_FILES="${GPU_TESTS_FILES:-tests/gpu/test_gates_gpu.py tests/gpu/test_optimize_gpu.py}"
 # the GPU tests not yet run on a GPU: the NVML busy share (many_tiny_launches) with the clock tests beside it
 GPU_TESTS_K="${GPU_TESTS_K-many_tiny_launches or patched_clock or honest_profile_records or cheat_fails_on_gpu or control_passes_on_gpu}"
@@ -273,6 +274,10 @@ print('torch', torch.__version__, 'triton', triton.__version__, 'gpus', torch.cu
     mkdir -p "$R/bench"
     pids=()
     [ -n "$THEN_SUITE" ] && mkdir -p "$R/bench2"
+    if [ "$ORDER" = longest ]; then  # the queue longest first, from the committed reports (here: the wheels are in)
+        INSTANCES=$(python3 benchmarks/wild_ledger.py docs/runs --queue-order "$SUITE" \
+            ${INSTANCES:+--instances "$INSTANCES"}) && stage "queue, longest first: $INSTANCES"
+    fi
     for i in $(seq 1 "$SHARDS"); do
         (bench_shard "$SUITE" "$INSTANCES" "$R/queue" "$R/bench/shard$i" "$deadline" "$budget"
             stage "bench shard $i: rc $?"

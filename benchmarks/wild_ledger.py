@@ -10,7 +10,7 @@ instance's best). Rows from different commits and GPU kinds are joined: the tabl
 the summary counts them by device, so a reader sees what the mixture is. Nothing is timed here.
 
     PYTHONPATH=src python benchmarks/wild_ledger.py docs/runs [--methods klineage,blind,autotune] [--device H100]
-        [--commit C] [--json] [--queue-order SUITE]
+        [--commit C] [--json] [--queue-order SUITE [--instances A,B]]
 
 `--device TEXT` reads only reports whose device names TEXT (one GPU kind's ledger, each instance's newest row on it);
 `--commit C` only reports made at commit C (a suite run in parts over sessions at one commit: h200_wild.sh TREE=).
@@ -161,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commit", default="", help="only reports made at this commit (a suite split over sessions)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--queue-order", metavar="SUITE", help="print SUITE's instances longest first, and stop")
+    parser.add_argument("--instances", default="", help="with --queue-order: only these (comma-separated)")
     args = parser.parse_args(argv)
     if not args.root.is_dir():
         print(f"error: {args.root} is not a folder", file=sys.stderr)
@@ -169,6 +170,9 @@ def main(argv: list[str] | None = None) -> int:
         from klineage.bench.suites import wild_catalogue
 
         names = [k.name for k in wild_catalogue(args.queue_order)]
+        if args.instances:
+            wanted = set(args.instances.split(","))
+            names = [n for n in names if n in wanted]
         print(",".join(queue_order(names, cost_seconds(reports(args.root, args.device)))))
         return 0
     methods = args.methods.split(",")

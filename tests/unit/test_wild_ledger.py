@@ -4,7 +4,7 @@ bench's own rules (an escape credited x1.0, the re-time preferred)."""
 import gzip
 import json
 
-from benchmarks.wild_ledger import cost_seconds, ledger, queue_order, reports
+from benchmarks.wild_ledger import cost_seconds, ledger, main, queue_order, reports
 from tests.unit.test_wild_suite import _row
 
 METHODS = ["klineage", "blind"]
@@ -97,3 +97,11 @@ def test_the_queue_order_puts_the_longest_first_and_the_untimed_at_the_upper_qua
         "gems_c",
         "gems_d",
     ]
+
+
+def test_the_queue_order_of_named_instances_keeps_only_those(tmp_path, capsys):
+    _report(tmp_path / "a/bench.json", "2026-12-01", [{**_row("gems_flip", "klineage", 1.0, None), "seconds": 900.0}])
+    assert main([str(tmp_path), "--queue-order", "wild", "--instances", "gems_sort,gems_flip,gems_nothing"]) == 0
+    # gems_sort never timed is costed at the upper quartile of the one timing (900 s): a tie, kept in the
+    # catalogue's order (sort before flip); a name the suite does not hold is not printed
+    assert capsys.readouterr().out.strip() == "gems_sort,gems_flip"
