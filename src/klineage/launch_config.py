@@ -41,7 +41,7 @@ import ast
 import functools
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import libcst as cst
 
@@ -82,6 +82,9 @@ class Tunable:
     # for a name the launching function binds more than once: which binding the launch reads (1, 2, ... in source
     # order; transform.Bindings.reaching), 0 where it binds the name once
     binding: int = 0
+    # a launch inside a loop of its host function: its kernel runs once an iteration (launch_candidates steps these
+    # first)
+    repeated: bool = False
 
     @property
     def key(self) -> str:
@@ -227,12 +230,36 @@ class _InFunctions(cst.CSTVisitor):
         self.functions: list[cst.FunctionDef] = []
         self.statements: list[cst.SimpleStatementLine] = []
         self._bindings: dict[int, Bindings] = {}
+        self._loops: list[int] = []  # per function being visited: the loops around the node, in that function
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.append(node)
+        self._loops.append(0)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.pop()
+        self._loops.pop()
+
+    def visit_For(self, node: cst.For) -> None:
+        if self._loops:
+            self._loops[-1] += 1
+
+    def leave_For(self, node: cst.For) -> None:
+        if self._loops:
+            self._loops[-1] -= 1
+
+    def visit_While(self, node: cst.While) -> None:
+        if self._loops:
+            self._loops[-1] += 1
+
+    def leave_While(self, node: cst.While) -> None:
+        if self._loops:
+            self._loops[-1] -= 1
+
+    @property
+    def in_loop(self) -> bool:
+        """Whether the node being visited is inside a loop of the function around it."""
+        return bool(self._loops and self._loops[-1])
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self.statements.append(node)
@@ -277,10 +304,13 @@ class _Finder(_InFunctions):
             fname = function.name.value if function is not None else "<module>"
             step = self.work[kernel][keyword] if work else ""
             if (value := int_literal(arg.value)) is not None:
-                self.found.append(Tunable(kernel, keyword, keyword, value, "literal", fname, work, step))
+                t = Tunable(kernel, keyword, keyword, value, "literal", fname, work, step, repeated=self.in_loop)
+                self.found.append(t)
             elif isinstance(arg.value, cst.Name) and (held := self.reaching(arg.value.value)) is not None:
                 value, binding = held
-                t = Tunable(kernel, keyword, arg.value.value, value, "assigned", fname, work, step, binding)
+                t = Tunable(
+                    kernel, keyword, arg.value.value, value, "assigned", fname, work, step, binding, self.in_loop
+                )
                 self.found.append(t)
 
 
@@ -298,12 +328,13 @@ def _tunables(source: str) -> tuple[Tunable, ...]:
         return ()
     finder = _Finder(source, _loop_bounds(module))
     module.visit(finder)
-    out, seen = [], set()
+    out: dict[str, Tunable] = {}
     for t in finder.found:
-        if t.key not in seen:
-            seen.add(t.key)
-            out.append(t)
-    return tuple(out)
+        if t.key not in out:
+            out[t.key] = t
+        elif t.repeated and not out[t.key].repeated:  # one of the key's launches runs in a loop
+            out[t.key] = replace(out[t.key], repeated=True)
+    return tuple(out.values())
 
 
 class _Rewriter(cst.CSTTransformer):

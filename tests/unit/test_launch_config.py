@@ -88,6 +88,34 @@ def test_a_name_bound_again_for_another_launch_is_one_tunable_per_binding():
     assert with_values(source, {"TILE_N": 64}).index("TILE_N = 64") > source.index("def other")
 
 
+def test_a_launch_inside_a_host_loop_is_repeated():
+    """A launch in a loop of its host function runs once an iteration (radix sort's sweep, once per 8-bit pass):
+    its tunables say so, and the launch-configuration search steps them first."""
+    source = (
+        "def forward(x, passes):\n"
+        "    TILE_N = 1024\n"
+        "    hist[(1,)](x, TILE_N=TILE_N)\n"
+        "    TILE_N = 2048\n"
+        "    for i in range(passes):\n"
+        "        sweep[(1,)](x, TILE_N=TILE_N, num_warps=4)\n"
+        "    while passes:\n"
+        "        def once(y):\n"
+        "            tail[(1,)](y, BLOCK=64)\n"  # in a function of its own, in no loop of it
+        "        passes -= 1\n"
+        "    k[(1,)](x, BLOCK=32)\n"
+        "    for j in range(2):\n"
+        "        k[(2,)](x, BLOCK=32)\n"  # the same literal key launched in a loop too
+    )
+    found = {t.key: t.repeated for t in tunables(source)}
+    assert found == {
+        "TILE_N#1": False,
+        "TILE_N#2": True,
+        "sweep.num_warps": True,
+        "tail.BLOCK": False,
+        "k.BLOCK": True,
+    }
+
+
 def test_a_binding_that_does_not_reach_the_launch_on_every_path_is_not_tunable():
     """The literal is the launch's value only where the last binding before it is in a block around it and no
     other binding of the name sits in a loop around it."""

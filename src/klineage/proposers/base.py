@@ -392,10 +392,14 @@ class Proposer:
         loop steps by a tile moves first together with that tile, the loop's trip count kept: the atomic row sum's
         CHUNK alone went 512 -> 2048 at x1.23 and x1.07, then 4096 ran at x0.65, its 128-wide tile left to loop 32
         times (H200, RESULTS.md#run-12), where 4096 with a 1024 tile runs at 0.83 of the roofline and 8192 with 2048
-        at 0.85 (`roofline_gaps.py atomic`, the same section)."""
+        at 0.85 (`roofline_gaps.py atomic`, the same section).
+        A tunable of a launch inside a host loop goes first, the rest in source order: its kernel runs once an
+        iteration. FlagGems's radix sort launches its histogram once and its sweep once per 8-bit pass, each with its
+        own TILE_N; stepping the histogram's first, every method spent its four evaluations there (x1.041 at best)
+        and none reached the sweep's (RESULTS.md#wild-13)."""
         for module, source in program.module_sources():
             found = launch_config.tunables(source, work=True)
-            for t in found:
+            for t in sorted(found, key=lambda t: not t.repeated):
                 if runs_as_fallback(source, t.kernel):
                     continue
                 tile = next((s for s in found if s.kernel == t.kernel and s.keyword == t.step and not s.work), None)
