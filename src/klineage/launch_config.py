@@ -240,21 +240,15 @@ class _InFunctions(cst.CSTVisitor):
         self.functions.pop()
         self._loops.pop()
 
-    def visit_For(self, node: cst.For) -> None:
+    def visit_For(self, node: cst.For | cst.While) -> None:
         if self._loops:
             self._loops[-1] += 1
 
-    def leave_For(self, node: cst.For) -> None:
+    def leave_For(self, node: cst.For | cst.While) -> None:
         if self._loops:
             self._loops[-1] -= 1
 
-    def visit_While(self, node: cst.While) -> None:
-        if self._loops:
-            self._loops[-1] += 1
-
-    def leave_While(self, node: cst.While) -> None:
-        if self._loops:
-            self._loops[-1] -= 1
+    visit_While, leave_While = visit_For, leave_For
 
     @property
     def in_loop(self) -> bool:
