@@ -224,36 +224,18 @@ def _launched(call: cst.Call) -> str | None:
 
 class _InFunctions(cst.CSTVisitor):
     """Tracks the function and the statement a visited call is in, and the function's bindings (the literal a name
-    at a launch holds: transform.Bindings.reaching)."""
+    at a launch holds, and the loops around the statement: transform.Bindings)."""
 
     def __init__(self):
         self.functions: list[cst.FunctionDef] = []
         self.statements: list[cst.SimpleStatementLine] = []
         self._bindings: dict[int, Bindings] = {}
-        self._loops: list[int] = []  # per function being visited: the loops around the node, in that function
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.append(node)
-        self._loops.append(0)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.pop()
-        self._loops.pop()
-
-    def visit_For(self, node: cst.For | cst.While) -> None:
-        if self._loops:
-            self._loops[-1] += 1
-
-    def leave_For(self, node: cst.For | cst.While) -> None:
-        if self._loops:
-            self._loops[-1] -= 1
-
-    visit_While, leave_While = visit_For, leave_For
-
-    @property
-    def in_loop(self) -> bool:
-        """Whether the node being visited is inside a loop of the function around it."""
-        return bool(self._loops and self._loops[-1])
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self.statements.append(node)
@@ -261,14 +243,26 @@ class _InFunctions(cst.CSTVisitor):
     def leave_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self.statements.pop()
 
-    def reaching(self, name: str) -> tuple[int, int] | None:
-        """(literal, binding) the name holds at the statement being visited, in the function around it."""
+    def _here(self) -> tuple[Bindings, cst.SimpleStatementLine] | None:
+        """The bindings of the function around the statement being visited, and the statement."""
         if not self.functions or not self.statements:
             return None
         function = self.functions[-1]
         if id(function) not in self._bindings:
             self._bindings[id(function)] = Bindings(function)
-        return self._bindings[id(function)].reaching(self.statements[-1], name)
+        return self._bindings[id(function)], self.statements[-1]
+
+    def reaching(self, name: str) -> tuple[int, int] | None:
+        """(literal, binding) the name holds at the statement being visited, in the function around it."""
+        here = self._here()
+        return here[0].reaching(here[1], name) if here else None
+
+    @property
+    def in_loop(self) -> bool:
+        """Whether the statement being visited is inside a loop of the function around it."""
+        here = self._here()
+        where = here[0].statements.get(id(here[1])) if here else None
+        return bool(where and where[2])
 
 
 class _Finder(_InFunctions):
