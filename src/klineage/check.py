@@ -277,18 +277,25 @@ __all__ = ["CheckReport", "check", "resolve_device", "verdict_from_result"]
 
 
 def time_pair(
-    workload: Workload, parent: Program, child: Program, settings: Settings, device: str, sandbox: Sandbox
+    workload: Workload,
+    parent: Program,
+    child: Program,
+    settings: Settings,
+    device: str,
+    sandbox: Sandbox,
+    parent_choices: dict | None = None,
 ) -> SandboxResult:
     """Parent and child timed interleaved on the bench case (gates.profile_pair_job); the measurement itself runs
     alone on a shared GPU (sandbox.exclusive_turn), its setup and first calls beside other jobs. A timing job that
     ran out of device memory there runs once more with the GPU alone for the whole job, as a check does
     (check.py), and says so (`retried_alone`, the first error): beside 12 bench shards on one H200, the memory
     baseline's autotune list on the fp32 batched matmul (x1.448 in RESULTS.md#run-21) found 11 MiB of the GPU free
-    and went down as not faster (RESULTS.md#run-22)."""
+    and went down as not faster (RESULTS.md#run-22). `parent_choices`: what the parent's autotuners chose when it
+    was timed before, run again instead of tuned (gates.autotune.SettledTuners)."""
     request = GateRequest(str(workload.path), parent, device, settings)
     job = Job(
         "klineage.gates.profile:profile_pair_job",
-        (request, child),
+        (request, child, parent_choices),
         timeout_s=settings.timeout_s,
         device=device,
         turns=GpuTurns.of(settings),

@@ -145,22 +145,34 @@ def _verdict_rows(report) -> list[dict]:
 
 
 def _time_pair(
-    workload, current: Program, candidate: Program, settings, device, sandbox, memo: dict | None, kind: str = "pair"
+    workload,
+    current: Program,
+    candidate: Program,
+    settings,
+    device,
+    sandbox,
+    memo: dict | None,
+    kind: str = "pair",
+    current_choices: dict | None = None,
 ) -> dict:
     """Current and candidate timed interleaved. `memo` (one bench instance's, shared by its methods): a pair
-    already timed in this run (as this `kind` of timing) is not timed again; its effect is marked `reused`."""
+    already timed in this run (as this `kind` of timing) is not timed again; its effect is marked `reused`.
+    `current_choices`: what the current program's autotuners chose when it was timed before, run again instead
+    of tuned (gates.autotune.SettledTuners)."""
     key = (kind, current.hash, candidate.hash)
     if memo is not None and key in memo:
         return {**memo[key], "reused": True}
-    effect = _timed_effect(workload, current, candidate, settings, device, sandbox)
+    effect = _timed_effect(workload, current, candidate, settings, device, sandbox, current_choices)
     if memo is not None and effect["measured"]:
         memo[key] = effect
     return effect
 
 
-def _timed_effect(workload, current: Program, candidate: Program, settings, device, sandbox) -> dict:
+def _timed_effect(
+    workload, current: Program, candidate: Program, settings, device, sandbox, current_choices: dict | None = None
+) -> dict:
     began = time.perf_counter()
-    timed = time_pair(workload, current, candidate, settings, device, sandbox)
+    timed = time_pair(workload, current, candidate, settings, device, sandbox, parent_choices=current_choices)
     if not timed.ok:
         return {"measured": False, "why": f"timing failed: {timed.error}"}
     v = timed.value
@@ -186,6 +198,8 @@ def _timed_effect(workload, current: Program, candidate: Program, settings, devi
             if k in v
         },
         **({"pinned": v["pinned"]} if "pinned" in v else {}),
+        # the current program's kernels that ran the choices it was timed with before, not tuned again
+        **({"given": v["given"]} if "given" in v else {}),
     }
 
 
@@ -288,6 +302,9 @@ class _Walk:
         self.phases = {"start_check_s": 0.0, "final_s": 0.0}
         self.current = program
         self.seen = {program.hash}
+        # per program, what its autotuners chose when it was timed (its profile, or the pair that kept it): a pair
+        # from it runs them again instead of tuning (SettledTuners: the parent's tuning was most of a timing job)
+        self.choices: dict[str, dict] = {}
         # only sites in functions the check ran are worth a candidate (an installed module's backward kernels are
         # never launched by a forward workload); None when the gate could not tell
         self.ran: dict[str, set[str] | None] = {}
@@ -325,6 +342,8 @@ class _Walk:
         if profile is not None and profile.passed:
             self.start_ms = self.best_ms = profile.metrics.get("median_ms")
             self.roofline, self.bound = profile.metrics.get("roofline_fraction"), profile.metrics.get("bound")
+            if profile.metrics.get("autotuned"):
+                self.choices[program.hash] = profile.metrics["autotuned"]
         self._stands_on(program, base)
 
     def _stands_on(self, program: Program, report: CheckReport) -> None:
@@ -359,6 +378,8 @@ class _Walk:
             if attempt.kept:
                 self._stands_on(cand.program, report)
                 self.current = cand.program
+                if attempt.effect.get("candidate_autotuned"):
+                    self.choices[cand.program.hash] = attempt.effect["candidate_autotuned"]
                 return
         over = self.evaluations >= self.budget
         self.stop = "budget spent" if over else "no candidate left that improves the program"
@@ -422,10 +443,12 @@ class _Walk:
 
     def _timed(self, cand: Candidate) -> tuple[bool, str, dict]:
         """The current program and the candidate timed interleaved: faster beyond both spreads, then kept only when
-        a confirmation re-time agrees (`_confirmed`)."""
+        a confirmation re-time agrees (`_confirmed`). The first pair runs the current program's autotuners at the
+        choices it was timed with before; the confirmation lets both sides tune again in a fresh process, so a
+        choice that was one process's noise does not decide a keep."""
         args = (self.workload, self.current, cand.program, self.settings, self.device, self.sandbox, self.memo)
         self.say(f"evaluation {self.evaluations} of {self.budget}: timing {cand.label} against the current program")
-        effect = _time_pair(*args)
+        effect = _time_pair(*args, current_choices=self.choices.get(self.current.hash))
         faster = effect.get("measured") and _faster(effect)
         if not faster:
             return False, "not_faster" if effect.get("measured") else "not_timed", effect

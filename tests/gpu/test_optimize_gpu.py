@@ -217,3 +217,5 @@ def test_a_neutral_rewrite_of_an_autotuned_max_reduction_is_not_kept(settings, s
         assert e["pinned"] == ["rowmax_kernel"]  # the same config on both sides
         assert e["current_autotuned"] == e["candidate_autotuned"]
         assert abs(e["speedup"] - 1) < 0.1
+    # the first pair ran the start's profile choice instead of tuning the start again (its confirmation tunes)
+    assert t.attempts[0].effect["given"] == ["rowmax_kernel"]

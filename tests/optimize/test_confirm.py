@@ -25,7 +25,7 @@ def _fake(monkeypatch, rounds: list[float], spread: float = 0.02) -> list:
         verdicts = (Verdict("correctness", "pass"), Verdict("profile", "pass", metrics={"median_ms": 1.0}))
         return CheckReport(workload.name, program.name, program.hash, device, "fake", "fake", verdicts, (False,) * 2)
 
-    def fake_pair(workload, current, candidate, settings, device, sandbox):
+    def fake_pair(workload, current, candidate, settings, device, sandbox, parent_choices=None):
         speedup = rounds[min(len(timed), len(rounds) - 1)]
         timed.append((current.name, candidate.name))
         value = {"parent_ms": 1.0, "child_ms": 1.0 / speedup, "parent_spread": spread, "child_spread": spread}
@@ -116,9 +116,9 @@ def test_a_confirmation_that_could_not_time_refuses_the_gain(monkeypatch, settin
     first = opt.time_pair
     calls = []
 
-    def failing_second(*args):
+    def failing_second(*args, **kwargs):
         calls.append(1)
-        return first(*args) if len(calls) == 1 else SandboxResult(False, error="OutOfMemoryError: alone")
+        return first(*args, **kwargs) if len(calls) == 1 else SandboxResult(False, error="OutOfMemoryError: alone")
 
     monkeypatch.setattr(opt, "time_pair", failing_second)
     t = optimize(wl, start, FixedProposer("one", [neutral]), settings, "cuda", budget=2, sandbox=object())
@@ -153,3 +153,43 @@ def test_on_the_cpu_nothing_is_re_timed_and_the_evidence_says_so(monkeypatch, se
     assert timed == [] and [a.outcome for a in t.attempts] == ["unmeasured"]
     for a in t.attempts:
         assert a.effect["confirmation"] == {"skipped": "no GPU: nothing was timed, so there is no gain to re-time"}
+
+
+def test_a_pair_runs_the_current_programs_autotuner_choices_and_the_confirmation_tunes_again(monkeypatch, settings):
+    """The first pair of each candidate is given what the current program's autotuners chose when it was timed
+    (the start's profile; a kept candidate's own pair), so the current program does not tune again; the
+    confirmation, in a fresh process, is given nothing: both sides tune."""
+    import klineage.optimize as opt
+    from klineage.check import CheckReport
+    from klineage.gates import Verdict
+    from klineage.sandbox import SandboxResult
+
+    wl, start, first = _neutral()
+    second = first.__class__("second", first.source + "\nALSO = 1\n")
+    start_choice = {"k": {"(4096,)": "BLOCK: 128"}}
+    given: list = []
+
+    def fake_check(workload, program, settings, device="cpu", gates=(), sandbox=None, on_gate=None):
+        metrics = {"median_ms": 1.0, "autotuned": start_choice}
+        verdicts = (Verdict("correctness", "pass"), Verdict("profile", "pass", metrics=metrics))
+        return CheckReport(workload.name, program.name, program.hash, device, "fake", "fake", verdicts, (False,) * 2)
+
+    def fake_pair(workload, current, candidate, settings, device, sandbox, parent_choices=None):
+        given.append((current.name, candidate.name, parent_choices))
+        value = {"parent_ms": 1.0, "child_ms": 0.5, "parent_spread": 0.01, "child_spread": 0.01}
+        value["child_autotuned"] = {"k": {"(4096,)": f"chosen for {candidate.name}"}}
+        return SandboxResult(True, value={"case": "bench", **value})
+
+    monkeypatch.setattr(opt, "check", fake_check)
+    monkeypatch.setattr(opt, "time_pair", fake_pair)
+    monkeypatch.setattr(opt, "device_name", lambda device: "fake GPU")
+    t = optimize(wl, start, FixedProposer("one", [first, second]), settings, "cuda", budget=3, sandbox=object())
+    assert [a.kept for a in t.attempts] == [True, True]
+    assert t.attempts[0].effect["candidate_autotuned"] == {"k": {"(4096,)": "chosen for neutral"}}
+    assert given[:4] == [
+        (start.name, "neutral", start_choice),  # the start's profile
+        (start.name, "neutral", None),  # the confirmation
+        ("neutral", "second", {"k": {"(4096,)": "chosen for neutral"}}),  # the kept candidate's pair
+        ("neutral", "second", None),
+    ]
+    assert given[4] == (start.name, "second", None)  # the start against the result: both tune

@@ -377,7 +377,7 @@ def test_methods_of_one_instance_share_measurements_but_spend_their_own_budget(m
         verdicts = (Verdict("correctness", "pass"), Verdict("profile", "pass", metrics={"median_ms": 1.0}))
         return CheckReport(workload.name, program.name, program.hash, device, "fake", "fake", verdicts, (False,) * 2)
 
-    def fake_pair(workload, current, candidate, settings, device, sandbox):
+    def fake_pair(workload, current, candidate, settings, device, sandbox, parent_choices=None):
         calls["pair"] += 1
         ms = 0.5 if candidate.hash == a.hash else 2.0  # A is twice as fast, B twice as slow
         return SandboxResult(
@@ -417,7 +417,7 @@ def test_a_candidate_whose_timing_failed_is_not_timed_not_slower(monkeypatch, se
         verdicts = (Verdict("correctness", "pass"), Verdict("profile", "pass", metrics={"median_ms": 1.0}))
         return CheckReport(workload.name, program.name, program.hash, device, "fake", "fake", verdicts, (False,) * 2)
 
-    def fake_pair(workload, current, candidate, settings, device, sandbox):
+    def fake_pair(workload, current, candidate, settings, device, sandbox, parent_choices=None):
         return SandboxResult(False, error="OutOfMemoryError: CUDA out of memory (alone, after: ...)")
 
     monkeypatch.setattr(opt, "check", fake_check)
@@ -493,7 +493,7 @@ def _fake_gates(monkeypatch, evidence: dict | None = None, child_ms: float = 1.0
         )
         return CheckReport(workload.name, program.name, program.hash, device, "fake", "fake", verdicts, (False,) * 2)
 
-    def fake_pair(workload, current, candidate, settings, device, sandbox):
+    def fake_pair(workload, current, candidate, settings, device, sandbox, parent_choices=None):
         return SandboxResult(
             True,
             value={
@@ -969,7 +969,7 @@ def test_the_walk_gates_the_fewer_warps_next_after_a_slowdown(monkeypatch, setti
         verdicts = (Verdict("correctness", "pass"), Verdict("profile", "pass", metrics={"median_ms": 1.0}))
         return CheckReport(workload.name, program.name, program.hash, device, "fake", "fake", verdicts, (False,) * 2)
 
-    def fake_pair(workload, current, candidate, settings, device, sandbox):
+    def fake_pair(workload, current, candidate, settings, device, sandbox, parent_choices=None):
         ms = {"num_warps=8": 2.0, "num_warps=16": 4.0, "num_warps=2": 0.8}
         child = next((v for k, v in ms.items() if k in candidate.source), 1.0)
         parent = next((v for k, v in ms.items() if k in current.source), 1.0)
@@ -1385,7 +1385,7 @@ def test_the_roofline_fraction_comes_from_the_faster_of_the_final_programs_two_t
         verdicts = (Verdict("correctness", "pass"), Verdict("profile", "pass", metrics=metrics))
         return CheckReport(workload.name, program.name, program.hash, device, "fake", "fake", verdicts, (False,) * 2)
 
-    def fake_pair(workload, current, candidate, settings, device, sandbox):
+    def fake_pair(workload, current, candidate, settings, device, sandbox, parent_choices=None):
         return SandboxResult(
             True,
             value={

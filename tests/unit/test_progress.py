@@ -51,7 +51,7 @@ def test_optimize_says_each_step_before_it_starts(monkeypatch, settings):
         verdicts = (Verdict("correctness", "pass"), Verdict("profile", "pass", metrics={"median_ms": 1.0}))
         return CheckReport(workload.name, program.name, program.hash, device, "fake", "fake", verdicts, (False,) * 2)
 
-    def fake_pair(workload, current, candidate, settings, device, sandbox):
+    def fake_pair(workload, current, candidate, settings, device, sandbox, parent_choices=None):
         timed = {"parent_ms": 1.0, "child_ms": 0.5, "parent_spread": 0.01, "child_spread": 0.01}
         return SandboxResult(True, value={"case": "bench", **timed})
 

@@ -61,13 +61,75 @@ def test_another_config_list_is_tuned_on_its_own_side(tuning):
     assert settled.pinned == [] and settled.chosen("child") == {"max_kernel": {"(4096,)": "BLOCK: 256"}}
 
 
-def test_a_tuner_with_its_own_database_is_left_to_tune(tuning):
+class _Database:
+    """A library's tuning database (FlagGems's ConfigCache over SQLite): `in`, get and set, not a dict."""
+
+    def __init__(self) -> None:
+        self._rows: dict = {}
+
+    def __contains__(self, key) -> bool:
+        return key in self._rows
+
+    def __getitem__(self, key):
+        return self._rows[key]
+
+    def __setitem__(self, key, config) -> None:
+        self._rows[key] = config
+
+
+def test_a_library_tuners_database_gives_way_to_a_dict_that_is_pinned(tuning):
+    """Its choices were neither pinned nor reported while they lived in its database: FlagGems's matmul-vector and
+    batched matmul tuned on both sides of every pair, 24-51 s of a 28-57 s timing job (H100)."""
     configs = ["BLOCK: 128", "BLOCK: 32"]
     parent, child = _tuner("k", configs), _tuner("k", configs)
-    child.cache = SimpleNamespace()  # not a dict: a library's tuning database
+    parent.cache, child.cache = _Database(), _Database()
     settled = SettledTuners()
     with settled.side("parent"):
-        tuning.run(parent, 1, "parent")
+        assert tuning.run(parent, 1, "parent") == configs[0]
     with settled.side("child", pin_to="parent"):
-        settled._pin(child, [parent])
-    assert settled.pinned == [] and settled.chosen("child") == {}
+        assert tuning.run(child, 1, "child") == configs[0]  # pinned: its own pick would be the last
+    assert isinstance(parent.cache, dict) and isinstance(child.cache, dict)
+    assert settled.pinned == ["k"]
+    assert settled.chosen("parent") == settled.chosen("child") == {"k": {"(1,)": configs[0]}}
+
+
+def test_a_side_given_choices_runs_them_without_tuning(tuning):
+    """The parent runs the choice its program was timed with before (its profile, or the pair that kept it); a
+    key it was not given, or a given config it does not have, is tuned; the child is pinned to what the parent
+    ran."""
+    configs = ["BLOCK: 128, num_warps: 8", "BLOCK: 32, num_warps: 2"]
+    parent, child, other = _tuner("max_kernel", configs), _tuner("max_kernel", configs), _tuner("sum_kernel", configs)
+    given = {"max_kernel": {"(4096,)": configs[1]}, "sum_kernel": {"(4096,)": "BLOCK: 7"}}
+    settled = SettledTuners()
+    with settled.side("parent", choices=given):
+        assert tuning.run(parent, 4096, "parent") == configs[1]  # given: its own pick would be the first
+        assert tuning.run(parent, 8192, "parent") == configs[0]  # a key not given: tuned
+        assert tuning.run(other, 4096, "parent") == configs[0]  # a config it does not have: tuned
+    with settled.side("child", pin_to="parent"):
+        assert tuning.run(child, 4096, "child") == configs[1]
+    assert settled.given == ["max_kernel"] and settled.pinned == ["max_kernel"]
+    assert settled.chosen("parent")["max_kernel"] == {"(4096,)": configs[1], "(8192,)": configs[0]}
+
+
+def test_given_choices_and_a_real_autotuner(monkeypatch):
+    """Through Triton's own Autotuner.run: the given key's text matches the key the tuner computes, and the config
+    is launched without a benchmark (any benchmark here fails the test)."""
+    import triton
+    import triton.language as tl
+    from triton.runtime.autotuner import Autotuner
+
+    configs = [triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 64})]
+
+    @triton.autotune(configs=configs, key=["n"])
+    @triton.jit
+    def add_one(x_ptr, n, BLOCK: tl.constexpr):
+        pass
+
+    launched: list = []
+    monkeypatch.setattr(add_one.fn, "run", lambda *args, **kwargs: launched.append(kwargs["BLOCK"]))
+    monkeypatch.setattr(Autotuner, "_bench", lambda *a, **k: pytest.fail("benchmarked a given choice"))
+    settled = SettledTuners()
+    with settled.side("parent", choices={"add_one": {"(100,)": str(configs[2])}}):
+        add_one.run(None, 100, grid=(1,), warmup=False)
+    assert launched == [64] and settled.given == ["add_one"]
+    assert settled.chosen("parent") == {"add_one": {"(100,)": str(configs[2])}}

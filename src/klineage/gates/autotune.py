@@ -141,16 +141,25 @@ class SettledTuners:
     Where the config spaces differ (the rewrite is a config list: the autotune method, a carried list) there is no
     common config to pin: each side tunes, the config each ran is reported, and the confirmation re-time in a fresh
     process (optimize._confirmed), where both tune again, keeps the gain only if it reproduces.
-    Only dict caches are pinned (a library's tuner with its own database tunes as it would)."""
+    A side given `choices` (what its program's autotuners chose when that program was timed before: its profile,
+    or the pair that kept it) runs them without tuning again: the parent's tuning compiled every config in each
+    pair, 24-51 s of a 28-57 s timing job on FlagGems's matmul-vector and batched matmul (H100,
+    RESULTS.md#settle), and it only repeated a choice the walk had already measured.
+    A library's tuner whose choices live in its own database (FlagGems's LibTuner: a ConfigCache over SQLite under
+    the candidate's private home, empty in a fresh process) gets a plain dict on first sight, which its run()
+    reads the same way, so its choices are pinned and reported like Triton's."""
 
     def __init__(self) -> None:
         self.sides: dict[str, list] = {}
-        self.pinned: list[str] = []
+        self.pinned: list[str] = []  # the child's kernels that took the parent's choice
+        self.given: list[str] = []  # the kernels that ran the choices their side was given
 
     @contextlib.contextmanager
-    def side(self, name: str, pin_to: str | None = None) -> Iterator[None]:
-        """Within this block, every autotuner that runs belongs to side `name`; with `pin_to`, one interchangeable
-        with an autotuner of that side takes its choices before it runs."""
+    def side(self, name: str, pin_to: str | None = None, choices: dict | None = None) -> Iterator[None]:
+        """Within this block, every autotuner that runs belongs to side `name`; with `choices` (per kernel name,
+        per tuning key as `chosen` writes it, the config's text), a tuner runs the config given for its key without
+        timing any; with `pin_to`, one interchangeable with an autotuner of that side takes its choices before it
+        runs."""
         from klineage.timing import autotuner_runs
 
         seen = self.sides.setdefault(name, [])
@@ -160,6 +169,7 @@ class SettledTuners:
             def run(tuner, *args, **kwargs):
                 if tuner not in seen:
                     seen.append(tuner)
+                    settled._own_cache(tuner, choices)
                     if pin_to is not None:
                         settled._pin(tuner, self.sides.get(pin_to, []))
                 return original(tuner, *args, **kwargs)
@@ -169,9 +179,22 @@ class SettledTuners:
         with autotuner_runs(seeing):
             yield
 
+    def _own_cache(self, tuner, choices: dict | None) -> None:
+        """The tuner's choices in a dict of this process (a library's database replaced, what it held dropped),
+        holding what `choices` gives its kernel (tuning key's text -> config's text) for the configs it has."""
+        given = choices.get(tuner.base_fn.__name__[:200]) if choices else None
+        held = dict(tuner.cache) if isinstance(tuner.cache, dict) else {}
+        if given:
+            tuner.cache = _GivenChoices(tuner.configs, given)
+            tuner.cache.update(held)
+            if tuner.cache.given:
+                self.given.append(tuner.base_fn.__name__)
+        elif not isinstance(tuner.cache, dict):
+            tuner.cache = held
+
     def _pin(self, tuner, others: list) -> None:
         match = next((o for o in others if o is not tuner and _identity(o) == _identity(tuner)), None)
-        if match is None or not isinstance(tuner.cache, dict) or not isinstance(match.cache, dict):
+        if match is None:
             return
         mine = {str(c): c for c in tuner.configs}
         for key, config in match.cache.items():
@@ -184,7 +207,37 @@ class SettledTuners:
         """Per autotuned kernel of side `name`, the config it ran per tuning key."""
         out: dict[str, dict[str, str]] = {}
         for tuner in self.sides.get(name, [])[:64]:
-            cache = tuner.cache if isinstance(tuner.cache, dict) else {}
-            picks = {str(key)[:200]: str(config)[:500] for key, config in list(cache.items())[:64]}
+            picks = {_key_text(key): str(config)[:500] for key, config in list(tuner.cache.items())[:64]}
             out.setdefault(tuner.base_fn.__name__[:200], {}).update(picks)
         return out
+
+
+def _key_text(key) -> str:
+    """A tuning key as a pair's answer names it (`AUTOTUNED`): its text, cut to 200 characters."""
+    return str(key)[:200]
+
+
+class _GivenChoices(dict):
+    """An autotuner's cache that holds choices made in another process, by the text of their tuning key: a key
+    whose text was given is found, with the config of that text, the first time the tuner asks, so it runs that
+    config and times none (Triton's and FlagGems's run() ask `key in cache`, then read `cache[key]`). A choice
+    naming a config the tuner does not have is dropped: that key is tuned as usual."""
+
+    def __init__(self, configs, given: dict[str, str]) -> None:
+        super().__init__()
+        by_text = {str(c)[:500]: c for c in configs}
+        self.given = {key: by_text[text] for key, text in given.items() if text in by_text}
+
+    def __contains__(self, key) -> bool:
+        if dict.__contains__(self, key):
+            return True
+        config = self.given.get(_key_text(key))
+        if config is None:
+            return False
+        self[key] = config
+        return True
+
+    def __missing__(self, key):
+        if key in self:
+            return dict.__getitem__(self, key)
+        raise KeyError(key)

@@ -48,13 +48,14 @@ PROFILE_ANSWER = Record(
     optional={"last": COUNT, "outputs": ListOf(VALUE, 256), "autotuned": AUTOTUNED},
 )
 # `autotuned`: the config each side's autotuners ran (gates.autotune.SettledTuners); `pinned`: the child's kernels
-# that took the parent's choice
+# that took the parent's choice; `given`: the parent's kernels that ran the choices the judge gave (`parent_choices`)
 PAIR_ANSWER = Record(
     required={"parent": TIMING, "child": TIMING, "setup_s": NUMBER},
     optional={
         "parent_autotuned": AUTOTUNED,
         "child_autotuned": AUTOTUNED,
         "pinned": ListOf(text(200), 64),
+        "given": ListOf(text(200), 64),
         "settle_s": NUMBER,
     },
 )
@@ -426,16 +427,20 @@ def timed_output_finding(workload, wl_module, reference, sets: list[list], last:
     return None
 
 
-def profile_pair_job(payload: tuple[GateRequest, Program]) -> dict:
+def profile_pair_job(payload: tuple) -> dict:
     """Time a parent program and a child program interleaved on the bench case (the same input sets for both):
     the measured effect of one step, with each side's spread. Both run in one candidate process; the judge builds
-    the result from its timings. A candidate that ended or answered out of shape raises (the job's error)."""
+    the result from its timings. A candidate that ended or answered out of shape raises (the job's error).
+    The payload: (request, child) or (request, child, parent_choices); `parent_choices`: what the parent's
+    autotuners chose when it was timed before (AUTOTUNED), run again instead of tuned (gates.autotune.SettledTuners)."""
     started = time.perf_counter()
-    request, child = payload
+    request, child, *rest = payload
+    parent_choices = rest[0] if rest else None
     with running(_timing_spec(request, others=(child,))) as candidate:
         start_s = time.perf_counter() - started  # the candidate process started, its program imported
         workload, _ = prepare_workload(request, interpret=False)
-        answer = checked(task(candidate, "pair", **_timing_meta(request)).meta, PAIR_ANSWER)
+        meta = {**_timing_meta(request), **({"parent_choices": parent_choices} if parent_choices else {})}
+        answer = checked(task(candidate, "pair", **meta).meta, PAIR_ANSWER)
     parent_t, child_t = timing(answer["parent"]), timing(answer["child"])
     speedup = child_t.median_ms / parent_t.median_ms  # > 1: the parent (the optimized form) is faster
     noise = parent_t.spread + child_t.spread
@@ -458,7 +463,7 @@ def profile_pair_job(payload: tuple[GateRequest, Program]) -> dict:
         "setup_s": answer["setup_s"],
         **({"settle_s": answer["settle_s"]} if "settle_s" in answer else {}),
         # the config each side's autotuners ran, and the child's kernels pinned to the parent's choice
-        **{k: answer[k] for k in ("parent_autotuned", "child_autotuned", "pinned") if answer.get(k)},
+        **{k: answer[k] for k in ("parent_autotuned", "child_autotuned", "pinned", "given") if answer.get(k)},
         "job_s": time.perf_counter() - started,
         # what timed it: a walk made on the CPU and timed here keys its skills' effects by this GPU
         "device": device_name("cuda"),
@@ -485,12 +490,12 @@ def pair_task(served, frame) -> tuple[dict, dict]:
     calls = [rotating(parent_model, sets), rotating(child_model, sets)]
     setup_s = time.perf_counter() - started  # the child installed, models built, inputs made
     # the autotuners settled alike on both sides before anything is timed (SettledTuners says the rule and why):
-    # the parent tunes, the child's interchangeable autotuners take its choices; time_calls' own first calls then
-    # find every choice made
+    # the parent runs the choices it was timed with before (or tunes), the child's interchangeable autotuners take
+    # the parent's; time_calls' own first calls then find every choice made
     tuners = SettledTuners()
     settled = time.perf_counter()
     with autotuners_alone():
-        with tuners.side("parent"):
+        with tuners.side("parent", choices=meta.get("parent_choices")):
             calls[0]()
         with tuners.side("child", pin_to="parent"):
             calls[1]()
@@ -502,4 +507,6 @@ def pair_task(served, frame) -> tuple[dict, dict]:
             answer[f"{side}_autotuned"] = autotuned
     if tuners.pinned:
         answer["pinned"] = tuners.pinned[:64]
+    if tuners.given:
+        answer["given"] = tuners.given[:64]
     return {}, answer
