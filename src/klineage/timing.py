@@ -97,11 +97,17 @@ def autotuners_alone() -> Iterator[None]:
     turn: where this process lets go of the GPU for host work (sandbox.lets_go_for_host_work), every configuration
     is compiled first (`_compile_configs`), beside other jobs, and the turn alone holds only the benchmarks; a new
     candidate's autotuned kernel compiled each of its configurations (1-3 s each on the H200) with every other job
-    on the GPU waiting. Inside a turn already exclusive this changes nothing."""
+    on the GPU waiting. Inside a turn already exclusive this changes nothing.
+    A call whose tuning key is already chosen (tuned before in this process, or given: gates.autotune.SettledTuners)
+    benchmarks nothing, so it runs as any call does: no turn alone, and no configuration compiled but the one it
+    runs. Compiling every configuration there undid the choice given to a pair's parent: FlagGems's addmv still
+    settled for 17-33 s a pair with both sides' choices pinned (H100, RESULTS.md#settle)."""
     from klineage.sandbox import exclusive_turn, lets_go_for_host_work
 
     def alone(original):
         def run_alone(self, *args, **kwargs):
+            if _chosen_already(self, args, kwargs):
+                return original(self, *args, **kwargs)
             if lets_go_for_host_work():
                 _compile_configs(self, args, kwargs)
             with exclusive_turn():
@@ -176,6 +182,26 @@ def _autotuner_classes(base: type) -> list[type]:
         if "run" in cls.__dict__ and cls not in out:
             out.append(cls)
     return out
+
+
+def _chosen_already(tuner, args: tuple, kwargs: dict) -> bool:
+    """Whether the autotuner's run finds this call's tuning key chosen and so benchmarks nothing: the key as Triton's
+    `Autotuner.run` makes it (its `keys` among the call's arguments, then every tensor argument's dtype) or as the
+    tuner's own `get_key` does (FlagGems's LibTuner), looked up in its `cache` (a given choice is found there:
+    gates.autotune). A tuner whose key cannot be made so (a library's own run, a broken call) is not: it tunes
+    as before."""
+    try:
+        if len(tuner.configs) <= 1:
+            return False  # Triton's run benchmarks nothing then, but a library's own run may: as before
+        named = {k: v for k, v in {**dict(zip(tuner.arg_names, args)), **kwargs}.items() if k in tuner.arg_names}
+        if hasattr(tuner, "get_key"):
+            key = tuner.get_key(named)
+        else:
+            key = tuple(named[k] for k in tuner.keys if k in named)
+            key += tuple(str(v.dtype) for v in named.values() if hasattr(v, "dtype"))
+        return key in tuner.cache
+    except Exception:  # whatever the tuner is, the call goes on as it did
+        return False
 
 
 def _compile_configs(tuner, args: tuple, kwargs: dict) -> None:

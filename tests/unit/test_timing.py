@@ -131,3 +131,50 @@ def test_settled_tuners_see_a_library_autotuner_run():
     with tuners.side("start"):
         assert one.run() == "ran"
     assert tuners.sides["start"] == [one]
+
+
+def test_a_call_whose_key_is_chosen_compiles_nothing_more_and_shares_the_gpu(monkeypatch, tmp_path, request):
+    """A pair's parent given its earlier choice (gates.autotune.SettledTuners) benchmarks nothing: compiling every
+    configuration first and taking the GPU alone undid the choice (FlagGems's addmv settled 17-33 s a pair with
+    both sides pinned, H100). A key not chosen compiles them all first and benchmarks alone, as before."""
+    from triton.runtime import autotuner
+
+    from klineage.sandbox import GpuTurns, take_turns
+    from tests.unit.test_gpu_lock import lock_mode_job
+
+    path = str(tmp_path / "gpu0.lock")
+    take_turns(GpuTurns(path))
+    request.addfinalizer(lambda: take_turns(GpuTurns()))
+    seen, compiled = [], []
+    monkeypatch.setattr(timing, "_compile_configs", lambda tuner, args, kwargs: compiled.append(args))
+    monkeypatch.setattr("klineage.sandbox.lets_go_for_host_work", lambda: True)
+
+    class Tuner(autotuner.Autotuner):
+        def __init__(self, cache):  # no kernel behind it: the key and the cache are what is read
+            self.arg_names, self.keys, self.configs, self.cache = ["x", "n"], ["n"], ["A", "B"], cache
+
+        def run(self, *args, **kwargs):
+            seen.append(lock_mode_job(path))
+
+    x = torch.empty(4)
+    with timing.autotuners_alone():
+        Tuner({(4, "torch.float32"): "B"}).run(x, 4)  # chosen: the key Triton's run makes, dtype and all
+        Tuner({(8, "torch.float32"): "B"}).run(x, 4)  # another key chosen, not this one
+    assert seen == ["none", "exclusive"] and len(compiled) == 1
+
+
+def test_a_library_tuners_own_key_is_read_for_the_chosen_key():
+    from triton.runtime import autotuner
+
+    class LibraryTuner(autotuner.Autotuner):
+        def __init__(self):
+            self.arg_names, self.keys, self.configs, self.cache = ["x", "n"], ["n"], ["A", "B"], {("n=64",): "A"}
+
+        def get_key(self, args):  # a strategy on the key, as FlagGems's LibTuner rounds it up
+            return (f"n={2 ** (args['n'] - 1).bit_length()}",)
+
+    assert timing._chosen_already(LibraryTuner(), (None, 50), {})
+    assert not timing._chosen_already(LibraryTuner(), (None, 100), {})
+    single = LibraryTuner()
+    single.configs = ["A"]  # one config: a library's own run may still do anything; left as before
+    assert not timing._chosen_already(single, (None, 50), {})
