@@ -19,6 +19,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from klineage.trajectory import START_GATE_PHASES
+
 
 def costs(results: list[dict]) -> dict[str, dict]:
     out: dict[str, dict] = {}
@@ -46,7 +48,8 @@ def costs(results: list[dict]) -> dict[str, dict]:
             m["seconds"] += t.get("seconds") or 0.0
             if t.get("phases"):  # older reports have none (phases came after RESULTS.md#run-18)
                 attempts = sum(a.get("seconds") or 0.0 for a in t["attempts"])
-                rest = (t.get("seconds") or 0.0) - attempts - sum(t["phases"].values())
+                outside = ("start_check_s", "final_s", "refused_checks_s")  # start_<gate>_s are parts of the first
+                rest = (t.get("seconds") or 0.0) - attempts - sum(t["phases"].get(k, 0.0) for k in outside)
                 m["phases"].append({**t["phases"], "attempts_s": attempts, "rest_s": rest})
             for a in t["attempts"]:
                 if "seconds" in a:
@@ -107,14 +110,18 @@ def main() -> None:
     if phased:
         print()
         print(
-            "| method | runs | attempts s, median | start check s, median | final pair and profile s, median | "
-            "rest s, median | rest s, total |"
+            "| method | runs | attempts s, median | start check s, median | of it: compile s | correctness s | "
+            "profile s | final pair and profile s, median | rest s, median | rest s, total |"
         )
-        print("| --- | --- | --- | --- | --- | --- | --- |")
+        print("| --- " * 10 + "|")
         for method, runs in phased.items():
-            column = {k: [r[k] for r in runs] for k in ("attempts_s", "start_check_s", "final_s", "rest_s")}
+            keys = ("attempts_s", "start_check_s", "final_s", "rest_s")
+            column = {k: [r[k] for r in runs] for k in keys}
+            # each gate of the start's check, over the runs that paid for it (an instance's first method)
+            gates = [median([r[f"start_{g}_s"] for r in runs if f"start_{g}_s" in r]) for g in START_GATE_PHASES]
             print(
                 f"| {method} | {len(runs)} | {median(column['attempts_s'])} | {median(column['start_check_s'])} | "
+                f"{' | '.join(gates)} | "
                 f"{median(column['final_s'])} | {median(column['rest_s'])} | {sum(column['rest_s']):.0f} |"
             )
     outside = [c for r in results for c in r.get("costs", {}).values()]  # reports from before costs: none

@@ -140,7 +140,8 @@ def compiled_kernels(report) -> list[dict] | None:
 
 def _verdict_rows(report) -> list[dict]:
     return [
-        {"gate": v.gate, "status": v.status, "code": v.code, "reason": clip(v.reason, 2000)} for v in report.verdicts
+        {"gate": v.gate, "status": v.status, "code": v.code, "reason": clip(v.reason, 2000), "seconds": v.seconds}
+        for v in report.verdicts
     ]
 
 
@@ -318,6 +319,7 @@ class _Walk:
         began = time.perf_counter()
         where = f"checking the start program {program.name} on {device} (evaluation 1 of {self.budget})"
         self.say(where)
+        paid = self.memo is None or ("check", program.hash, device) not in self.memo  # not an earlier method's
         base = _memoized(
             self.memo,
             ("check", program.hash, device),
@@ -331,6 +333,12 @@ class _Walk:
             ),
         )
         self.phases["start_check_s"] = round(time.perf_counter() - began, 3)
+        if (
+            paid
+        ):  # of that, each gate's own seconds (trajectory.START_GATE_PHASES): where an instance's first minute goes
+            for v in base.verdicts:
+                if v.seconds:
+                    self.phases[f"start_{v.gate}_s"] = round(v.seconds, 3)
         self.evaluations += 1
         if not base.passed:
             failed = next(v for v in base.verdicts if not v.passed and v.status != "skip")

@@ -63,7 +63,8 @@ class Trajectory:
     llm: dict | None = None  # model calls and tokens (klineage.llm.Usage) when a model materialized candidates
     evidence: dict | None = None  # what the order rested on: the library's skills, how many timed (Proposer.evidence)
     # seconds outside the attempts: the start's check ("start_check_s"; 0 where an earlier method of a bench instance
-    # checked it) and the final pair and profile ("final_s"); the rest of `seconds` is proposing and writing
+    # checked it; of it, each gate's own as "start_<gate>_s"), the final pair and profile ("final_s"), candidates
+    # refused for shared memory after their check ("refused_checks_s"); the rest of `seconds` is proposing and writing
     phases: dict | None = None
     bound: str | None = None  # what sets the bench case's roofline, "memory" or "compute" (the profile gate's)
 
@@ -149,12 +150,21 @@ def evidence_line(evidence: dict, timed: bool) -> str:
     return line
 
 
+# the start check's gates, each recorded as a part of the phase `start_check_s` (`start_<gate>_s`)
+START_GATE_PHASES = ("compile", "correctness", "profile")
+
+
 def seconds_line(t: Trajectory) -> str:
     """Where a run's wall time went: the start's check, the attempts, the final timing, the rest (proposing)."""
     attempts = sum(a.seconds for a in t.attempts)
     start, final = t.phases.get("start_check_s", 0.0), t.phases.get("final_s", 0.0)
+    gates = ", ".join(
+        f"{gate} {t.phases[f'start_{gate}_s']:.0f} s" for gate in START_GATE_PHASES if f"start_{gate}_s" in t.phases
+    )
     parts = [
-        f"the start's check {start:.0f} s" if start else "the start's check reused",
+        (f"the start's check {start:.0f} s" + (f" ({gates})" if gates else ""))
+        if start
+        else "the start's check reused",
         f"{len(t.attempts)} attempt{'s' * (len(t.attempts) != 1)} {attempts:.0f} s",
     ]
     parts += [f"start and result timed side by side {final:.0f} s"] if final else []
