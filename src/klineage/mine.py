@@ -221,6 +221,8 @@ class Walk:
     compiled: dict[str, Verdict | None] = field(default_factory=dict)
     ran: dict[str, set[str]] = field(default_factory=dict)
     on_step: Callable[[Step], None] | None = None
+    # per program, what its autotuners ran when it was timed: a later pair from it runs that again (`_known_choices`)
+    tuned: dict[str, dict] = field(default_factory=dict)
 
     def attempt(self, child: Program, transform, module: str, site: Site) -> Step:
         """Gate `child` (the current program with one simplification), record the step, and stand on the child where
@@ -238,6 +240,7 @@ class Walk:
             len(self.steps),
             self.compiled,
             self.ran,
+            self.tuned,
         )
         self.store.save_program(child)
         self.store.append(step)
@@ -423,15 +426,17 @@ def retime(
     store = LineageStore(settings.data_dir / "lineages" / lineage.id)
     steps = list(lineage.steps)
     here = device_name(device) if keep_timed else ""
+    tuned: dict[str, dict] = {}
     try:
         for i, step in enumerate(lineage.steps):
             if not step.accepted or (keep_timed and timed_on(step, here)):
                 continue
             parent = store.load_program(step.parent, lineage.expert)
             child = store.load_program(step.child, lineage.expert)
-            timed = time_pair(workload, parent, child, settings, device, sandbox)
+            timed = time_pair(workload, parent, child, settings, device, sandbox, parent_choices=tuned.get(parent.hash))
             if not timed.ok:
                 continue  # the earlier measurement stands
+            _known_choices(tuned, parent, child, timed.value)
             earlier = {k: v for k, v in step.effect.items() if k != "earlier"}
             effect = {**timed.value, "static_delta": step.effect.get("static_delta", {}), "earlier": earlier}
             steps[i] = replace(step, effect=effect)
@@ -452,7 +457,19 @@ def steps_current(steps: list[Step], expert_hash: str) -> str:
     return accepted[-1].child if accepted else expert_hash
 
 
-def _attempt(workload, parent, child, transform, module, site: Site, settings, device, sandbox, index, compiled, ran):
+def _known_choices(tuned: dict[str, dict], parent: Program, child: Program, effect: dict) -> None:
+    """What a timed pair's two programs' autotuners ran, kept for the next pair from either (`time_pair`'s
+    `parent_choices`): the parent tunes in its first pair only, and its siblings' and the accepted child's pairs
+    run those choices (gates.autotune.SettledTuners; on FlagGems's matmuls a pair took 18 s tuning and 3.4 s
+    given, RESULTS.md#settle)."""
+    for program, key in ((parent, "parent_autotuned"), (child, "child_autotuned")):
+        if effect.get(key) and program.hash not in tuned:
+            tuned[program.hash] = effect[key]
+
+
+def _attempt(
+    workload, parent, child, transform, module, site: Site, settings, device, sandbox, index, compiled, ran, tuned
+):
     started = time.perf_counter()
     report = check(workload, child, settings, device, MINING_GATES, sandbox)
     accepted = report.passed
@@ -460,8 +477,9 @@ def _attempt(workload, parent, child, transform, module, site: Site, settings, d
     compile_v = report.verdict("compile")
     compiled[child.hash] = compile_v
     if device == "cuda" and accepted:
-        timed = time_pair(workload, parent, child, settings, device, sandbox)
+        timed = time_pair(workload, parent, child, settings, device, sandbox, parent_choices=tuned.get(parent.hash))
         effect = timed.value if timed.ok else {"measured": False, "why": f"timing failed: {timed.error}"}
+        _known_choices(tuned, parent, child, effect)
     elif device == "cuda":
         effect = {"measured": False, "why": "rejected: not timed"}
     else:

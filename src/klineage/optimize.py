@@ -457,6 +457,8 @@ class _Walk:
         args = (self.workload, self.current, cand.program, self.settings, self.device, self.sandbox, self.memo)
         self.say(f"evaluation {self.evaluations} of {self.budget}: timing {cand.label} against the current program")
         effect = _time_pair(*args, current_choices=self.choices.get(self.current.hash))
+        if effect.get("current_autotuned") and self.current.hash not in self.choices:
+            self.choices[self.current.hash] = effect["current_autotuned"]  # its profile said none: its first pair's
         faster = effect.get("measured") and _faster(effect)
         if not faster:
             return False, "not_faster" if effect.get("measured") else "not_timed", effect

@@ -121,12 +121,17 @@ def test_retime_measures_accepted_steps_again_and_keeps_the_earlier_measurement(
                     "parent_ms": 0.2,
                     "child_ms": 0.3,
                     "device": "Fake GPU",
+                    "parent_autotuned": {"k": {"(1,)": "parent's"}},
+                    "child_autotuned": {"k": {"(1,)": "child's"}},
                 },
             )
 
     fake = FakeGpu([])
     again = retime(lineage, workload, settings, "cuda", fake)
     assert [j.function for j in fake.jobs] == ["klineage.gates.profile:profile_pair_job"] * 2
+    # the first pair's parent tunes; the next pair's parent, the first's child, runs what it ran there
+    assert lineage.accepted[1].parent == lineage.accepted[0].child
+    assert fake.jobs[0].payload[2] is None and fake.jobs[1].payload[2] == {"k": {"(1,)": "child's"}}
     first, second = again.accepted
     assert first.effect["speedup"] == 1.5 and first.effect["earlier"] == lineage.accepted[0].effect
     assert first.effect["static_delta"] == lineage.accepted[0].effect.get("static_delta", {})

@@ -193,3 +193,33 @@ def test_a_pair_runs_the_current_programs_autotuner_choices_and_the_confirmation
         ("neutral", "second", None),
     ]
     assert given[4] == (start.name, "second", None)  # the start against the result: both tune
+
+
+def test_without_a_profile_choice_the_first_pair_tells_the_next_one(monkeypatch, settings):
+    """A start whose profile named no choice (a tuner it did not see): its first pair tunes, and the next
+    candidate's pair from the same program runs what the current program ran there."""
+    import klineage.optimize as opt
+    from klineage.check import CheckReport
+    from klineage.gates import Verdict
+    from klineage.sandbox import SandboxResult
+
+    wl, start, first = _neutral()
+    second = first.__class__("second", first.source + "\nALSO = 1\n")
+    given: list = []
+
+    def fake_check(workload, program, settings, device="cpu", gates=(), sandbox=None, on_gate=None):
+        verdicts = (Verdict("correctness", "pass"), Verdict("profile", "pass", metrics={"median_ms": 1.0}))
+        return CheckReport(workload.name, program.name, program.hash, device, "fake", "fake", verdicts, (False,) * 2)
+
+    def fake_pair(workload, current, candidate, settings, device, sandbox, parent_choices=None):
+        given.append(parent_choices)
+        value = {"parent_ms": 1.0, "child_ms": 1.0, "parent_spread": 0.01, "child_spread": 0.01}
+        value["parent_autotuned"] = {"k": {"(8,)": f"ran by {current.name}"}}
+        return SandboxResult(True, value={"case": "bench", **value})
+
+    monkeypatch.setattr(opt, "check", fake_check)
+    monkeypatch.setattr(opt, "time_pair", fake_pair)
+    monkeypatch.setattr(opt, "device_name", lambda device: "fake GPU")
+    t = optimize(wl, start, FixedProposer("one", [first, second]), settings, "cuda", budget=3, sandbox=object())
+    assert [a.outcome for a in t.attempts] == ["not_faster", "not_faster"]
+    assert given == [None, {"k": {"(8,)": f"ran by {start.name}"}}]
