@@ -155,41 +155,50 @@ def test_on_the_cpu_nothing_is_re_timed_and_the_evidence_says_so(monkeypatch, se
         assert a.effect["confirmation"] == {"skipped": "no GPU: nothing was timed, so there is no gain to re-time"}
 
 
-def test_a_pair_runs_the_current_programs_autotuner_choices_and_the_confirmation_tunes_again(monkeypatch, settings):
-    """The first pair of each candidate is given what the current program's autotuners chose when it was timed
-    (the start's profile; a kept candidate's own pair), so the current program does not tune again; the
-    confirmation, in a fresh process, is given nothing: both sides tune."""
+def _fake_choices(monkeypatch, profile_choice: dict | None, child_ms: float) -> list:
+    """Gates that pass every program, the start's profile naming `profile_choice` (or none); timed pairs at
+    `child_ms` against 1.0 whose answer says what each side's autotuners ran. Returns (current, candidate, the
+    choices the pair was given) per pair, in call order."""
     import klineage.optimize as opt
     from klineage.check import CheckReport
     from klineage.gates import Verdict
     from klineage.sandbox import SandboxResult
 
-    wl, start, first = _neutral()
-    second = first.__class__("second", first.source + "\nALSO = 1\n")
-    start_choice = {"k": {"(4096,)": "BLOCK: 128"}}
     given: list = []
 
     def fake_check(workload, program, settings, device="cpu", gates=(), sandbox=None, on_gate=None):
-        metrics = {"median_ms": 1.0, "autotuned": start_choice}
+        metrics = {"median_ms": 1.0, **({"autotuned": profile_choice} if profile_choice else {})}
         verdicts = (Verdict("correctness", "pass"), Verdict("profile", "pass", metrics=metrics))
         return CheckReport(workload.name, program.name, program.hash, device, "fake", "fake", verdicts, (False,) * 2)
 
     def fake_pair(workload, current, candidate, settings, device, sandbox, parent_choices=None):
         given.append((current.name, candidate.name, parent_choices))
-        value = {"parent_ms": 1.0, "child_ms": 0.5, "parent_spread": 0.01, "child_spread": 0.01}
-        value["child_autotuned"] = {"k": {"(4096,)": f"chosen for {candidate.name}"}}
+        value = {"parent_ms": 1.0, "child_ms": child_ms, "parent_spread": 0.01, "child_spread": 0.01}
+        value["parent_autotuned"] = {"k": {"(8,)": f"ran by {current.name}"}}
+        value["child_autotuned"] = {"k": {"(8,)": f"ran by {candidate.name}"}}
         return SandboxResult(True, value={"case": "bench", **value})
 
     monkeypatch.setattr(opt, "check", fake_check)
     monkeypatch.setattr(opt, "time_pair", fake_pair)
     monkeypatch.setattr(opt, "device_name", lambda device: "fake GPU")
+    return given
+
+
+def test_a_pair_runs_the_current_programs_autotuner_choices_and_the_confirmation_tunes_again(monkeypatch, settings):
+    """The first pair of each candidate is given what the current program's autotuners chose when it was timed
+    (the start's profile; a kept candidate's own pair), so the current program does not tune again; the
+    confirmation, in a fresh process, is given nothing: both sides tune."""
+    wl, start, first = _neutral()
+    second = first.__class__("second", first.source + "\nALSO = 1\n")
+    start_choice = {"k": {"(8,)": "BLOCK: 128"}}
+    given = _fake_choices(monkeypatch, start_choice, child_ms=0.5)
     t = optimize(wl, start, FixedProposer("one", [first, second]), settings, "cuda", budget=3, sandbox=object())
     assert [a.kept for a in t.attempts] == [True, True]
-    assert t.attempts[0].effect["candidate_autotuned"] == {"k": {"(4096,)": "chosen for neutral"}}
+    assert t.attempts[0].effect["candidate_autotuned"] == {"k": {"(8,)": "ran by neutral"}}
     assert given[:4] == [
         (start.name, "neutral", start_choice),  # the start's profile
         (start.name, "neutral", None),  # the confirmation
-        ("neutral", "second", {"k": {"(4096,)": "chosen for neutral"}}),  # the kept candidate's pair
+        ("neutral", "second", {"k": {"(8,)": "ran by neutral"}}),  # the kept candidate's pair
         ("neutral", "second", None),
     ]
     assert given[4] == (start.name, "second", None)  # the start against the result: both tune
@@ -198,28 +207,9 @@ def test_a_pair_runs_the_current_programs_autotuner_choices_and_the_confirmation
 def test_without_a_profile_choice_the_first_pair_tells_the_next_one(monkeypatch, settings):
     """A start whose profile named no choice (a tuner it did not see): its first pair tunes, and the next
     candidate's pair from the same program runs what the current program ran there."""
-    import klineage.optimize as opt
-    from klineage.check import CheckReport
-    from klineage.gates import Verdict
-    from klineage.sandbox import SandboxResult
-
     wl, start, first = _neutral()
     second = first.__class__("second", first.source + "\nALSO = 1\n")
-    given: list = []
-
-    def fake_check(workload, program, settings, device="cpu", gates=(), sandbox=None, on_gate=None):
-        verdicts = (Verdict("correctness", "pass"), Verdict("profile", "pass", metrics={"median_ms": 1.0}))
-        return CheckReport(workload.name, program.name, program.hash, device, "fake", "fake", verdicts, (False,) * 2)
-
-    def fake_pair(workload, current, candidate, settings, device, sandbox, parent_choices=None):
-        given.append(parent_choices)
-        value = {"parent_ms": 1.0, "child_ms": 1.0, "parent_spread": 0.01, "child_spread": 0.01}
-        value["parent_autotuned"] = {"k": {"(8,)": f"ran by {current.name}"}}
-        return SandboxResult(True, value={"case": "bench", **value})
-
-    monkeypatch.setattr(opt, "check", fake_check)
-    monkeypatch.setattr(opt, "time_pair", fake_pair)
-    monkeypatch.setattr(opt, "device_name", lambda device: "fake GPU")
+    given = _fake_choices(monkeypatch, None, child_ms=1.0)
     t = optimize(wl, start, FixedProposer("one", [first, second]), settings, "cuda", budget=3, sandbox=object())
     assert [a.outcome for a in t.attempts] == ["not_faster", "not_faster"]
-    assert given == [None, {"k": {"(8,)": f"ran by {start.name}"}}]
+    assert [g[2] for g in given] == [None, {"k": {"(8,)": f"ran by {start.name}"}}]
