@@ -4,7 +4,8 @@ total seconds, and of an attempt's seconds: its gates, and its timing job (as th
 candidate's start, its setup, both sides' first calls (kernels compiled, autotuners settled; start and settle are
 recorded since RESULTS.md#wild-13), the timed first calls beside other jobs, its wait for the GPU alone and its
 hold of it, with the hold's total over the method's attempts: a GPU's exclusive time, which every job on it waits
-for);
+for; and, over both sides of every pair, the host's time to queue a call and the share of repetitions in which the
+GPU still waited for that queueing inside the timing, recorded since RESULTS.md#settle);
 then, per method, a run's seconds outside its attempts (the start's check, which the first method of an instance
 pays and the others reuse; the final pair and profile; the rest: proposing, writing candidates); then, per instance,
 the seconds outside the runs (the references job, the escape re-checks).
@@ -41,6 +42,8 @@ def costs(results: list[dict]) -> dict[str, dict]:
                     "setup": [],
                     "settle": [],
                     "first": [],
+                    "host_launch": [],
+                    "launch_bound": [],
                     "phases": [],
                 },
             )
@@ -70,6 +73,10 @@ def costs(results: list[dict]) -> dict[str, dict]:
                 ):
                     if key in a["effect"]:
                         m[name].append(a["effect"][key])
+                for side in ("current", "candidate"):  # each side's own: both are timed in every pair
+                    for name, key in (("host_launch", "host_launch_ms"), ("launch_bound", "launch_bound")):
+                        if f"{side}_{key}" in a["effect"]:
+                            m[name].append(a["effect"][f"{side}_{key}"])
     return out
 
 
@@ -90,21 +97,26 @@ def main() -> None:
     print(
         "| method | runs | run seconds (total) | attempts with seconds | s per attempt, median | p80 | "
         "reused effects | gates s, median | timing job s, median | its start s | setup s | settle s | "
-        "first calls s | GPU wait s, median | GPU held s, median | GPU held s, total |"
+        "first calls s | GPU wait s, median | GPU held s, median | GPU held s, total | host ms to queue a call, "
+        "median | launch-bound share, median [max] |"
     )
-    print("| --- " * 16 + "|")
+    print("| --- " * 18 + "|")
 
     def median(values: list[float]) -> str:  # reports from before a figure was recorded: n/a
         return f"{statistics.median(values):.1f}" if values else "n/a"
 
+    def fine(values: list[float]) -> str:  # figures under a millisecond or a share: three places
+        return f"{statistics.median(values):.3f}" if values else "n/a"
+
     for method, m in costs(results).items():
         a = m["attempts"]
         p80 = f"{_quantile(a, 0.8):.1f}" if a else "n/a"
+        bound = f"{fine(m['launch_bound'])} [{max(m['launch_bound']):.2f}]" if m["launch_bound"] else "n/a"
         print(
             f"| {method} | {m['runs']} | {m['seconds']:.0f} | {len(a)} | {median(a)} | {p80} | {m['reused']} | "
             f"{median(m['check'])} | {median(m['job'])} | {median(m['start'])} | {median(m['setup'])} | "
             f"{median(m['settle'])} | {median(m['first'])} | "
-            f"{median(m['wait'])} | {median(m['held'])} | {sum(m['held']):.0f} |"
+            f"{median(m['wait'])} | {median(m['held'])} | {sum(m['held']):.0f} | {fine(m['host_launch'])} | {bound} |"
         )
     phased = {method: m["phases"] for method, m in costs(results).items() if m["phases"]}
     if phased:

@@ -192,10 +192,15 @@ def _timed_effect(
         "job_s": round(time.perf_counter() - began, 3),
         **{k: round(v[k], 3) for k in TIMING_PHASES if k in v},
         **({"retried_alone": v["retried_alone"]} if "retried_alone" in v else {}),
-        # what each side's autotuners ran (gates.autotune.SettledTuners)
+        # what each side's autotuners ran (gates.autotune.SettledTuners); each side's host time to queue a call and
+        # the share of repetitions the GPU waited for it (timing._time_calls)
         **{
             k.replace("parent", "current").replace("child", "candidate"): v[k]
-            for k in ("parent_autotuned", "child_autotuned")
+            for k in (
+                "parent_autotuned",
+                "child_autotuned",
+                *(f"{side}_{k}" for side in ("parent", "child") for k in ("host_launch_ms", "launch_bound")),
+            )
             if k in v
         },
         **({"pinned": v["pinned"]} if "pinned" in v else {}),

@@ -13,6 +13,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 
 FLUSH_BYTES = 512 * 2**20  # well over the H200's 60 MB L2 (and any current GPU's)
+# The device waits in front of each timed call (`torch.cuda._sleep`) for LAUNCH_MARGIN times the p90 of the host's
+# time to queue that call, measured in the warm-up, where that is over LAUNCH_WAIT_FROM_MS; never over
+# LAUNCH_WAIT_MAX_MS (a call that waits on the device itself queues for as long as the device works).
+LAUNCH_MARGIN = 1.5
+LAUNCH_WAIT_FROM_MS = 0.05
+LAUNCH_WAIT_MAX_MS = 2.0
 
 
 @dataclass(frozen=True)
@@ -29,6 +35,8 @@ class Timing:
     turn_wait_s: float = 0.0  # seconds waited for the GPU alone (other jobs' measurements on a shared GPU)
     turn_held_s: float = 0.0  # seconds the measured section had it alone: warm-up, repetitions (first calls if alone)
     first_calls_s: float = 0.0  # seconds the first calls took beside other jobs (compiling, an autotuner's turn)
+    host_launch_ms: float = 0.0  # median host time to queue one call (its Python path, a wrapper, the launches)
+    launch_bound: float = 0.0  # share of repetitions whose queueing outlasted the device's wait in front of them
 
     @property
     def spread(self) -> float:
@@ -229,18 +237,23 @@ def _time_calls(calls: Sequence[Callable[[], object]], warmup_ms: float, rep_ms:
     import torch
 
     flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    queued: list[list[float]] = [[] for _ in calls]  # per call, the host's ms to queue it, in the warm-up
     start = time.perf_counter()
     n = 0
     while (time.perf_counter() - start) * 1e3 < warmup_ms or n < 3:
-        for call in calls:
+        for i, call in enumerate(calls):
+            t = time.perf_counter()
             call()
+            queued[i].append((time.perf_counter() - t) * 1e3)
         torch.cuda.synchronize()
         n += 1
     per_round_ms = (time.perf_counter() - start) * 1e3 / n
     reps = max(min_reps, int(rep_ms / max(per_round_ms, 1e-3)))
     reps = min(reps, 10_000)
+    waits = _launch_waits(queued)
     events = [[] for _ in calls]
     walls = [[] for _ in calls]
+    launches = [[] for _ in calls]
     for _ in range(reps):
         for i, call in enumerate(calls):
             flushed, begin, end = (torch.cuda.Event(enable_timing=True) for _ in range(3))
@@ -251,10 +264,17 @@ def _time_calls(calls: Sequence[Callable[[], object]], warmup_ms: float, rep_ms:
             # time the kernels, not the Python launch path in front of them, as do_bench's back-to-back launches do.
             # Waiting for the flush put a launch's host overhead inside every measurement, which matters for
             # kernels of tens of microseconds; benchmarks/profile_vs_do_bench.py compares the two on such kernels.
+            # A call whose host path takes longer than the flush (a library's wrapper and tuner, a busy host) gets
+            # a device-side wait after the flush as well (`_launch_waits`): without it the GPU sat idle after
+            # `begin` until the launch came, and that idle time, which a loaded host makes vary, was timed.
             flushed.record()
             flush.zero_()
+            if waits[i]:
+                torch.cuda._sleep(waits[i])
             begin.record()
+            t1 = time.perf_counter()
             call()
+            launches[i].append((time.perf_counter() - t1) * 1e3)
             end.record()
             torch.cuda.synchronize()  # device-wide: work on any stream has finished before we read the clock
             walls[i].append((time.perf_counter() - t0) * 1e3)
@@ -262,8 +282,9 @@ def _time_calls(calls: Sequence[Callable[[], object]], warmup_ms: float, rep_ms:
     out = []
     for i in range(len(calls)):
         ms = [b.elapsed_time(e) for _, b, e in events[i]]
-        # the host clock saw the flush too: take off what the device spent on it
-        wall = [w - f.elapsed_time(b) for w, (f, b, _) in zip(walls[i], events[i])]
+        # the host clock saw the flush and the wait too: take off what the device spent on them
+        ahead = [f.elapsed_time(b) for f, b, _ in events[i]]
+        wall = [w - a for w, a in zip(walls[i], ahead)]
         out.append(
             Timing(
                 median_ms=statistics.median(ms),
@@ -273,9 +294,36 @@ def _time_calls(calls: Sequence[Callable[[], object]], warmup_ms: float, rep_ms:
                 max_ms=max(ms),
                 reps=reps,
                 wall_median_ms=statistics.median(wall),
+                host_launch_ms=statistics.median(launches[i]),
+                # the host still queueing when the device reached `begin`: the GPU waited for it inside the timing
+                launch_bound=sum(q > a for q, a in zip(launches[i], ahead)) / len(ahead),
             )
         )
     return out
+
+
+def _launch_waits(queued: list[list[float]]) -> list[int]:
+    """Per call, the device-side wait (in GPU clock cycles, for `torch.cuda._sleep`) to queue in front of it: none
+    where the host queues the call in under LAUNCH_WAIT_FROM_MS at p90, else LAUNCH_MARGIN times that p90, capped
+    at LAUNCH_WAIT_MAX_MS. The cycles per millisecond are measured here once, only if some call needs a wait."""
+    wanted = [_quantile(q, 0.9) if q else 0.0 for q in queued]
+    wanted = [min(LAUNCH_MARGIN * w, LAUNCH_WAIT_MAX_MS) if w > LAUNCH_WAIT_FROM_MS else 0.0 for w in wanted]
+    if not any(wanted):
+        return [0] * len(queued)
+    per_ms = _sleep_cycles_per_ms()
+    return [int(w * per_ms) for w in wanted]
+
+
+def _sleep_cycles_per_ms(cycles: int = 1_000_000) -> float:
+    import torch
+
+    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(cycles // 10)  # the first launch of the spin kernel, untimed
+    begin.record()
+    torch.cuda._sleep(cycles)
+    end.record()
+    torch.cuda.synchronize()
+    return cycles / max(begin.elapsed_time(end), 1e-6)
 
 
 def measure_ceilings() -> dict:

@@ -598,6 +598,12 @@ def test_bench_costs_splits_an_attempt_into_gates_and_its_timing_job():
     }
     out = bench_costs.costs([report])
     assert out["klineage"]["job"] == [12.0] and out["klineage"]["setup"] == [3.0] and out["klineage"]["check"] == [7.0]
+    assert out["klineage"]["launch_bound"] == [] and out["klineage"]["host_launch"] == []  # not recorded: none
+    launch = {"current_host_launch_ms": 0.3, "candidate_host_launch_ms": 0.2, "current_launch_bound": 0.5}
+    report["trajectories"]["i/klineage"]["attempts"][0]["effect"] = {**timed, **launch}
+    launched = bench_costs.costs([report])["klineage"]
+    assert launched["host_launch"] == [0.3, 0.2] and launched["launch_bound"] == [0.5]  # both sides, each its own
+    report["trajectories"]["i/klineage"]["attempts"][0]["effect"] = timed
     # the candidate's start is recorded; its first calls' settling is not in this effect, and nothing is invented
     assert out["klineage"]["start"] == [1.0] and out["klineage"]["settle"] == []
     assert out["blind"]["reused"] == 1 and out["blind"]["job"] == [] and out["blind"]["wait"] == []

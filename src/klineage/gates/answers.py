@@ -144,7 +144,14 @@ TIMING = Record(
         "reps": COUNT,
         "wall_median_ms": NUMBER,
     },
-    optional={"turn_wait_s": NUMBER, "turn_held_s": NUMBER, "first_calls_s": NUMBER, "spread": NUMBER},
+    optional={
+        "turn_wait_s": NUMBER,
+        "turn_held_s": NUMBER,
+        "first_calls_s": NUMBER,
+        "host_launch_ms": NUMBER,
+        "launch_bound": NUMBER,
+        "spread": NUMBER,
+    },
 )
 
 # one kernel specialization's static metrics (sass.kernel_metrics, gates.compile): numbers, labels, and counts by
