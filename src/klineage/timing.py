@@ -250,7 +250,7 @@ def _time_calls(calls: Sequence[Callable[[], object]], warmup_ms: float, rep_ms:
     per_round_ms = (time.perf_counter() - start) * 1e3 / n
     reps = max(min_reps, int(rep_ms / max(per_round_ms, 1e-3)))
     reps = min(reps, 10_000)
-    waits = _launch_waits(queued)
+    waits = _LaunchWaits(queued)
     events = [[] for _ in calls]
     walls = [[] for _ in calls]
     launches = [[] for _ in calls]
@@ -265,12 +265,12 @@ def _time_calls(calls: Sequence[Callable[[], object]], warmup_ms: float, rep_ms:
             # Waiting for the flush put a launch's host overhead inside every measurement, which matters for
             # kernels of tens of microseconds; benchmarks/profile_vs_do_bench.py compares the two on such kernels.
             # A call whose host path takes longer than the flush (a library's wrapper and tuner, a busy host) gets
-            # a device-side wait after the flush as well (`_launch_waits`): without it the GPU sat idle after
+            # a device-side wait after the flush as well (`_LaunchWaits`): without it the GPU sat idle after
             # `begin` until the launch came, and that idle time, which a loaded host makes vary, was timed.
             flushed.record()
             flush.zero_()
-            if waits[i]:
-                torch.cuda._sleep(waits[i])
+            if waits.cycles[i]:
+                torch.cuda._sleep(waits.cycles[i])
             begin.record()
             t1 = time.perf_counter()
             call()
@@ -279,6 +279,8 @@ def _time_calls(calls: Sequence[Callable[[], object]], warmup_ms: float, rep_ms:
             torch.cuda.synchronize()  # device-wide: work on any stream has finished before we read the clock
             walls[i].append((time.perf_counter() - t0) * 1e3)
             events[i].append((flushed, begin, end))
+            if launches[i][-1] > flushed.elapsed_time(begin):  # the host slowed since the warm-up: wait longer
+                waits.grow(i, launches[i][-1])
     out = []
     for i in range(len(calls)):
         ms = [b.elapsed_time(e) for _, b, e in events[i]]
@@ -302,16 +304,25 @@ def _time_calls(calls: Sequence[Callable[[], object]], warmup_ms: float, rep_ms:
     return out
 
 
-def _launch_waits(queued: list[list[float]]) -> list[int]:
-    """Per call, the device-side wait (in GPU clock cycles, for `torch.cuda._sleep`) to queue in front of it: none
-    where the host queues the call in under LAUNCH_WAIT_FROM_MS at p90, else LAUNCH_MARGIN times that p90, capped
-    at LAUNCH_WAIT_MAX_MS. The cycles per millisecond are measured here once, only if some call needs a wait."""
-    wanted = [_quantile(q, 0.9) if q else 0.0 for q in queued]
-    wanted = [min(LAUNCH_MARGIN * w, LAUNCH_WAIT_MAX_MS) if w > LAUNCH_WAIT_FROM_MS else 0.0 for w in wanted]
-    if not any(wanted):
-        return [0] * len(queued)
-    per_ms = _sleep_cycles_per_ms()
-    return [int(w * per_ms) for w in wanted]
+class _LaunchWaits:
+    """Per call, the device-side wait (GPU clock cycles, for `torch.cuda._sleep`) queued in front of it: none where
+    the host queued the call in under LAUNCH_WAIT_FROM_MS at p90 in the warm-up, else LAUNCH_MARGIN times that p90;
+    a repetition whose queueing outlasted the device's time ahead of `begin` grows it to LAUNCH_MARGIN times that
+    repetition's (a host that slowed after the warm-up: other shards' compiles began). Never over
+    LAUNCH_WAIT_MAX_MS. The cycles per millisecond are measured once, when a wait is first wanted."""
+
+    def __init__(self, queued: list[list[float]]) -> None:
+        self._per_ms: float | None = None
+        self.cycles = [0] * len(queued)
+        for i, q in enumerate(queued):
+            if q and (p90 := _quantile(q, 0.9)) > LAUNCH_WAIT_FROM_MS:
+                self.grow(i, p90)
+
+    def grow(self, i: int, queued_ms: float) -> None:
+        if self._per_ms is None:
+            self._per_ms = _sleep_cycles_per_ms()
+        wanted = int(min(LAUNCH_MARGIN * queued_ms, LAUNCH_WAIT_MAX_MS) * self._per_ms)
+        self.cycles[i] = max(self.cycles[i], wanted)
 
 
 def _sleep_cycles_per_ms(cycles: int = 1_000_000) -> float:
