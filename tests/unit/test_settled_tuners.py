@@ -133,3 +133,19 @@ def test_given_choices_and_a_real_autotuner(monkeypatch):
         add_one.run(None, 100, grid=(1,), warmup=False)
     assert launched == [64] and settled.given == ["add_one"]
     assert settled.chosen("parent") == {"add_one": {"(100,)": str(configs[2])}}
+
+
+def test_a_tuner_without_a_name_or_a_cache_runs_as_it_would(tuning):
+    """A library's autotuner subclass may set neither (its own __init__): the side gives it a dict, reports it under
+    its class's name, and the program's call goes on."""
+    from triton.runtime.autotuner import Autotuner
+
+    class Bare(Autotuner):
+        def __init__(self):  # no base_fn, no cache: nothing of Triton's __init__
+            self.configs = ["BLOCK: 32", "BLOCK: 64"]
+
+    bare = Bare()
+    settled = SettledTuners()
+    with settled.side("parent", choices={"Bare": {"(1,)": "BLOCK: 64"}}):
+        assert tuning.run(bare, 1, "parent") == "BLOCK: 64"
+    assert settled.given == ["Bare"] and settled.chosen("parent") == {"Bare": {"(1,)": "BLOCK: 64"}}

@@ -182,14 +182,15 @@ class SettledTuners:
     def _own_cache(self, tuner, choices: dict | None) -> None:
         """The tuner's choices in a dict of this process (a library's database replaced, what it held dropped),
         holding what `choices` gives its kernel (tuning key's text -> config's text) for the configs it has."""
-        given = choices.get(tuner.base_fn.__name__[:200]) if choices else None
-        held = dict(tuner.cache) if isinstance(tuner.cache, dict) else {}
+        given = choices.get(_name(tuner)) if choices else None
+        cache = getattr(tuner, "cache", None)
+        held = dict(cache) if isinstance(cache, dict) else {}
         if given:
-            tuner.cache = _GivenChoices(tuner.configs, given)
+            tuner.cache = _GivenChoices(getattr(tuner, "configs", ()), given)
             tuner.cache.update(held)
             if tuner.cache.given:
-                self.given.append(tuner.base_fn.__name__)
-        elif not isinstance(tuner.cache, dict):
+                self.given.append(_name(tuner))
+        elif not isinstance(cache, dict):
             tuner.cache = held
 
     def _pin(self, tuner, others: list) -> None:
@@ -201,15 +202,21 @@ class SettledTuners:
             if key not in tuner.cache and str(config) in mine:
                 tuner.cache[key] = mine[str(config)]
         if match.cache:
-            self.pinned.append(tuner.base_fn.__name__)
+            self.pinned.append(_name(tuner))
 
     def chosen(self, name: str) -> dict[str, dict[str, str]]:
         """Per autotuned kernel of side `name`, the config it ran per tuning key."""
         out: dict[str, dict[str, str]] = {}
         for tuner in self.sides.get(name, [])[:64]:
-            picks = {_key_text(key): str(config)[:500] for key, config in list(tuner.cache.items())[:64]}
-            out.setdefault(tuner.base_fn.__name__[:200], {}).update(picks)
+            cache = getattr(tuner, "cache", None)
+            picks = {_key_text(key): str(config)[:500] for key, config in list(cache.items())[:64]} if cache else {}
+            out.setdefault(_name(tuner), {}).update(picks)
         return out
+
+
+def _name(tuner) -> str:
+    """The autotuned kernel's name as answers carry it (a tuner without one: its class's)."""
+    return getattr(getattr(tuner, "base_fn", None), "__name__", type(tuner).__name__)[:200]
 
 
 def _key_text(key) -> str:
