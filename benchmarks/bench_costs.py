@@ -5,7 +5,9 @@ candidate's start, its setup, both sides' first calls (kernels compiled, autotun
 recorded since RESULTS.md#wild-13), the timed first calls beside other jobs, its wait for the GPU alone and its
 hold of it, with the hold's total over the method's attempts: a GPU's exclusive time, which every job on it waits
 for; and, over both sides of every pair, the host's time to queue a call and the share of repetitions in which the
-GPU still waited for that queueing inside the timing, recorded since RESULTS.md#settle);
+GPU still waited for that queueing inside the timing, recorded since RESULTS.md#settle; and of a candidate's
+correctness check, its trials' seconds and the rest: starting the candidate and reference processes, imports,
+inputs);
 then, per method, a run's seconds outside its attempts (the start's check, which the first method of an instance
 pays and the others reuse; the final pair and profile; the rest: proposing, writing candidates); then, per instance,
 the seconds outside the runs (the references job, the escape re-checks).
@@ -44,6 +46,8 @@ def costs(results: list[dict]) -> dict[str, dict]:
                     "first": [],
                     "host_launch": [],
                     "launch_bound": [],
+                    "trials": [],  # a candidate's correctness check: its trials' seconds, and the rest
+                    "around": [],
                     "phases": [],
                 },
             )
@@ -59,6 +63,10 @@ def costs(results: list[dict]) -> dict[str, dict]:
                     m["attempts"].append(a["seconds"])
                 if "check_seconds" in a:
                     m["check"].append(a["check_seconds"])
+                for v in a.get("verdicts", []):
+                    if v.get("gate") == "correctness" and "trial_seconds" in v and v.get("seconds"):
+                        m["trials"].append(sum(v["trial_seconds"]))
+                        m["around"].append(v["seconds"] - sum(v["trial_seconds"]))
                 m["reused"] += bool(a["effect"].get("reused"))
                 if a["effect"].get("reused"):
                     continue
@@ -98,9 +106,9 @@ def main() -> None:
         "| method | runs | run seconds (total) | attempts with seconds | s per attempt, median | p80 | "
         "reused effects | gates s, median | timing job s, median | its start s | setup s | settle s | "
         "first calls s | GPU wait s, median | GPU held s, median | GPU held s, total | host ms to queue a call, "
-        "median | launch-bound share, median [max] |"
+        "median | launch-bound share, median [max] | correctness s: trials, median | outside them, median |"
     )
-    print("| --- " * 18 + "|")
+    print("| --- " * 20 + "|")
 
     def median(values: list[float]) -> str:  # reports from before a figure was recorded: n/a
         return f"{statistics.median(values):.1f}" if values else "n/a"
@@ -116,7 +124,8 @@ def main() -> None:
             f"| {method} | {m['runs']} | {m['seconds']:.0f} | {len(a)} | {median(a)} | {p80} | {m['reused']} | "
             f"{median(m['check'])} | {median(m['job'])} | {median(m['start'])} | {median(m['setup'])} | "
             f"{median(m['settle'])} | {median(m['first'])} | "
-            f"{median(m['wait'])} | {median(m['held'])} | {sum(m['held']):.0f} | {fine(m['host_launch'])} | {bound} |"
+            f"{median(m['wait'])} | {median(m['held'])} | {sum(m['held']):.0f} | {fine(m['host_launch'])} | {bound} | "
+            f"{median(m['trials'])} | {median(m['around'])} |"
         )
     phased = {method: m["phases"] for method, m in costs(results).items() if m["phases"]}
     if phased:

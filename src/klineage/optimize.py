@@ -140,7 +140,16 @@ def compiled_kernels(report) -> list[dict] | None:
 
 def _verdict_rows(report) -> list[dict]:
     return [
-        {"gate": v.gate, "status": v.status, "code": v.code, "reason": clip(v.reason, 2000), "seconds": v.seconds}
+        {
+            "gate": v.gate,
+            "status": v.status,
+            "code": v.code,
+            "reason": clip(v.reason, 2000),
+            "seconds": v.seconds,
+            # each trial's seconds (a correctness check's): the rest of its seconds is starting the candidate and
+            # the reference process, importing, making inputs (bench_costs.py)
+            **({"trial_seconds": v.evidence["trial_seconds"][:256]} if v.evidence.get("trial_seconds") else {}),
+        }
         for v in report.verdicts
     ]
 

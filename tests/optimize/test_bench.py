@@ -604,6 +604,12 @@ def test_bench_costs_splits_an_attempt_into_gates_and_its_timing_job():
     launched = bench_costs.costs([report])["klineage"]
     assert launched["host_launch"] == [0.3, 0.2] and launched["launch_bound"] == [0.5]  # both sides, each its own
     report["trajectories"]["i/klineage"]["attempts"][0]["effect"] = timed
+    report["trajectories"]["i/klineage"]["attempts"][0]["verdicts"] = [
+        {"gate": "correctness", "status": "pass", "seconds": 7.0, "trial_seconds": [1.5, 2.0, 0.5]}
+    ]
+    checked = bench_costs.costs([report])["klineage"]
+    assert checked["trials"] == [4.0] and checked["around"] == [3.0]  # 7 s: 4 in its trials, 3 around them
+    del report["trajectories"]["i/klineage"]["attempts"][0]["verdicts"]
     # the candidate's start is recorded; its first calls' settling is not in this effect, and nothing is invented
     assert out["klineage"]["start"] == [1.0] and out["klineage"]["settle"] == []
     assert out["blind"]["reused"] == 1 and out["blind"]["job"] == [] and out["blind"]["wait"] == []

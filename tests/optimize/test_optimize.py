@@ -117,6 +117,8 @@ def test_skills_are_kept_on_cpu_without_inventing_a_time(settings, sandbox):
     start = f"the start's check {phases['start_check_s']:.0f} s ({said})"
     assert f"Seconds: {start}, {len(trajectory.attempts)} attempt" in text
     assert all("seconds" in row for a in trajectory.attempts for row in a.verdicts)
+    rows = [row for a in trajectory.attempts for row in a.verdicts if row["gate"] == "correctness"]
+    assert rows and all(0 < sum(row["trial_seconds"]) <= row["seconds"] for row in rows)
     assert "side by side" not in text  # nothing was timed
     assert "Library: 2 optimization skills, 0 with an effect timed on a GPU" in text
     assert "Time the library" not in text  # nothing is timed here anyway: no advice about timing
