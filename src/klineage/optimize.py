@@ -40,6 +40,7 @@ from klineage.proposers import (
     remember_attempts,
 )
 from klineage.sandbox import Sandbox
+from klineage.timing import LAUNCH_FIGURES
 from klineage.trajectory import (
     Attempt,
     Trajectory,
@@ -208,7 +209,7 @@ def _timed_effect(
             for k in (
                 "parent_autotuned",
                 "child_autotuned",
-                *(f"{side}_{k}" for side in ("parent", "child") for k in ("host_launch_ms", "launch_bound")),
+                *(f"{side}_{k}" for side in ("parent", "child") for k in LAUNCH_FIGURES),
             )
             if k in v
         },
@@ -347,9 +348,8 @@ class _Walk:
             ),
         )
         self.phases["start_check_s"] = round(time.perf_counter() - began, 3)
-        if (
-            paid
-        ):  # of that, each gate's own seconds (trajectory.START_GATE_PHASES): where an instance's first minute goes
+        # of that, each gate's own seconds (trajectory.START_GATE_PHASES): where an instance's first minute goes
+        if paid:
             for v in base.verdicts:
                 if v.seconds:
                     self.phases[f"start_{v.gate}_s"] = round(v.seconds, 3)

@@ -47,6 +47,10 @@ class Timing:
         return {**asdict(self), "spread": self.spread}
 
 
+# a Timing's launch figures, which a timed pair reports per side (gates.profile.profile_pair_job)
+LAUNCH_FIGURES = ("host_launch_ms", "launch_bound")
+
+
 def _quantile(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     pos = q * (len(ordered) - 1)

@@ -33,6 +33,7 @@ from klineage.gates.autotune import AUTOTUNED, SettledTuners
 from klineage.gates.candidate import CandidateGone, judged, running, spec_for, task
 from klineage.gates.common import GateRequest, Verdict, build, input_set, input_sets, prepare_workload, rotating
 from klineage.program import Program
+from klineage.timing import LAUNCH_FIGURES
 
 
 def ceilings_job(_: Any = None) -> dict:
@@ -427,9 +428,6 @@ def timed_output_finding(workload, wl_module, reference, sets: list[list], last:
     return None
 
 
-LAUNCH = ("host_launch_ms", "launch_bound")  # a timing's launch figures a pair reports per side
-
-
 def profile_pair_job(payload: tuple) -> dict:
     """Time a parent program and a child program interleaved on the bench case (the same input sets for both):
     the measured effect of one step, with each side's spread. Both run in one candidate process; the judge builds
@@ -461,7 +459,8 @@ def profile_pair_job(payload: tuple) -> dict:
         "first_calls_s": parent_t.first_calls_s,
         # each side's host time to queue a call, and the share of repetitions the GPU still waited for it after
         # the flush and the wait in front (timing._time_calls): what a loaded host could still put in a timing
-        **{f"{side}_{k}": getattr(t, k) for side, t in (("parent", parent_t), ("child", child_t)) for k in LAUNCH},
+        **{f"parent_{k}": getattr(parent_t, k) for k in LAUNCH_FIGURES},
+        **{f"child_{k}": getattr(child_t, k) for k in LAUNCH_FIGURES},
         # where the rest of the job went: the candidate's start, the models and inputs made, each side's first
         # call (its kernels compiled, its autotuners settled): on the H100 a matmul's timing job took 50-70 s while
         # it held the GPU 0.3-0.6 s, and nothing said where the rest went (RESULTS.md#wild-13)
