@@ -47,7 +47,7 @@ def main() -> None:
     from klineage.timing import time_calls
     from klineage.workload import import_file
 
-    print(f"command: `python benchmarks/{Path(__file__).name}`")
+    print(f"command: `{' '.join(['python', f'benchmarks/{Path(__file__).name}', *sys.argv[1:]])}`")
     print(
         f"device: {torch.cuda.get_device_name()}, {os.cpu_count()} host cores; torch {torch.__version__}, "
         f"triton {triton.__version__}; {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC"
