@@ -22,6 +22,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from klineage.gates.correctness import CHECK_PHASES
 from klineage.trajectory import START_GATE_PHASES
 
 
@@ -48,6 +49,7 @@ def costs(results: list[dict]) -> dict[str, dict]:
                     "launch_bound": [],
                     "trials": [],  # a candidate's correctness check: its trials' seconds, and the rest
                     "around": [],
+                    "check_phases": [],  # and the parts of the rest it recorded (correctness PHASES)
                     "phases": [],
                 },
             )
@@ -67,6 +69,10 @@ def costs(results: list[dict]) -> dict[str, dict]:
                     if v.get("gate") == "correctness" and "trial_seconds" in v and v.get("seconds"):
                         m["trials"].append(sum(v["trial_seconds"]))
                         m["around"].append(v["seconds"] - sum(v["trial_seconds"]))
+                        if v.get("phase_seconds"):
+                            m["check_phases"].append(
+                                {**v["phase_seconds"], "trials": sum(v["trial_seconds"]), "seconds": v["seconds"]}
+                            )
                 m["reused"] += bool(a["effect"].get("reused"))
                 if a["effect"].get("reused"):
                     continue
@@ -145,6 +151,16 @@ def main() -> None:
                 f"{' | '.join(gates)} | "
                 f"{median(column['final_s'])} | {median(column['rest_s'])} | {sum(column['rest_s']):.0f} |"
             )
+    checked = {method: m["check_phases"] for method, m in costs(results).items() if m["check_phases"]}
+    if checked:  # recorded since RESULTS.md#timer-wait
+        print()
+        named = " s | ".join(CHECK_PHASES)
+        print(f"| method | candidate checks | seconds, median | trials s | {named} s | none of them s |")
+        print("| --- " * (5 + len(CHECK_PHASES)) + "|")
+        for method, rows in checked.items():
+            parts = [median([r.get(k, 0.0) for r in rows]) for k in ("seconds", "trials", *CHECK_PHASES)]
+            unaccounted = [r["seconds"] - r["trials"] - sum(r.get(k, 0.0) for k in CHECK_PHASES) for r in rows]
+            print(f"| {method} | {len(rows)} | {' | '.join(parts)} | {median(unaccounted)} |")
     outside = [c for r in results for c in r.get("costs", {}).values()]  # reports from before costs: none
     if outside:
         print()

@@ -150,6 +150,8 @@ def _verdict_rows(report) -> list[dict]:
             # each trial's seconds (a correctness check's): the rest of its seconds is starting the candidate and
             # the reference process, importing, making inputs (bench_costs.py)
             **({"trial_seconds": v.evidence["trial_seconds"][:256]} if v.evidence.get("trial_seconds") else {}),
+            # and the parts of that rest: candidate_start, reference_start, workload, static_scan
+            **({"phase_seconds": v.evidence["phase_seconds"]} if v.evidence.get("phase_seconds") else {}),
         }
         for v in report.verdicts
     ]

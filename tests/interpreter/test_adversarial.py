@@ -6,6 +6,7 @@ their effects on the host are checked in test_adversarial_effects.py."""
 import pytest
 
 from klineage.check import check
+from klineage.gates.correctness import CHECK_PHASES
 from klineage.program import load_program
 from klineage.workload import load_workload
 from tests.adversarial.manifest import CASES, CONTROLS, ROOT
@@ -89,6 +90,9 @@ def test_every_autotune_config_is_checked_on_every_named_case(settings, sandbox)
     seconds = verdict.evidence["trial_seconds"]  # where the check's time went, trial by trial
     assert len(seconds) == len(verdict.evidence["trials"]) and all(s > 0 for s in seconds)
     assert sum(seconds) <= verdict.seconds
+    phases = verdict.evidence["phase_seconds"]  # and what the check spent outside its trials
+    assert set(phases) == set(CHECK_PHASES) and phases["candidate_start"] > 0
+    assert sum(seconds) + sum(phases.values()) <= verdict.seconds + 0.05  # each part rounded to 0.01 s
     assert sorted(tuned) == sorted(
         f"case {case}, seed 0, normal inputs, autotune config {k}" for case in ("tiny", "wide") for k in (2, 3)
     )

@@ -609,6 +609,11 @@ def test_bench_costs_splits_an_attempt_into_gates_and_its_timing_job():
     ]
     checked = bench_costs.costs([report])["klineage"]
     assert checked["trials"] == [4.0] and checked["around"] == [3.0]  # 7 s: 4 in its trials, 3 around them
+    assert checked["check_phases"] == []  # a report from before the check's phases: nothing invented
+    parts = {"candidate_start": 1.0, "reference_start": 1.5, "workload": 0.1, "static_scan": 0.2}
+    report["trajectories"]["i/klineage"]["attempts"][0]["verdicts"][0]["phase_seconds"] = parts
+    (row,) = bench_costs.costs([report])["klineage"]["check_phases"]
+    assert row == {**parts, "trials": 4.0, "seconds": 7.0}
     del report["trajectories"]["i/klineage"]["attempts"][0]["verdicts"]
     # the candidate's start is recorded; its first calls' settling is not in this effect, and nothing is invented
     assert out["klineage"]["start"] == [1.0] and out["klineage"]["settle"] == []

@@ -42,6 +42,7 @@ def test_a_config_bug_is_found_against_an_autotuned_original(settings, sandbox):
     honest = check(wl, original, settings, "cpu", ("correctness",), sandbox).verdicts[0]
     assert honest.passed, honest.reason
     assert sum("autotune config" in t for t in honest.evidence["trials"]) == 4  # 2 more configs x tiny, wide
+    assert honest.evidence["phase_seconds"]["reference_start"] > 0  # the original's process, started and timed
     partial = load_program(ROOT / "programs" / "autotune_partial_tile.py")
     verdict = check(wl, partial, settings, "cpu", ("correctness",), sandbox).verdicts[0]
     assert verdict.status == "fail" and verdict.code in ("unwritten_output", "mismatch"), verdict.reason

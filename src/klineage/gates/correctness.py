@@ -45,6 +45,10 @@ def plan_trials(workload, device: str, seeds: int, seed_base: int = 1000, seed_c
     return trials
 
 
+# the parts of a check outside its trials, in order, each recorded in seconds (evidence `phase_seconds`)
+CHECK_PHASES = ("candidate_start", "reference_start", "workload", "static_scan")
+
+
 def correctness_job(request: GateRequest) -> Verdict:
     started = time.perf_counter()
     probe = request.probe or {}
@@ -82,25 +86,31 @@ def _correctness(request: GateRequest, candidate, started: float) -> Verdict:
     workload is imported here, and ended after."""
     from klineage.gates.confined import REFERENCE_ERROR, ReferenceUnavailable, start_reference
 
+    # where a check's seconds go outside its trials (processes started, programs imported, the static scan): on the
+    # H100 a FlagGems candidate's check spent 2.5-3.0 s in its trials and 8.1-13.5 s around them (RESULTS.md#timer-wait)
+    phases = {"candidate_start": round(time.perf_counter() - started, 2)}
     try:
         reference = start_reference(request)
     except ReferenceUnavailable as e:
         return Verdict("correctness", "fail", REFERENCE_ERROR, str(e), seconds=time.perf_counter() - started)
+    phases["reference_start"] = round(time.perf_counter() - started - phases["candidate_start"], 2)
     try:
-        return _checked(request, candidate, reference, started)
+        return _checked(request, candidate, reference, started, phases)
     finally:
         if reference is not None:
             reference.close()
 
 
-def _checked(request: GateRequest, candidate, reference, started: float) -> Verdict:
+def _checked(request: GateRequest, candidate, reference, started: float, phases: dict) -> Verdict:
     from klineage.guards import static_findings
 
     device = request.device
+    began = time.perf_counter()
     try:
         workload, wl_module = prepare_workload(request, interpret=device == "cpu")
     except Exception as e:
         return Verdict("correctness", "fail", "import_error", f"{type(e).__name__}: {e}")
+    phases["workload"] = round(time.perf_counter() - began, 2)
     state = _TrialState(device, candidate, host_ops=tuple(workload.host_ops), input_cache=request.settings.inputs_dir)
     state.reference = reference
     if request.settings.check_draw is not None:  # a walk's checks replay (Settings.check_draw)
@@ -130,6 +140,7 @@ def _checked(request: GateRequest, candidate, reference, started: float) -> Verd
                 "trial": trial.label(),
                 "kernels": sorted(state.kernels),
                 "trial_seconds": state.trial_seconds,
+                "phase_seconds": phases,
                 **tuned,
                 **_drawn(state),
             },
@@ -137,12 +148,14 @@ def _checked(request: GateRequest, candidate, reference, started: float) -> Verd
         )
     # last, what no run-time guard can see; run-time findings first because they say more
     sources = {"program": request.program.source, **{f"module {k}": v for k, v in request.program.modules.items()}}
+    began = time.perf_counter()
     static = static_findings(sources, written_lines(request.program))
+    phases["static_scan"] = round(time.perf_counter() - began, 2)
     if static:
         return fail(
             "correctness",
             static[0],
-            evidence={"findings": [f.detail for f in static]},
+            evidence={"findings": [f.detail for f in static], "phase_seconds": phases},
             seconds=time.perf_counter() - started,
         )
     return Verdict(
@@ -158,6 +171,7 @@ def _checked(request: GateRequest, candidate, reference, started: float) -> Verd
         evidence={
             "trials": [t.label() for t in trials],
             "trial_seconds": state.trial_seconds,  # each trial's, in order: where a slow check spends its time
+            "phase_seconds": phases,  # and outside them: candidate_start, reference_start, workload, static_scan
             "kernels": sorted(state.kernels),
             "functions_run": sorted(state.functions | {k.rsplit(".", 1)[-1] for k in state.kernels}),
             "launches": state.launches,
