@@ -17,6 +17,7 @@ Reads one or more bench.json reports (a shard's folder or the file). A report, n
 
 from __future__ import annotations
 
+import gzip
 import json
 import statistics
 import sys
@@ -101,13 +102,14 @@ def _quantile(values: list[float], q: float) -> float:
 
 def main() -> None:
     paths = [Path(p) / "bench.json" if Path(p).is_dir() else Path(p) for p in sys.argv[1:]]
-    skipped = [p for p in paths if p.suffix != ".json" or not p.is_file()]  # a shard's log beside its folder, say
+    # a shard's log beside its folder, say, is skipped; a report committed under docs/runs is gzipped
+    skipped = [p for p in paths if not p.name.endswith((".json", ".json.gz")) or not p.is_file()]
     if skipped:
         print(f"skipped (not a bench.json): {', '.join(map(str, skipped))}", file=sys.stderr)
     paths = [p for p in paths if p not in skipped]
     if not paths:
         raise SystemExit(__doc__)
-    results = [json.loads(p.read_text()) for p in paths]
+    results = [json.loads(gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_text()) for p in paths]
     print(
         "| method | runs | run seconds (total) | attempts with seconds | s per attempt, median | p80 | "
         "reused effects | gates s, median | timing job s, median | its start s | setup s | settle s | "
