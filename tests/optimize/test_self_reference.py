@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from klineage.check import check
 from klineage.cli import main
+from klineage.gates.correctness import CHECK_PHASES
 from klineage.library import Library
 from klineage.program import Program, load_program
 from klineage.reference import self_reference_workload
@@ -42,7 +43,9 @@ def test_a_config_bug_is_found_against_an_autotuned_original(settings, sandbox):
     honest = check(wl, original, settings, "cpu", ("correctness",), sandbox).verdicts[0]
     assert honest.passed, honest.reason
     assert sum("autotune config" in t for t in honest.evidence["trials"]) == 4  # 2 more configs x tiny, wide
-    assert honest.evidence["phase_seconds"]["reference_start"] > 0  # the original's process, started and timed
+    # the original's process started beside the candidate's: its wait after the candidate's hello is recorded
+    phases = honest.evidence["phase_seconds"]
+    assert set(phases) == set(CHECK_PHASES) and phases["reference_start"] >= 0 and phases["candidate_start"] > 0
     partial = load_program(ROOT / "programs" / "autotune_partial_tile.py")
     verdict = check(wl, partial, settings, "cpu", ("correctness",), sandbox).verdicts[0]
     assert verdict.status == "fail" and verdict.code in ("unwritten_output", "mismatch"), verdict.reason

@@ -209,6 +209,9 @@ class _Forger:
         self.meta = meta
         self.hello = {"isolation_line": "isolation: test"}
 
+    def greet(self):
+        return self.hello
+
     def request(self, meta, tensors=None, body_limit=0):
         from klineage.wire import Frame
 
@@ -232,7 +235,7 @@ def test_a_forged_compile_answer_is_a_protocol_error_verdict(meta, monkeypatch, 
     from klineage.gates.common import GateRequest
     from klineage.program import Program
 
-    monkeypatch.setattr(candidate, "start", lambda spec: _Forger(meta))
+    monkeypatch.setattr(candidate, "start", lambda spec, greet=True: _Forger(meta))
     program = Program("forger", "x = 1\n")
     request = GateRequest(str(tmp_path / "workload.py"), program, "cpu", Settings(data_dir=tmp_path))
     verdict = compile.compile_job(request)

@@ -77,31 +77,43 @@ class Candidate:
     to_bulk: Bulk | None = None
     from_bulk: Bulk | None = None
     hello: dict = field(default_factory=dict)
+    program_path: str = ""  # the file of the program it serves (an import error names it)
+    gone: CandidateGone | None = None  # how it ended before its hello, where greet_together was waiting for another
 
     def request(self, meta: dict, tensors: dict | None = None, body_limit: int = 2**34) -> Frame:
         """Send a request, serve the candidate's turn requests meanwhile, return its answer (CandidateGone where
         it ended, answered something that is not a frame, or reported an error)."""
         held: list = []  # the turns the candidate holds now, innermost last
         try:
+            self._send(meta, tensors)
+            while (frame := self._step(body_limit, held)) is None:
+                pass
+        finally:
+            _give_back(held)
+        return _answered(frame)
+
+    def _send(self, meta: dict, tensors: dict | None = None) -> None:
+        try:
             write_frame(self.to_fd, tensors or {}, meta, self.to_bulk)
-            while True:
-                frame = read_frame(self.from_fd, body_limit=body_limit, bulk=self.from_bulk)
-                if "grow" in frame.meta:
-                    self._grow(frame.meta["grow"], body_limit)
-                    continue
-                if "turn" not in frame.meta:
-                    break
+        except BrokenPipeError as e:
+            raise CandidateGone(*self._ended(str(e))) from None
+        except (WireError, OSError) as e:
+            raise CandidateGone("protocol_error", f"the request could not be sent: {e}") from None
+
+    def _step(self, body_limit: int, held: list) -> Frame | None:
+        """One frame from the candidate: a turn or room it asks for is served (None), anything else is its answer."""
+        try:
+            frame = read_frame(self.from_fd, body_limit=body_limit, bulk=self.from_bulk)
+            if "grow" in frame.meta:
+                self._grow(frame.meta["grow"], body_limit)
+                return None
+            if "turn" in frame.meta:
                 self._turn(frame.meta, held)
+                return None
         except (BrokenPipeError, EOFError) as e:
             raise CandidateGone(*self._ended(str(e))) from None
         except (WireError, OSError) as e:
             raise CandidateGone("protocol_error", f"the candidate's answer is not a frame: {e}") from None
-        finally:
-            while held:  # a candidate that answered (or died) inside a turn gives it back here
-                held.pop()[1].__exit__(None, None, None)
-        error = frame.meta.get("error")
-        if isinstance(error, dict):
-            raise CandidateGone(str(error.get("code", "forward_error"))[:64], str(error.get("detail", ""))[:2000])
         return frame
 
     def _grow(self, size, body_limit: int) -> None:
@@ -145,6 +157,15 @@ class Candidate:
         kind, text = describe_exit(status)
         return kind, f"the candidate process {text}"
 
+    def greet(self) -> dict:
+        """Wait for the candidate's hello: it confined itself and imported its program (or says why it did not).
+        Where `greet_together` had it already, that hello, or the CandidateGone it ended with."""
+        if self.gone is not None:
+            raise self.gone
+        if not self.hello:  # a hello always carries the isolation report: empty is not greeted yet
+            self.hello = self.request({"op": "hello"}, body_limit=0).meta
+        return self.hello
+
     def close(self) -> None:
         from klineage.isolation import end_all, remove_private_dir
 
@@ -162,6 +183,58 @@ class Candidate:
         except ChildProcessError:
             pass
         remove_private_dir(self.private_dir)
+
+
+def _give_back(held: list) -> None:
+    """The turns a candidate still holds when its answer came (or it died inside them), innermost first."""
+    while held:
+        held.pop()[1].__exit__(None, None, None)
+
+
+def _answered(frame: Frame) -> Frame:
+    """The candidate's answer, or the error it reported as CandidateGone."""
+    error = frame.meta.get("error")
+    if isinstance(error, dict):
+        raise CandidateGone(str(error.get("code", "forward_error"))[:64], str(error.get("detail", ""))[:2000])
+    return frame
+
+
+def greet_together(candidate: Candidate, others: list[Candidate]) -> None:
+    """Hello to each process, then each answer taken as it comes, a turn any of them asks for meanwhile served as
+    `request` serves it: the candidate and the processes beside it (its reference) confine themselves and import
+    their programs side by side. The candidate's failure raises CandidateGone; another's is kept on it
+    (`Candidate.gone`: its `greet` raises it, and the gate decides what it means)."""
+    import select
+
+    everyone = [candidate, *others]
+    held: dict[int, list] = {id(p): [] for p in everyone}
+    waiting: dict[int, Candidate] = {}
+    try:
+        for process in everyone:
+            try:
+                process._send({"op": "hello"})
+                waiting[process.from_fd] = process
+            except CandidateGone as e:
+                if process is candidate:
+                    raise
+                process.gone = e
+        while waiting:
+            ready, _, _ = select.select(list(waiting), [], [])
+            for fd in ready:
+                process = waiting[fd]
+                try:
+                    frame = process._step(0, held[id(process)])
+                    if frame is None:
+                        continue
+                    process.hello = _answered(frame).meta
+                except CandidateGone as e:
+                    if process is candidate:
+                        raise
+                    process.gone = e
+                del waiting[fd]
+    finally:
+        for turns in held.values():
+            _give_back(turns)
 
 
 # what a grow request may exceed the request's body limit by: the alignment of each tensor in the region and the
@@ -195,31 +268,49 @@ def running(spec: Spec) -> Iterator[Candidate]:
         candidate.close()
 
 
-def judged(gate: str, spec: Spec, body: Callable[[Candidate], Verdict]) -> Verdict:
+def judged(
+    gate: str,
+    spec: Spec,
+    body: Callable[..., Verdict],
+    alongside: Callable[[], object] | None = None,
+) -> Verdict:
     """A gate whose program runs in a candidate: `body(candidate)` builds the verdict from the answers; a candidate
     that ended is `crash`/`oom`/..., an answer without the shape asked `protocol_error`, a program that did not
-    import `import_error`. The isolation line goes into the evidence, as the correctness gate's does."""
+    import `import_error`. The isolation line goes into the evidence, as the correctness gate's does.
+
+    `alongside`: a second process the gate needs (the reference process, gates.confined.fork_reference), forked
+    right after the candidate and before its hello, so the two confine themselves and import their programs side
+    by side; it is given to `body(candidate, companion)` and ended with the candidate. On the H100 the two started
+    one after the other took 5.3 and 4.7 s of a FlagGems candidate's 28 s check (RESULTS.md#timer-wait)."""
     from dataclasses import replace
 
     from klineage.gates.answers import AnswerError
 
     try:
-        candidate = start(spec)
+        candidate = start(spec, greet=False)
     except CandidateGone as e:
         return Verdict(gate, "fail", e.code, e.detail)
+    companion = None
     try:
+        companion = alongside() if alongside is not None else None
+        if isinstance(companion, Candidate):
+            greet_together(candidate, [companion])
+        else:
+            candidate.greet()
         if candidate.hello.get("import_error"):
             verdict = Verdict(
                 gate, "fail", "import_error", f"program failed to import: {candidate.hello['import_error']}"
             )
         else:
-            verdict = body(candidate)
+            verdict = body(candidate) if alongside is None else body(candidate, companion)
     except CandidateGone as e:
         verdict = Verdict(gate, "fail", e.code, e.detail)
     except AnswerError as e:
         verdict = Verdict(gate, "fail", "protocol_error", f"the candidate's answer does not hold what was asked: {e}")
     finally:
         candidate.close()
+        if isinstance(companion, Candidate):
+            companion.close()
     isolation = candidate.hello.get("isolation_line")
     return replace(verdict, evidence={**verdict.evidence, "isolation": isolation}) if isolation else verdict
 
@@ -301,8 +392,9 @@ def installed_roots(program: Program) -> list[str]:
     return sorted({str(Path(p).resolve()) for p in site_dirs({dotted.split(".")[0] for dotted in program.modules})})
 
 
-def start(spec: Spec) -> Candidate:
-    """Fork the candidate and wait for its hello (the program imported, or why not: CandidateGone)."""
+def start(spec: Spec, greet: bool = True) -> Candidate:
+    """Fork the candidate and wait for its hello (the program imported, or why not: CandidateGone); with `greet`
+    False the caller does that later (`Candidate.greet`), having forked what else it needs meanwhile."""
     from klineage.isolation import make_private_dir
     from klineage.sandbox import PRELOAD
 
@@ -328,8 +420,10 @@ def start(spec: Spec) -> Candidate:
             os._exit(code)
     os.close(down_r)
     os.close(up_w)
-    handle = Candidate(pid, down_w, up_r, private, down_bulk, up_bulk)
-    handle.hello = handle.request({"op": "hello"}, body_limit=0).meta
+    named = str(spec.program.path or spec.program.name)
+    handle = Candidate(pid, down_w, up_r, private, down_bulk, up_bulk, program_path=named)
+    if greet:
+        handle.greet()
     return handle
 
 

@@ -90,25 +90,36 @@ def imported_packages(source: str) -> set[str]:
     return found
 
 
-def start_reference(request) -> Candidate | None:
-    """The started reference process for `request` (None where its workload has no original program). Raises
-    ReferenceUnavailable with one line where it cannot start: the caller fails the gate as `reference_error`."""
+def fork_reference(request) -> Candidate | ReferenceUnavailable | None:
+    """The reference process for `request`, forked and not yet greeted (`reference_ready` waits for it): the
+    correctness and profile gates fork it while their candidate imports its program (gates.candidate.judged).
+    None where the workload has no original program; where the original cannot be read, why, as a value (the
+    gate fails as `reference_error` once its candidate is up)."""
     from klineage.workload import UserError
 
     try:
         spec = reference_spec(request)
     except (UserError, OSError) as e:
-        raise ReferenceUnavailable(f"the reference program cannot be read: {e}") from None
+        return ReferenceUnavailable(f"the reference program cannot be read: {e}")
     if spec is None:
         return None
+    return start(spec, greet=False)
+
+
+def reference_ready(forked: Candidate | ReferenceUnavailable | None) -> Candidate | None:
+    """The forked reference process once it said hello (None: no reference). Raises ReferenceUnavailable with one
+    line where it did not start: the caller fails the gate as `reference_error`; whoever forked it ends it."""
+    if forked is None:
+        return None
+    if isinstance(forked, ReferenceUnavailable):
+        raise forked
     try:
-        process = start(spec)
+        hello = forked.greet()
     except CandidateGone as e:
         raise ReferenceUnavailable(f"the reference process ended before it started: {e.detail}") from None
-    if process.hello.get("import_error"):
-        process.close()
-        raise ReferenceUnavailable(f"the original program {spec.program.path}: {process.hello['import_error']}")
-    return process
+    if hello.get("import_error"):
+        raise ReferenceUnavailable(f"the original program {forked.program_path}: {hello['import_error']}")
+    return forked
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,8 @@ CHECK_PHASES = ("candidate_start", "reference_start", "workload", "static_scan")
 
 
 def correctness_job(request: GateRequest) -> Verdict:
+    from klineage.gates.confined import fork_reference
+
     started = time.perf_counter()
     probe = request.probe or {}
     # the workload file is not among what it may read: the correctness candidate makes nothing of its own
@@ -59,8 +61,14 @@ def correctness_job(request: GateRequest) -> Verdict:
         compile=bool(probe.get("compile")),
         needs=(package_root(), *installed_roots(request.program)),
     )
-    # judged starts the candidate first: nothing of the workload, its inputs or its reference exists yet here
-    verdict = judged("correctness", spec, lambda candidate: _correctness(request, candidate, started))
+    # judged forks the candidate first, then the reference process beside it: nothing of the workload, its inputs
+    # or its reference's answers exists yet here
+    verdict = judged(
+        "correctness",
+        spec,
+        lambda candidate, forked: _correctness(request, candidate, forked, started),
+        alongside=lambda: fork_reference(request),
+    )
     return verdict if verdict.seconds else replace(verdict, seconds=time.perf_counter() - started)
 
 
@@ -81,24 +89,20 @@ def written_lines(program) -> dict[str, set[int]]:
     return out
 
 
-def _correctness(request: GateRequest, candidate, started: float) -> Verdict:
-    """The check, with a self-reference workload's reference process (gates.confined) started first, before the
-    workload is imported here, and ended after."""
-    from klineage.gates.confined import REFERENCE_ERROR, ReferenceUnavailable, start_reference
+def _correctness(request: GateRequest, candidate, forked, started: float) -> Verdict:
+    """The check, once a self-reference workload's reference process (gates.confined), forked beside the candidate
+    before the workload is imported here, said hello; judged ends both."""
+    from klineage.gates.confined import REFERENCE_ERROR, ReferenceUnavailable, reference_ready
 
     # where a check's seconds go outside its trials (processes started, programs imported, the static scan): on the
     # H100 a FlagGems candidate's check spent 2.5-3.0 s in its trials and 8.1-13.5 s around them (RESULTS.md#timer-wait)
     phases = {"candidate_start": round(time.perf_counter() - started, 2)}
     try:
-        reference = start_reference(request)
+        reference = reference_ready(forked)
     except ReferenceUnavailable as e:
         return Verdict("correctness", "fail", REFERENCE_ERROR, str(e), seconds=time.perf_counter() - started)
-    phases["reference_start"] = round(time.perf_counter() - started - phases["candidate_start"], 2)
-    try:
-        return _checked(request, candidate, reference, started, phases)
-    finally:
-        if reference is not None:
-            reference.close()
+    phases["reference_start"] = round(max(0.0, time.perf_counter() - started - phases["candidate_start"]), 2)
+    return _checked(request, candidate, reference, started, phases)
 
 
 def _checked(request: GateRequest, candidate, reference, started: float, phases: dict) -> Verdict:

@@ -84,25 +84,29 @@ def _timing_spec(request: GateRequest, others: tuple[Program, ...] = ()):
 def profile_job(request: GateRequest) -> Verdict:
     """Time the program on the workload's bench case against PyTorch eager, interleaved, in the candidate; judge the
     last timed call's outputs and the candidate's clock here."""
+    from klineage.gates.confined import fork_reference
+
     started = time.perf_counter()
-    verdict = judged("profile", _timing_spec(request), lambda candidate: _profile(request, candidate))
+    verdict = judged(
+        "profile",
+        _timing_spec(request),
+        lambda candidate, forked: _profile(request, candidate, forked),
+        alongside=lambda: fork_reference(request),
+    )
     return replace(verdict, seconds=time.perf_counter() - started)
 
 
-def _profile(request: GateRequest, candidate) -> Verdict:
-    """The profile, with a self-reference workload's reference process started first: a process forked after CUDA
-    is up in the judge could not use CUDA, and the timed-output check needs its reference (gates.confined)."""
-    from klineage.gates.confined import REFERENCE_ERROR, ReferenceUnavailable, start_reference
+def _profile(request: GateRequest, candidate, forked) -> Verdict:
+    """The profile, once a self-reference workload's reference process said hello: it is forked beside the
+    candidate, before CUDA is up in the judge (a process forked after could not use CUDA), and the timed-output
+    check needs it (gates.confined); judged ends both."""
+    from klineage.gates.confined import REFERENCE_ERROR, ReferenceUnavailable, reference_ready
 
     try:
-        reference = start_reference(request)
+        reference = reference_ready(forked)
     except ReferenceUnavailable as e:
         return Verdict("profile", "fail", REFERENCE_ERROR, str(e))
-    try:
-        return _profiled(request, candidate, reference)
-    finally:
-        if reference is not None:
-            reference.close()
+    return _profiled(request, candidate, reference)
 
 
 def _profiled(request: GateRequest, candidate, reference) -> Verdict:
