@@ -92,7 +92,8 @@ def describe_exit(status: int) -> tuple[str, str]:
 
 _shared: list = []  # in a job's child: the open lock file through which the job holds its shared turn
 _exclusive: list = []  # this process has the GPU alone (a measurement inside it needs nothing more)
-_away: list = []  # this job's shared turn is let go for a section now (_shared_let_go): an inner one has nothing to do
+_away: list = []  # the sections for which this job's shared turn is let go now (_shared_let_go), one entry each
+_let_go: list = []  # the lock files of the shared turn let go, taken back when the last of those sections ends
 _turns = [GpuTurns()]  # how this process takes turns: a job's child, as its job says (take_turns)
 # in a candidate process (gates.candidate): asks its judge for each turn, ask(kind, entering), instead of taking it on
 # the lock file. The judge holds the lock for the whole job and the candidate's copy of it is closed by confinement,
@@ -222,29 +223,41 @@ def lets_go_for_host_work() -> bool:
 
 @contextlib.contextmanager
 def _shared_let_go() -> Iterator[None]:
-    """The job's shared turn let go for the block, once its GPU work is done (_quiesce), and taken back after it
-    through the turnstile: what exclusive_turn, off_gpu, host_work and yield_turn share. Inside another such block
-    the turn is let go already: nothing to do."""
+    """The job's shared turn let go for the block, once its GPU work is done (_quiesce), and taken back after the
+    last such block ends, through the turnstile: what exclusive_turn, off_gpu, host_work and yield_turn share. A
+    block inside another, or beside it (a judge serving its candidate's and its reference's imports at once,
+    candidate.greet_together), counts itself in, and whichever ends last takes the turn back: the first to end
+    must not, or a timer would wait for the other's import."""
     path = _turns[0].lock
-    if not path or not _shared or _exclusive or _away:
+    if not path or _exclusive or not (_shared or _away):
         yield
         return
     import fcntl
 
-    _quiesce()
-    held = list(_shared)
-    for gpu in held:
-        fcntl.flock(gpu, fcntl.LOCK_UN)
+    if not _away:
+        _quiesce()
+        _let_go[:] = list(_shared)
+        for gpu in _let_go:
+            fcntl.flock(gpu, fcntl.LOCK_UN)
     _away.append(True)
     try:
         yield
     finally:
         _away.pop()
-        with open(path + ".turn", "a") as turn:
-            fcntl.flock(turn, fcntl.LOCK_EX)
-            for gpu in held:
-                fcntl.flock(gpu, fcntl.LOCK_SH)
-            fcntl.flock(turn, fcntl.LOCK_UN)
+        if not _away:
+            _take_back(path)
+
+
+def _take_back(path: str) -> None:
+    """The shared turn let go by _shared_let_go, taken again through the turnstile (behind a waiting timer)."""
+    import fcntl
+
+    with open(path + ".turn", "a") as turn:
+        fcntl.flock(turn, fcntl.LOCK_EX)
+        for gpu in _let_go:
+            fcntl.flock(gpu, fcntl.LOCK_SH)
+        fcntl.flock(turn, fcntl.LOCK_UN)
+    _let_go.clear()
 
 
 def _whole_job_turns() -> bool:

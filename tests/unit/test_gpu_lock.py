@@ -387,3 +387,30 @@ def test_the_candidate_imports_its_program_and_compiles_as_host_work(tmp_path, m
     finally:
         sandbox._broker.clear()
     assert asked[2:] == [("host", True), ("host", False)]
+
+
+def test_two_host_sections_beside_each_other_keep_the_turn_let_go_until_the_last_ends(tmp_path, request):
+    """A judge serving its candidate's and its reference's imports at once (candidate.greet_together) is in two host
+    sections that need not end in the order they began: the turn stays let go until the last one ends, so a timer
+    never waits for the import still running, and it is taken back then."""
+    from klineage.sandbox import GpuTurns, gpu_turn, host_work, take_turns
+
+    path = str(tmp_path / "gpu0.lock")
+    take_turns(GpuTurns(path))
+    request.addfinalizer(lambda: take_turns(GpuTurns()))
+    with gpu_turn(exclusive=False):  # the job's shared turn, as a judge holds it
+        assert lock_mode_job(path) == "shared"
+        candidate, reference = host_work(), host_work()
+        candidate.__enter__()
+        reference.__enter__()
+        assert lock_mode_job(path) == "none"
+        candidate.__exit__(None, None, None)  # the candidate imported first; the reference still imports
+        assert lock_mode_job(path) == "none"
+        reference.__exit__(None, None, None)
+        assert lock_mode_job(path) == "shared"
+        with host_work():  # nested as before: taken back once, after the outer one
+            with host_work():
+                assert lock_mode_job(path) == "none"
+            assert lock_mode_job(path) == "none"
+        assert lock_mode_job(path) == "shared"
+    assert lock_mode_job(path) == "none"
