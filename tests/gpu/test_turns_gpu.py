@@ -60,3 +60,34 @@ def test_a_check_lets_go_of_its_turn_while_its_candidate_imports(hold, gpu_home,
         assert stretch[0] >= IMPORT_S - 1.0, stretch
     else:  # only the moments before the job took its turn and after it let go
         assert stretch[0] < 1.5, stretch
+
+
+def test_a_candidate_and_its_reference_import_side_by_side_with_the_turn_let_go(gpu_home, tmp_path, sandbox):
+    """A self-reference check whose original program (the reference's, and the candidate's, the same) sleeps at
+    import: the two processes import at once (candidate.greet_together), so the reference is ready when the
+    candidate is, and the judge's shared turn stays let go through both imports (sandbox._shared_let_go)."""
+    from klineage.reference import load_self_reference
+    from tests.conftest import FIXTURES
+
+    slow = tmp_path / "needs_cuda_slow_import.py"
+    fixture = FIXTURES / "self_reference"
+    slow.write_text(f"import time\n\ntime.sleep({IMPORT_S})\n" + (fixture / "needs_cuda.py").read_text())
+    original = load_program(slow)
+    lock = str(tmp_path / "gpu0.lock")
+    settings = Settings(data_dir=gpu_home, use_cache=False, seeds=1, gpu_lock=lock)
+    workload = load_self_reference(fixture / "inputs.py", original, settings.data_dir)
+    request = GateRequest(str(workload.path), original, "cuda", settings)
+    assert sandbox.run(Job("builtins:len", "")).ok
+    running, stretch = threading.Event(), []
+    running.set()
+    poller = threading.Thread(target=lambda: stretch.append(_longest_free_stretch(lock, running)))
+    poller.start()
+    try:
+        verdict = run_gate("correctness", request, sandbox)
+    finally:
+        running.clear()
+        poller.join()
+    assert verdict.passed, verdict.reason
+    phases = verdict.evidence["phase_seconds"]
+    assert phases["candidate_start"] >= IMPORT_S - 0.5 and phases["reference_start"] < 1.0, phases  # not one after
+    assert stretch[0] >= IMPORT_S - 1.0, stretch  # the other
