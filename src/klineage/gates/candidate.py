@@ -281,7 +281,7 @@ def judged(
     `alongside`: a second process the gate needs (the reference process, gates.confined.fork_reference), forked
     right after the candidate and before its hello, so the two confine themselves and import their programs side
     by side; it is given to `body(candidate, companion)` and ended with the candidate. On the H100 the two started
-    one after the other took 5.3 and 4.7 s of a FlagGems candidate's 28 s check (RESULTS.md#timer-wait)."""
+    one after the other took 5.3 and 4.7 s of a FlagGems candidate's 28 s check (RESULTS.md#wild-14)."""
     from dataclasses import replace
 
     from klineage.gates.answers import AnswerError
