@@ -11,6 +11,10 @@ path), before the program is imported:
   `Tensor.to("cuda")` become the CPU, `Tensor.cuda()` returns the tensor, `pin_memory()` and `record_stream()` are
   no-ops. A TorchFunctionMode does this, so it holds for every factory (`torch.empty`, `zeros`, `full`, `tensor`,
   `arange`, `empty_like`, `new_empty`, ...) without listing them.
+- where a tensor lives, as the program reads it (`x.device`, `x.is_cuda`, `x.is_cpu`, `x.get_device()`): CUDA
+  device 0 for a CPU tensor, read by the program or a package it calls; torch, Triton and the harness read the
+  truth. Wrappers assert it or pick their Triton path by it (a CPU fallback would be a different program, or
+  PyTorch computing).
 - `torch.cuda`: `is_available()` is True (what real wrappers test before taking their Triton path),
   `device_count()` 1, `current_device()` 0, `set_device`, the `device(...)` / `device_of(...)` contexts,
   `synchronize`, streams (`current_stream`, `default_stream`, `Stream`, `stream(...)`, `set_stream`) and events are
@@ -144,8 +148,54 @@ def _is_cuda(device) -> bool:
     return type(device) is int  # an integer device index means a CUDA device in PyTorch
 
 
+_NOT_A_READ = object()
+MAPPED_DEVICE = None  # torch.device("cuda", 0) once a mode is made; `_mapped` maps it back silently
+
+
+def _where_reads(torch):
+    """`where(func, args)`: for a program's read of where a CPU tensor lives (`x.device`, `x.is_cuda`, `x.is_cpu`,
+    `x.get_device()`), what it reads on the GPU; `_NOT_A_READ` for anything else. The device it reads is one
+    object, `MAPPED_DEVICE`, so that allocating beside an input (`device=x.device`) maps back to the CPU without a
+    note: device-agnostic code reads `x.device` only for that, and the evidence names what is CUDA's alone."""
+    global MAPPED_DEVICE
+    base = torch._C.TensorBase
+    real_device = base.__dict__["device"].__get__
+    MAPPED_DEVICE = torch.device("cuda", 0)
+    answers = {
+        base.__dict__["device"]: ("", MAPPED_DEVICE),
+        base.__dict__["is_cuda"]: ("Tensor.is_cuda", True),
+        base.__dict__["is_cpu"]: ("Tensor.is_cpu", False),
+        base.get_device: ("Tensor.get_device()", 0),
+    }
+
+    def where(func, args):
+        read = answers.get(getattr(func, "__self__", None) if type(func).__name__ == "method-wrapper" else func)
+        if read is None or not args or real_device(args[0]).type != "cpu" or not _read_by_program(3):
+            return _NOT_A_READ
+        if read[0]:
+            _note(read[0])
+        return read[1]
+
+    return where
+
+
+def _read_by_program(depth: int) -> bool:
+    """Whether the code reading a tensor's device (the frame above the mode's handler) is the program or a package
+    it calls, not the harness, torch or Triton: real wrappers assert `x.is_cuda` or `x.device.type == "cuda"`
+    (FlagGems's upsample_nearest2d, t_copy, _safe_softmax), or pick their Triton path over a CPU fallback by it
+    (in the installed FlagGems, Liger-Kernel, flash-linear-attention and triton_kernels, 170 modules read
+    `is_cuda`, `is_cpu` or `device.type`: 31 of FlagGems's 251 ops, 15 of Liger-Kernel's, 15 of fla.ops'), while
+    torch, Triton's interpreter and the gates must see the CPU tensors they work on."""
+    import sys
+
+    module = sys._getframe(depth).f_globals.get("__name__", "") or ""
+    return module.split(".", 1)[0] not in ("torch", "triton", "klineage", "numpy")
+
+
 def _mapped(device, what: str):
     """`device`, or the CPU where it names CUDA (noting `what` was used)."""
+    if device is not None and device is MAPPED_DEVICE:
+        return "cpu"
     if device is not None and _is_cuda(device):
         _note(what)
         return "cpu"
@@ -159,11 +209,20 @@ def _make_mode():
     tensor = torch.Tensor
     returns_self = {tensor.cuda: "Tensor.cuda()", tensor.pin_memory: "Tensor.pin_memory()"}
     no_op = {tensor.record_stream: "Tensor.record_stream()"}
+    compiling = torch.compiler.is_compiling
+    where = _where_reads(torch)
 
     class CudaToCpu(TorchFunctionMode):
-        """Every torch call with a CUDA device argument gets the CPU instead."""
+        """Every torch call with a CUDA device argument gets the CPU instead, and a program reading where its
+        tensors live reads CUDA."""
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
+            # torch.compile traces this handler into every graph: the read is answered outside it (a compiled
+            # graph reads no device: its guards hold the tensors' own)
+            if not compiling():
+                read = where(func, args)
+                if read is not _NOT_A_READ:
+                    return read
             kwargs = dict(kwargs or {})
             if func in returns_self:
                 _note(returns_self[func])

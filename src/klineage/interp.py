@@ -500,7 +500,10 @@ def _patch_host_pointer_args(interpreter) -> None:
     def host_resident(arg) -> bool:
         if isinstance(arg, torch.Tensor | TensorWrapper) or not hasattr(arg, "data_ptr"):
             return False
-        device = getattr(arg, "device", None)
+        # the storage says where the memory is: the `device` such a wrapper copied from its tensor is what the
+        # program read, CUDA where CUDA is mapped to the CPU (cuda_on_cpu)
+        storage = getattr(arg, "untyped_storage", None)
+        device = storage().device if callable(storage) else getattr(arg, "device", None)
         return device is not None and torch.device(device).type == "cpu"
 
     class _Kept:  # a stand-in without data_ptr: the interpreter passes it through, and it is swapped back after

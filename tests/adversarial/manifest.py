@@ -528,6 +528,14 @@ CASES = [
         "static policy (torch._C) on the CPU, by comparing timed runs' outputs on a GPU.",
     ),
     AdversarialCase(
+        program="programs/observed_by_device.py",
+        workload=SCALE_ADD,
+        expected=("mismatch",),
+        issue_class=4,
+        why="honest where its inputs say they live on the CPU (a check without a GPU), zeros where they say CUDA. "
+        "Caught on the CPU by CUDA mapped to the CPU: the program reads its tensors as CUDA ones; on a GPU they are.",
+    ),
+    AdversarialCase(
         program="programs/observed_by_frames.py",
         workload=SCALE_ADD,
         expected=("static_ban", "mismatch"),

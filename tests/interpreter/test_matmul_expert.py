@@ -29,21 +29,25 @@ def _labels(verdict) -> list[str]:
     return [s["specialization"] for s in verdict.evidence["specializations"]]
 
 
-def test_expert_passes_on_cpu_through_the_pointer_kernel(settings, sandbox):
+def test_expert_passes_on_cpu_through_both_kernels_as_on_a_gpu(settings, sandbox):
     report = check(load_workload(WORKLOAD), load_program(EXPERT), settings, "cpu", ("compile", "correctness"), sandbox)
     compile_v, correct_v = report.verdicts
     assert compile_v.passed, compile_v.reason
     assert correct_v.passed, f"{correct_v.code}: {correct_v.reason}"
-    # No GPU: the automatic dispatch takes the pointer kernel, so nothing goes through TMA.
-    kernels = correct_v.evidence["kernels"]
-    assert kernels and all(k.rsplit(".", 1)[-1] == "matmul_kernel" for k in kernels), kernels
-    assert compile_v.metrics["tma_instructions"] == 0
+    # CUDA mapped to the CPU: the dispatch reads `a.is_cuda` and sm_90, so the aligned cases take TMA and the
+    # unaligned one (N odd) the pointer kernel, as on an H200 (before the mapping answered `is_cuda`, only the
+    # pointer kernel ran here)
+    kernels = sorted(k.rsplit(".", 1)[-1] for k in correct_v.evidence["kernels"])
+    assert kernels == ["matmul_kernel", "matmul_tma_kernel"], kernels
+    assert "Tensor.is_cuda" in correct_v.evidence["cuda_mapped"]
+    assert compile_v.metrics["tma_instructions"] > 0  # UTMALDG / UTMASTG in the sm_90 SASS
     assert compile_v.metrics["tensor_core_instructions"] > 0  # wgmma on sm_90
     assert compile_v.metrics["spill_bytes"] == 0
-    # The bench case (driven without launching) compiles the big tiles; the tiny cases are pruned to 64x64.
+    # The bench case (driven without launching) compiles TMA's big tiles; the unaligned case the pointer kernel,
+    # pruned to 64x64, its ragged K loop masked.
     labels = _labels(compile_v)
-    assert any("128, 256, 64" in s and "True" in s for s in labels)  # EVEN_K on 8192
-    assert any("64, 64, 64" in s and "False" in s for s in labels)  # the ragged tiny case's masked K loop
+    assert any("128, 256, 64" in s for s in labels)
+    assert any("64, 64, 64" in s and "False" in s for s in labels)
 
 
 def test_forced_tma_kernel_compiles_for_sm90_and_runs_in_the_interpreter(settings, sandbox, tmp_path):

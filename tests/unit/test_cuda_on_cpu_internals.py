@@ -65,3 +65,43 @@ def test_torch_internals_that_host_code_reads_answer_for_the_mapped_device():
         "torch.accelerator.synchronize",
         "torch.accelerator.current_stream",
     ]
+
+
+WHERE = """
+import types
+import torch
+from klineage import cuda_on_cpu
+cuda_on_cpu.install()
+
+program = types.ModuleType("a_wrapper")  # a program's module, or a package it calls
+exec(
+    "def where(t):\\n"
+    "    return (str(t.device), t.is_cuda, t.is_cpu, t.get_device(), t.device.type == 'cuda')\\n"
+    "def beside(t):\\n"
+    "    return torch.empty(2, device=t.device), t.new_zeros(1).to(t.device), t.to(t.device)\\n",
+    program.__dict__,
+)
+program.torch = torch
+harness = types.ModuleType("klineage.some_gate")  # the gates read the truth
+exec("def where(t):\\n    return (str(t.device), t.is_cuda, t.is_cpu, t.get_device())\\n", harness.__dict__)
+
+x = torch.ones(3, device="cpu")
+print(program.where(x))
+print(harness.where(x))
+print(program.where(torch.empty(2, device="meta")))  # only a CPU tensor reads as the mapped device
+print(*(harness.where(t)[0] for t in program.beside(x)))  # allocated beside an input: on the CPU
+print(" ".join(cuda_on_cpu.used()))
+"""
+
+
+def test_a_program_reads_its_tensors_on_the_mapped_device_and_torch_and_the_gates_read_the_cpu():
+    done = subprocess.run([sys.executable, "-c", WHERE], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines() == [
+        "('cuda:0', True, False, 0, True)",
+        "('cpu', False, True, -1)",
+        "('meta', False, False, -1, False)",
+        "cpu cpu cpu",
+        # the device read and the allocations beside it are not noted: device-agnostic code does both
+        "Tensor.is_cuda Tensor.is_cpu Tensor.get_device()",
+    ]

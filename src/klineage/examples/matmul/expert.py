@@ -8,11 +8,12 @@ Two kernels behind one host dispatch:
   the kernel has no masks at all. Taken when a CUDA device of compute capability >= 9 runs the call and every
   operand is row-major with a 16-byte aligned base and row stride (what a TMA descriptor requires). The
   descriptors need a global scratch buffer per program, provided through `triton.set_allocator`.
-* `matmul_kernel` (everywhere else, and the one the Triton interpreter runs on a CPU): pointer loads.
+* `matmul_kernel` (everywhere else: operands a descriptor cannot take, older GPUs): pointer loads.
 
-`ModelNew(path="pointer" | "tma")` forces one kernel. Without a GPU the compile gate drives `forward` on CPU
-tensors, where the automatic dispatch takes the pointer kernel; with `path="tma"` the gate compiles the TMA kernel
-for sm_90 too, and the interpreter runs it (Triton 3.6's interpreter implements tensor descriptors).
+`ModelNew(path="pointer" | "tma")` forces one kernel. Without a GPU, KLineage maps CUDA to the CPU
+(klineage.cuda_on_cpu): the dispatch reads its operands as CUDA tensors on an sm_90 device and picks as on an H200,
+so the workload's aligned cases take the TMA kernel and its unaligned case the pointer kernel; the compile gate
+compiles both for sm_90 and the interpreter runs both (Triton 3.6's interpreter implements tensor descriptors).
 
 Measured on an H200, bf16 8192^3, by benchmarks/matmul_vs_cublas.py (docs/BENCHMARKS.md): both kernels within 4% of
 torch.mm; the pointer kernel was 0-2% faster than the TMA one there, and a persistent form of the TMA kernel (one
