@@ -194,7 +194,51 @@ _NUMPY_LIBDEVICE = {
     "hypot": "hypot",
     "tan": "tan",
     "erf": None,
+    # what installed kernels call and neither tl.math nor the entries above had (FlagGems's isfinite and isclose
+    # through `tl_extra_shim.finitef` / `isfinited`, its round, fmod and div ops; found by starting 80 more of its
+    # ops on the CPU, RESULTS.md#device-reads), and their plain kin
+    "finitef": "isfinite",
+    "isfinited": "isfinite",
+    "rint": "rint",
+    "nearbyint": "rint",
+    "fmod": "fmod",
+    "div": "true_divide",  # div_rn: `_rn` names are looked up without the suffix
+    "fast_dividef": "true_divide",
+    "fast_sinf": "sin",
+    "fast_cosf": "cos",
+    "fast_tanf": "tan",
+    "fast_tanhf": "tanh",
+    "fast_log2f": "log2",
+    "fast_log10f": "log10",
+    "fast_exp10f": None,
+    "log10": "log10",
+    "cbrt": "cbrt",
+    "acosh": "arccosh",
+    "asinh": "arcsinh",
+    "atanh": "arctanh",
+    "copysign": "copysign",
+    "nextafter": "nextafter",
+    "cyl_bessel_i0": "i0",
+    "erfc": None,
+    "lgamma": None,
+    "tgamma": None,
 }
+
+
+def _divide_toward_zero(x, y):
+    """libdevice's `div_rz` (FlagGems's trunc_div truncates its quotient): float32 operands divided in float64 give
+    the exact quotient's float32 neighbours apart (53 bits hold more than twice 24), so rounding that to float32
+    and stepping back toward zero where it grew is the quotient rounded toward zero. Other dtypes: to nearest."""
+    import numpy as np
+
+    x, y = np.asarray(x), np.asarray(y)
+    if x.dtype != np.float32 or y.dtype != np.float32:
+        return np.true_divide(x, y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        exact = x.astype(np.float64) / y.astype(np.float64)
+        near = exact.astype(np.float32)
+        grew = np.isfinite(exact) & (np.abs(near.astype(np.float64)) > np.abs(exact))
+    return np.where(grew, np.nextafter(near, np.float32(0)), near)
 
 
 def _patch_libdevice() -> None:
@@ -225,8 +269,12 @@ def _patch_libdevice() -> None:
         return fn
 
     numpy_fns = {k: getattr(np, v) for k, v in _NUMPY_LIBDEVICE.items() if v}
-    numpy_fns["exp10"] = lambda x: np.power(10.0, x)
+    numpy_fns["exp10"] = numpy_fns["fast_exp10f"] = lambda x: np.power(10.0, x)
     numpy_fns["erf"] = np.vectorize(math.erf, otypes=[np.float64])
+    numpy_fns["erfc"] = np.vectorize(math.erfc, otypes=[np.float64])
+    numpy_fns["lgamma"] = np.vectorize(math.lgamma, otypes=[np.float64])
+    numpy_fns["tgamma"] = np.vectorize(math.gamma, otypes=[np.float64])
+    numpy_fns["div_rz"] = _divide_toward_zero
     # the generic module, and the CUDA one kernels also import directly (FlagGems's tl_extra_shim, Liger's ops on
     # older Triton): its functions are stubs of their own, which raised "_semantic argument must be provided"
     import triton.language.extra.cuda.libdevice as cuda_libdevice

@@ -29,6 +29,15 @@ def test_bf16_arithmetic_scalars_libdevice_and_autotune(sandbox):
     assert errors["bf16_silu_mul"] <= 2**-6
     assert errors["float_scalar"] == 0.0
     assert errors["libdevice_rsqrt"] < 1e-6
+    # more libdevice through the CUDA module (FlagGems's isfinite, isclose, round, fmod, trunc division): stubs that
+    # raised "_semantic argument must be provided" before
+    assert errors["libdevice_finite"] == 0.0
+    assert errors["libdevice_rint"] == 0.0
+    assert errors["libdevice_div_rn"] == 0.0
+    assert errors["libdevice_div_rz_not_toward_zero"] == 0.0
+    assert errors["libdevice_div_rz_differs"] >= 3  # the quotients that round up to nearest are one ulp lower
+    assert errors["libdevice_fmod"] == 0.0
+    assert errors["libdevice_fast_sinf"] < 1e-6
     assert errors["autotune_accumulates_without_reset"] > 0  # the H200 trap, reproduced on the CPU
     # range variables as tensors, tensor or/not, a bool argument, extra.cuda.libdevice: each failed or misread
     assert errors["compiler_reads"] < 1e-5
