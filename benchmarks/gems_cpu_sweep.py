@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import sys
 from pathlib import Path
 
@@ -298,11 +297,10 @@ GROUPS = {"device-reads": DEVICE_READS, "ops": _ops()}
 
 
 def main() -> None:
-    from wild_cpu_starts import start_row
+    from wild_cpu_starts import run_starts
 
     from klineage.bench.suites import wild_instances
     from klineage.config import Settings, device_name, versions
-    from klineage.sandbox import Sandbox
     from klineage.suites.wild import _gems
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -317,13 +315,7 @@ def main() -> None:
     kernels = tuple(_gems(f"sweep_{name}", *rest) for ops in groups.values() for name, *rest in ops)
     index, count = (int(n) for n in args.shard.split("/"))
     instances, left = wild_instances(settings, kernels[index::count])
-    rows = []
-    with Sandbox(warm=True) as sandbox:
-        for inst in instances:
-            row = start_row(inst, settings, sandbox)
-            rows.append(row)
-            with args.out.open("a") as f:
-                f.write(json.dumps(row) + "\n")
+    rows = run_starts(instances, settings, args.out)
     print("\n| op | start | gate | code | why | seconds |\n| --- | --- | --- | --- | --- | --- |")
     for r in rows:
         why = r.get("why", "")[:90].replace("|", "/")

@@ -58,6 +58,21 @@ def start_row(inst, settings: Settings, sandbox: Sandbox, device: str = "cpu") -
     }
 
 
+def run_starts(instances: list, settings: Settings, out: Path, device: str = "cpu", echo: bool = False) -> list[dict]:
+    """Start every instance in one warm sandbox, appending each row to ``out`` (JSON lines) as it finishes, so an
+    interrupted run keeps what it did."""
+    rows = []
+    with Sandbox(warm=True) as sandbox:
+        for inst in instances:
+            row = start_row(inst, settings, sandbox, device)
+            if echo:
+                print(json.dumps(row), flush=True)
+            rows.append(row)
+            with out.open("a") as f:
+                f.write(json.dumps(row) + "\n")
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
@@ -77,14 +92,7 @@ def main() -> None:
     wanted = [i for i in ordered if not chosen or i.name in chosen]
     mine = [i for n, i in enumerate(wanted) if n % count == index]  # --instances shared out evenly
     print(f"{len(instances)} offered, {len(left)} not offered; this shard runs {len(mine)}", flush=True)
-    with Sandbox(warm=True) as sandbox:
-        for inst in mine:
-            if inst.name in done:
-                continue
-            row = start_row(inst, settings, sandbox, args.device)
-            print(json.dumps(row), flush=True)
-            with args.out.open("a") as f:
-                f.write(json.dumps(row) + "\n")
+    run_starts([i for i in mine if i.name not in done], settings, args.out, args.device, echo=True)
 
 
 if __name__ == "__main__":
