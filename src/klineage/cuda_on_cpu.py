@@ -103,18 +103,24 @@ def used() -> list[str]:
 
 def _note(what: str) -> None:
     """Note `what` as used, unless the call came from the harness itself (guards.py asks whether CUDA is up on
-    every launch) rather than from the program or a package it calls: the first caller outside this module, torch
-    and Triton decides."""
+    every launch) rather than from the program or a package it calls: the first caller outside this module and the
+    libraries both run on (`_LIBRARIES`) decides."""
     import sys
 
     frame = sys._getframe(1)
-    while frame is not None:
-        module = frame.f_globals.get("__name__", "")
-        if module != __name__ and not module.startswith(("torch.", "triton.")):
-            break
+    while frame is not None and (frame.f_globals.get("__name__") == __name__ or _package(frame) in _LIBRARIES):
         frame = frame.f_back
-    if what not in _used and not (frame is not None and module.startswith("klineage.")):
+    if what not in _used and not (frame is not None and _package(frame) == "klineage"):
         _used.append(what)
+
+
+# The libraries a program and the harness both run on: their frames never say whose use it is. One list for
+# `_note` (who used CUDA) and `_read_by_program` (who reads a tensor's device).
+_LIBRARIES = ("torch", "triton", "numpy")
+
+
+def _package(frame) -> str:
+    return (frame.f_globals.get("__name__", "") or "").split(".", 1)[0]
 
 
 def installed() -> bool:
@@ -188,8 +194,7 @@ def _read_by_program(depth: int) -> bool:
     torch, Triton's interpreter and the gates must see the CPU tensors they work on."""
     import sys
 
-    module = sys._getframe(depth).f_globals.get("__name__", "") or ""
-    return module.split(".", 1)[0] not in ("torch", "triton", "klineage", "numpy")
+    return _package(sys._getframe(depth)) not in (*_LIBRARIES, "klineage")
 
 
 def _mapped(device, what: str):
