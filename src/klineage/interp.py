@@ -56,6 +56,10 @@
    an integer to bf16, rounds once from the exact value as the compiled cast does (_patch_fp8_casts,
    _patch_cast_impl).
 
+15. Per op, the interpreter rebuilds Triton's frontend type objects from scratch (a tensor's shape tuple and its
+   formatted type name, a block type's validated shape, a dict of dtypes): most of an op's time, 300 s and a timeout
+   for FlagGems's radix sort. Cached per shape and dtype, the same objects (_patch_frontend_overhead).
+
 CUDA in host code (`device="cuda"`, `torch.cuda.*`, Triton's driver) is not the interpreter's: klineage.cuda_on_cpu.
 
 Apply in the sandbox process, after setting TRITON_INTERPRET=1 and before any kernel is defined."""
@@ -488,6 +492,7 @@ def _patch_small_gaps(interpreter) -> None:
     _patch_dead_overflow_checks(interpreter)
     _patch_fp8_casts(interpreter)
     _patch_list_grid(interpreter)
+    _patch_frontend_overhead(interpreter)
 
 
 def _patch_dead_overflow_checks(interpreter) -> None:
@@ -602,7 +607,7 @@ def _once_per_grid(interpreter, patch_lang):
     stays patched with the same builder until the grid ends: a device call whose modules are all patched already
     keeps them as they are. An exclusive cumsum over 256 rows of a real KernelBench level-1 file (three device calls
     a program) went from 1.76 to 0.95 s here, its whole CPU check from 61 to 40 s (RESULTS.md#kernelbench-cpu)."""
-    import inspect
+    import operator
 
     import triton.language as tl
 
@@ -611,7 +616,11 @@ def _once_per_grid(interpreter, patch_lang):
     running: list[tuple] = []
 
     def langs(fn) -> frozenset:
-        found = frozenset(v for v in fn.__globals__.values() if inspect.ismodule(v) and v in (tl, tl.core))
+        # which of the two modules the globals hold, by identity (a module equals only itself) and in C: a walk in
+        # Python over every global (`inspect.ismodule(v) and v in (tl, tl.core)`) on every device call was 6% of
+        # FlagGems's radix sort (profiled, 32 x 128 input)
+        values = fn.__globals__.values()
+        found = frozenset(m for m in (tl, tl.core) if any(map(operator.is_, values, itertools.repeat(m))))
         return found or frozenset((tl,))  # a module naming neither gets `tl` (_patch_lang_lookup)
 
     def patch(fn):
@@ -987,3 +996,144 @@ def _patch_list_grid(interpreter) -> None:
         original(self, fn, arg_names, grid, *args, **kwargs)
 
     interpreter.GridExecutor.__init__ = init
+
+
+def _patch_frontend_overhead(interpreter) -> None:
+    """The interpreter runs every op of every program through Triton's frontend (triton.language.core and
+    semantic), whose type objects are rebuilt from scratch on every op: each tensor makes a `tl.tuple` of its
+    shape (a `tuple_type` whose name formats every dimension), each block type unwraps, validates and formats its
+    shape again, and `_get_np_dtype` builds a dict of 19 dtypes per call. That, not numpy, was the time of
+    FlagGems's radix sort (profiled on 32 x 128: core.py alone 47% of the run, numpy under 2%; 544 programs of ~70
+    scalar and 2048-element ops each) and of its kron's autotuning. Each patch below computes the same objects with
+    the same attributes from a cache of what depends only on a shape or a dtype, and leaves any case it does not
+    recognize to the original. Measured on 2 cores here: the sort of 32 x 128 from 5.4-5.9 s to 3.0-3.2 s (best of
+    3-5), the wild suite's gems_sort start from a 300 s timeout of its correctness gate to a 177 s pass (trials
+    77, 49, 49 s), gems_cummax's trials from 3.6/2.1/2.1 s to 1.6/1.0/1.1 s; the outputs bit for bit the same.
+
+    - `_get_np_dtype`: the original's answer for each scalar dtype (its dict is keyed by the dtype's name too).
+    - `block_type.__init__`: for a shape of plain ints, the shape's `tuple_type`, numel and text as the original
+      made them for that shape (computed by the original, which validates, on the first sight of a shape).
+    - `tensor.__init__`: for a scalar or a block_type, the shape's `tuple_type` and numel as above.
+    - `_unwrap_if_constexpr`: the same isinstance chain, decided once per exact type.
+    - a kernel's `tl.tuple` values are never shared: each object still gets its own list, as before; only the
+      `tuple_type` objects (which nothing in the interpreter mutates) are shared between equal shapes. Triton's
+      code generator, which does write them, never runs in a process patched here: a gate's job is a child of its
+      own, and only the interpreting ones call patch_interpreter (gates/common._interpreter; the compile and
+      profile gates load with interpret=False)."""
+    import math
+
+    import triton.language as tl
+
+    core = tl.core
+    tl_tuple, constexpr, block_type, tensor = core.tuple, core.constexpr, core.block_type, core.tensor
+
+    original_np_dtype = interpreter._get_np_dtype
+    np_dtypes: dict = {}
+
+    def get_np_dtype(tt_dtype):
+        scalar = tt_dtype.element_ty if type(tt_dtype) is block_type else tt_dtype
+        if type(scalar) is not core.dtype:  # pointers (uint64), and anything else as the original answers it
+            return original_np_dtype(tt_dtype)
+        found = np_dtypes.get(scalar.name)
+        if found is None:
+            found = np_dtypes[scalar.name] = original_np_dtype(scalar)
+        return found
+
+    get_np_dtype.__wrapped__ = original_np_dtype  # each patch keeps its original there (the tests compare them)
+    interpreter._get_np_dtype = get_np_dtype
+
+    original_block_init = block_type.__init__
+    block_shapes: dict = {}  # shape ints -> (the shape tl.tuple's tuple_type, numel, the shape as text)
+
+    def plain_ints(shape):
+        values = shape.values if type(shape) is tl_tuple else shape
+        out = []
+        for s in values:
+            if type(s) is constexpr:
+                s = s.value
+            if type(s) is not int:
+                return None
+            out.append(s)
+        return out
+
+    def block_init(self, element_ty, shape):
+        ints = plain_ints(shape) if type(shape) in (list, tl_tuple) else None
+        known = block_shapes.get(tuple(ints)) if ints else None
+        if known is None:
+            original_block_init(self, element_ty, shape)
+            if ints:
+                block_shapes[tuple(ints)] = (self.shape.type, self.numel, str(self.shape))
+            return
+        ty, numel, text = known
+        self.element_ty = element_ty
+        self.shape = tl_tuple(ints, ty)
+        self.numel = numel
+        self.name = f"<{text}, {element_ty}>"
+
+    block_init.__wrapped__ = original_block_init
+    block_type.__init__ = block_init
+
+    original_tensor_init = tensor.__init__
+    tensor_shapes: dict = {}  # shape ints -> (the tensor's shape tuple_type, numel)
+
+    type_of = type
+
+    def tensor_init(self, handle, type):  # the original's parameter names: callers may pass `type=`
+        kind = type_of(type)
+        if kind is block_type:
+            ints = type.shape.values
+        elif kind is core.dtype or kind is core.pointer_type:
+            ints = []
+        else:
+            return original_tensor_init(self, handle, type)
+        key = tuple(ints)
+        known = tensor_shapes.get(key)
+        if known is None:
+            if any(type_of(s) is not int for s in ints):
+                return original_tensor_init(self, handle, type)
+            shape = tl_tuple([constexpr(s) for s in ints])
+            known = tensor_shapes[key] = (shape.values, shape.type, constexpr(math.prod(ints)))
+        dims, ty, numel = known
+        self.handle = handle
+        self.shape = tl_tuple(dims, ty)  # a list of its own; the attributes in the original's order
+        self.numel = numel
+        self.type = type
+        self.dtype = type.scalar
+
+    tensor_init.__wrapped__ = original_tensor_init
+    tensor.__init__ = tensor_init
+
+    original_unwrap = core._unwrap_if_constexpr
+    unwrap_kinds: dict = {}  # exact type -> 0: as it is, 1: its value, 2: a sequence (the original recurses)
+
+    def unwrap_if_constexpr(o):
+        kind = unwrap_kinds.get(type(o))
+        if kind is None:
+            t = type(o)
+            nested = issubclass(t, (list, tuple, tl_tuple))
+            kind = 2 if nested else 1 if issubclass(t, constexpr) else 0
+            if any("__class__" in vars(c) for c in t.__mro__[:-1]):  # isinstance may answer otherwise: no cache
+                return original_unwrap(o)
+            unwrap_kinds[t] = kind
+        if kind == 0:
+            return o
+        if kind == 1:
+            return o.value
+        return original_unwrap(o)
+
+    unwrap_if_constexpr.__wrapped__ = original_unwrap
+    core._unwrap_if_constexpr = unwrap_if_constexpr  # core's functions and semantic's `tl.` read it from core
+
+    original_tuple_eq = tl_tuple.__eq__
+
+    def tuple_eq(self, other):
+        # a shape against a list or tuple of plain ints (every broadcast compares them): the original normalizes
+        # `other` (unwrapping it into a new tl.tuple, whose type it formats) only to compare the same ints
+        kind = type(other)
+        values = other if kind is list else other.values if kind is tl_tuple else None
+        if values is None or any(type(v) is not int for v in values):
+            return original_tuple_eq(self, other)
+        return constexpr(self.values == values)
+
+    tuple_eq.__wrapped__ = original_tuple_eq
+    tl_tuple.__eq__ = tuple_eq
