@@ -62,6 +62,11 @@ TIMED="${TIMED:-}"                # home-NAME folders timed by earlier runs on t
 # `echo C > .state/COMMIT` here, then TREE=.state/tree.tgz: `start` runs that tree, not the checkout's
 TREE="${TREE:-}"
 ORDER="${ORDER:-}"                # longest: the bench queue longest first (wild_ledger.py --queue-order)
+# the queue closes CLOSE_MIN minutes before the pipeline's end (empty: never): no shard takes a new instance after
+# that, so those under way finish with the GPU's turns to themselves, and the pipeline ends when they do. 19 minutes
+# with 16 shards: the 10 instances claimed after 10 minutes were all cut, and the four longest were cut in their last
+# stage (RESULTS.md#wild-16). Needs INSTANCES (the names to close)
+CLOSE_MIN="${CLOSE_MIN:-}"
 GPU_TESTS_FILES="${GPU_TESTS_FILES:-tests/gpu/test_gates_gpu.py tests/gpu/test_optimize_gpu.py}"
 # the GPU tests not yet run on a GPU: the NVML busy share (many_tiny_launches) with the clock tests beside it
 GPU_TESTS_K="${GPU_TESTS_K-many_tiny_launches or patched_clock or honest_profile_records or cheat_fails_on_gpu or control_passes_on_gpu}"
@@ -293,6 +298,18 @@ print('torch', torch.__version__, 'triton', triton.__version__, 'gpus', torch.cu
     touch "$R/DONE"
 }
 
+close_queue() {  # close_queue DELAY_S: after DELAY_S, every instance of INSTANCES no shard has claimed is claimed here
+    local name closed=()
+    sleep "$1"
+    mkdir -p "$R/queue"
+    for name in ${INSTANCES//,/ }; do
+        # the claim file klineage.bench.run.Queue makes, created exclusively (noclobber) as a shard creates it
+        (set -o noclobber; echo "$name closed by the pipeline $(date -u +%FT%T)" >"$R/queue/$name.claim") 2>/dev/null &&
+            closed+=("$name")
+    done
+    stage "queue closed, ${#closed[@]} not started: $(IFS=,; echo "${closed[*]}")"
+}
+
 pack() {
     env_setup
     local finished suffix
@@ -354,10 +371,15 @@ start)
     # the whole background list writes to the log, or the call's stdout stays open until the pipeline ends
     (cd "$RUN" && setsid nohup bash benchmarks/h200_wild.sh pipeline "$minutes" "$budget") >"$R/pipeline.log" 2>&1 \
         </dev/null &
+    if [ -n "$CLOSE_MIN" ] && [ -n "$INSTANCES" ] && [ "$minutes" -gt "$CLOSE_MIN" ]; then
+        setsid nohup bash benchmarks/h200_wild.sh close "$(((minutes - CLOSE_MIN) * 60))" >>"$R/pipeline.log" 2>&1 \
+            </dev/null &
+    fi
     sleep 5
     poll "$poll_s"
     ;;
 pipeline) pipeline "$2" "$3" ;;
+close) close_queue "$2" ;;
 walks) walks "$2" "${3:-2}" ;;
 library) library "$2" "$3" "$4" ;;
 poll) poll "$2" ;;
