@@ -65,11 +65,12 @@ def run_starts(instances: list, settings: Settings, out: Path, device: str = "cp
     with Sandbox(warm=True) as sandbox:
         for inst in instances:
             row = start_row(inst, settings, sandbox, device)
+            line = json.dumps(row)
             if echo:
-                print(json.dumps(row), flush=True)
+                print(line, flush=True)
             rows.append(row)
             with out.open("a") as f:
-                f.write(json.dumps(row) + "\n")
+                f.write(line + "\n")
     return rows
 
 

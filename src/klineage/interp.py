@@ -1127,7 +1127,7 @@ def _patch_frontend_overhead(interpreter) -> None:
     original_tuple_eq = tl_tuple.__eq__
 
     def tuple_eq(self, other):
-        # a shape against a list or tuple of plain ints (every broadcast compares them): the original normalizes
+        # a shape against a list or a tl.tuple of plain ints (every broadcast compares them): the original normalizes
         # `other` (unwrapping it into a new tl.tuple, whose type it formats) only to compare the same ints
         kind = type(other)
         values = other if kind is list else other.values if kind is tl_tuple else None
